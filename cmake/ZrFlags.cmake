@@ -1,0 +1,55 @@
+# Compiler flags for every target of the project (libraries, tests, fuzzers,
+# tools): warnings, ZR_WERROR, ZR_SANITIZER and the ZR_FUZZ instrumentation.
+include(CheckCSourceCompiles)
+
+if(NOT CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
+	message(FATAL_ERROR "zring needs gcc or clang (found ${CMAKE_C_COMPILER_ID})")
+endif()
+
+add_compile_options(
+	-Wall -Wextra -Wshadow -Wformat=2
+	-Wstrict-prototypes -Wmissing-prototypes
+	-Wpointer-arith -Wvla -Wundef)
+if(ZR_WERROR)
+	add_compile_options(-Werror)
+endif()
+
+# Tries flags on a trivial program, so a sanitizer the toolchain cannot link
+# (say, memory with gcc, or a missing runtime package) fails at configure time
+# with a clear message instead of in the middle of the build.
+function(zr_require_flags what)
+	set(CMAKE_REQUIRED_FLAGS "${ARGN}")
+	set(CMAKE_REQUIRED_LINK_OPTIONS ${ARGN})
+	string(MAKE_C_IDENTIFIER "ZR_HAVE_${what}" var)
+	check_c_source_compiles("int main(void) { return 0; }" ${var})
+	if(NOT ${var})
+		message(FATAL_ERROR "${CMAKE_C_COMPILER_ID} ${CMAKE_C_COMPILER_VERSION} cannot build with "
+			"${ARGN} (${what}); run scripts/deps.sh, or pick another compiler")
+	endif()
+endfunction()
+
+if(ZR_SANITIZER)
+	list(JOIN ZR_SANITIZER "," zr_san)
+	set(zr_san_flags "-fsanitize=${zr_san}" -fno-omit-frame-pointer)
+	if("undefined" IN_LIST ZR_SANITIZER)
+		# A UB report is a failure, not a line in a log nobody reads.
+		list(APPEND zr_san_flags -fno-sanitize-recover=undefined)
+	endif()
+	if("memory" IN_LIST ZR_SANITIZER)
+		list(APPEND zr_san_flags -fsanitize-memory-track-origins)
+	endif()
+	zr_require_flags("sanitizer_${zr_san}" ${zr_san_flags})
+	add_compile_options(${zr_san_flags})
+	add_link_options(${zr_san_flags})
+endif()
+
+if(ZR_FUZZ)
+	if(NOT CMAKE_C_COMPILER_ID MATCHES "Clang")
+		message(FATAL_ERROR "ZR_FUZZ needs clang (libFuzzer): configure with -DCMAKE_C_COMPILER=clang")
+	endif()
+	# Coverage instrumentation for all code; the harnesses themselves add
+	# -fsanitize=fuzzer (which brings libFuzzer's main) in fuzz/CMakeLists.txt.
+	zr_require_flags(fuzzer -fsanitize=fuzzer)
+	add_compile_options(-fsanitize=fuzzer-no-link)
+	add_link_options(-fsanitize=fuzzer-no-link)
+endif()
