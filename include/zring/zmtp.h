@@ -1,0 +1,481 @@
+/*
+ * zring — the ZMTP 3.1 codec (RFC 23, 37; PLAIN RFC 24). Sans-IO.
+ *
+ * The codec never performs I/O, reads a clock, starts a thread or allocates.
+ * The caller feeds it the bytes that arrived (in any chunking) and the time
+ * (now_ms, any monotonic millisecond clock), takes typed events out, and
+ * writes the bytes the codec asks it to write.
+ *
+ * The input contract (the same for zr_zmtp_feed and zr_zmtp_dec_feed):
+ *   - Each call reports in *consumed how many leading bytes of buf it used.
+ *     The caller may drop those; the rest it MUST present again at the start
+ *     of buf on the next call, with any new bytes appended after them.
+ *   - The codec consumes only whole units: the 64-octet greeting, a whole
+ *     frame header, a whole command frame (header and body), or any part of a
+ *     message frame's body. So the caller must be able to hold at least
+ *     zr_zmtp_want() contiguous bytes; that is bounded by the configured
+ *     command limits (plus 9 for a header), never by the peer.
+ *   - Message frame bodies are never copied: an event points into buf. A body
+ *     that is not yet all there comes out in pieces (offset, len), the last one
+ *     flagged ZR_ZMTP_FRAME_END. Split the input differently and the pieces
+ *     differ, but the frames they join into, and every other event, are the
+ *     same.
+ *   - Every span in an event points into the buf of the call that returned
+ *     it, and is valid while the caller keeps those bytes unchanged.
+ *   - len == 0 is a harmless no-op that returns ZR_NEED_MORE.
+ *
+ * Errors are sticky: once a call fails, every later call on the same object
+ * returns the same negative code. Codes are listed in <zring/error.h>.
+ *
+ * Thread affinity: none. An object may be used from one thread at a time.
+ */
+#ifndef ZR_ZMTP_H
+#define ZR_ZMTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <zring/error.h>
+#include <zring/export.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------------- */
+/* Socket types: the numbers libzmq gives them, names as RFC 23 spells them. */
+
+enum zr_socktype {
+	ZR_PAIR = 0,
+	ZR_PUB = 1,
+	ZR_SUB = 2,
+	ZR_REQ = 3,
+	ZR_REP = 4,
+	ZR_DEALER = 5,
+	ZR_ROUTER = 6,
+	ZR_PULL = 7,
+	ZR_PUSH = 8,
+	ZR_XPUB = 9,
+	ZR_XSUB = 10,
+	ZR_STREAM = 11, /* raw TCP in libzmq; never appears in a ZMTP handshake */
+	ZR_SERVER = 12,
+	ZR_CLIENT = 13,
+	ZR_RADIO = 14,
+	ZR_DISH = 15,
+	ZR_GATHER = 16,
+	ZR_SCATTER = 17,
+	ZR_DGRAM = 18, /* UDP only; never appears in a ZMTP handshake */
+	ZR_PEER = 19,
+	ZR_CHANNEL = 20,
+	ZR_SOCKTYPE_COUNT
+};
+
+/* "PUSH", "ROUTER", ...; NULL for a value that is not a socket type. */
+ZR_API const char *zr_socktype_name(int type);
+
+/*
+ * The socket type named by the len octets at s: exact, upper case, as RFC 23
+ * spells it (libzmq compares the value exactly too, so "push" is refused).
+ * Returns the type (>= 0) or -ZR_ESOCKTYPE.
+ */
+ZR_API int zr_socktype_parse(const uint8_t *s, size_t len);
+
+/* Whether a socket of type ours may talk to a peer of type peer (RFC 23 and
+ * the draft types of RFC 41/48/49/51/52). Symmetric. */
+ZR_API bool zr_socktype_compatible(int ours, int peer);
+
+/* ---------------------------------------------------------------------- */
+/* Greeting (RFC 23 "Greeting"). */
+
+enum zr_mechanism {
+	ZR_MECH_NULL = 0,
+	ZR_MECH_PLAIN = 1,
+	ZR_MECH_CURVE = 2, /* recognised on the wire; not yet implemented */
+};
+
+#define ZR_ZMTP_GREETING_SIZE 64
+
+struct zr_zmtp_greeting {
+	uint8_t major;
+	uint8_t minor;
+	int mechanism;      /* enum zr_mechanism; -1 for a well-formed name we do not know */
+	char mechanism_name[21]; /* NUL-terminated copy of the 20 octets */
+	bool as_server;
+};
+
+/*
+ * Writes our 64-octet greeting: 0xFF, 8 zero octets, 0x7F, 3, minor, the
+ * mechanism name NUL-padded to 20, as_server, 31 zero octets. Returns 64, or
+ * -EINVAL for a mechanism it does not know.
+ */
+ZR_API int zr_zmtp_greeting_encode(uint8_t out[ZR_ZMTP_GREETING_SIZE], uint8_t minor,
+                                   int mechanism, bool as_server);
+
+/*
+ * Checks the first len octets (len may be below 64) of a peer's greeting.
+ * Signature padding (octets 1..8) and the as-server octet's meaning are never
+ * judged (libzmq puts an identity length in the padding). Returns
+ *   ZR_NEED_MORE   len < 64 and nothing wrong so far (octet 0 is checked as
+ *                  soon as it is there, octet 9 likewise, the version at 10),
+ *   ZR_OK          len >= 64 and the greeting is well-formed; *g filled,
+ *   -ZR_ESIGNATURE octet 0 is not 0xFF or octet 9 not 0x7F (ZMTP 1.0, not ZMTP),
+ *   -ZR_EVERSION   major version below 3 (ZMTP 2.0 and older),
+ *   -ZR_EMECHANISM mechanism octets malformed (characters outside A-Z 0-9
+ *                  - _ . +, empty, or non-NUL bytes after the first NUL).
+ * g may be NULL.
+ */
+ZR_API int zr_zmtp_greeting_parse(const uint8_t *buf, size_t len, struct zr_zmtp_greeting *g);
+
+/* ---------------------------------------------------------------------- */
+/* Frames (RFC 23 "Framing"). */
+
+#define ZR_ZMTP_MORE 0x01u    /* flag octet: more frames follow in this message */
+#define ZR_ZMTP_LONG 0x02u    /* flag octet: 8-octet size */
+#define ZR_ZMTP_COMMAND 0x04u /* flag octet: a command frame */
+#define ZR_ZMTP_FRAME_END 0x100u /* event flag only: this piece completes its frame */
+
+#define ZR_ZMTP_HEADER_MAX 9 /* flags + 8-octet size */
+
+#define ZR_ZMTP_DEFAULT_MAX_MSG_SIZE (64u * 1024u * 1024u)
+#define ZR_ZMTP_DEFAULT_MAX_CMD_SIZE (64u * 1024u)      /* after the handshake */
+#define ZR_ZMTP_DEFAULT_MAX_HANDSHAKE_CMD (8u * 1024u)  /* before it completes */
+
+/*
+ * Writes a frame header into out: 2 octets for size <= 255, 9 for larger
+ * (network order). flags: ZR_ZMTP_MORE and/or ZR_ZMTP_COMMAND (a command must
+ * not carry MORE). Returns the header length (2 or 9), or -EINVAL for bad
+ * flags or a size above 2^63-1. The body is written by the caller: a send can
+ * be one iovec for the header and one for the body.
+ */
+ZR_API int zr_zmtp_frame_header(uint8_t out[ZR_ZMTP_HEADER_MAX], uint64_t size, unsigned flags);
+
+/* One frame, or a piece of one, as the decoder hands it out. */
+struct zr_zmtp_frame {
+	const uint8_t *data; /* this piece's bytes, in the caller's buffer */
+	size_t len;          /* this piece's length (0 for an empty frame) */
+	uint64_t size;       /* the whole frame body's declared size */
+	uint64_t offset;     /* where this piece starts within the body */
+	unsigned flags;      /* ZR_ZMTP_MORE, ZR_ZMTP_COMMAND, ZR_ZMTP_FRAME_END */
+};
+
+/* The frame decoder. Caller storage; initialise with zr_zmtp_dec_init. The
+ * members are private: do not rely on their names or layout. */
+struct zr_zmtp_dec {
+	uint64_t max_msg_size; /* limit on the sum of a message's frame sizes */
+	uint32_t max_cmd_size; /* limit on one command frame's body */
+	uint64_t msg_total;    /* bytes of the current message so far */
+	uint64_t body_size;    /* the frame whose body is being handed out */
+	uint64_t body_off;
+	unsigned body_flags;
+	bool in_body;
+	bool in_msg; /* a MORE frame was seen: the message is not finished */
+	int err;     /* sticky */
+};
+
+ZR_API void zr_zmtp_dec_init(struct zr_zmtp_dec *d, uint64_t max_msg_size, uint32_t max_cmd_size);
+
+/* Changes the command limit (the connection raises it once the handshake is done). */
+ZR_API void zr_zmtp_dec_set_cmd_limit(struct zr_zmtp_dec *d, uint32_t max_cmd_size);
+
+/*
+ * Decodes from buf (see the input contract at the top). Returns
+ *   ZR_OK         *f holds a command frame (whole: ZR_ZMTP_COMMAND and
+ *                 ZR_ZMTP_FRAME_END set) or a piece of a message frame;
+ *   ZR_NEED_MORE  nothing more can be decoded from buf;
+ *   -ZR_EFLAGS, -ZR_ECMDMORE, -ZR_EFRAMESIZE, -ZR_ETOOLARGE, -ZR_ECMDSIZE,
+ *   -ZR_ECMDINMSG  (sticky). Sizes are checked against the limits as soon as
+ *                 the header is there, before any body byte is taken.
+ */
+ZR_API int zr_zmtp_dec_feed(struct zr_zmtp_dec *d, const uint8_t *buf, size_t len,
+                            size_t *consumed, struct zr_zmtp_frame *f);
+
+/* How many contiguous bytes, from the first unconsumed one, the next call
+ * needs at least to make progress (1 while in a message body). */
+ZR_API size_t zr_zmtp_dec_want(const struct zr_zmtp_dec *d, const uint8_t *buf, size_t len);
+
+/* ---------------------------------------------------------------------- */
+/* Commands (RFC 23 "Commands", RFC 24, RFC 37). */
+
+enum zr_zmtp_cmd_type {
+	ZR_CMD_UNKNOWN = 0, /* a well-formed name we do not know */
+	ZR_CMD_READY,
+	ZR_CMD_ERROR,
+	ZR_CMD_SUBSCRIBE,
+	ZR_CMD_CANCEL,
+	ZR_CMD_PING,
+	ZR_CMD_PONG,
+	ZR_CMD_HELLO,    /* PLAIN layout */
+	ZR_CMD_WELCOME,  /* PLAIN: empty */
+	ZR_CMD_INITIATE, /* PLAIN layout: metadata */
+};
+
+#define ZR_ZMTP_PING_CONTEXT_MAX 16
+
+/* A parsed command. Spans point into the body given to zr_zmtp_cmd_parse. */
+struct zr_zmtp_cmd {
+	int type; /* enum zr_zmtp_cmd_type */
+	const uint8_t *name;
+	size_t name_len;
+	const uint8_t *data; /* everything after the name */
+	size_t data_len;
+	/* READY, INITIATE: the metadata (already validated); ERROR: the reason;
+	 * SUBSCRIBE, CANCEL: the topic; PING, PONG: the context. */
+	const uint8_t *value;
+	size_t value_len;
+	uint16_t ttl; /* PING: tenths of a second */
+	/* HELLO (PLAIN) */
+	const uint8_t *username;
+	size_t username_len;
+	const uint8_t *password;
+	size_t password_len;
+};
+
+/*
+ * Parses one command body (the frame body, starting at the name length).
+ * mechanism selects the layout of the mechanism commands (HELLO, WELCOME,
+ * INITIATE); with ZR_MECH_NULL they parse as ZR_CMD_UNKNOWN. Returns 0, or
+ * -ZR_ECMDNAME, -ZR_EERRORCMD, -ZR_EPING, -ZR_EPONG, -ZR_EPLAIN,
+ * -ZR_EPROPNAME, -ZR_EPROPTRUNC, -ZR_EPROPVALUE.
+ */
+ZR_API int zr_zmtp_cmd_parse(const uint8_t *body, size_t len, int mechanism, struct zr_zmtp_cmd *cmd);
+
+/*
+ * Writes a whole command frame (header, name, data) into out. Returns the
+ * number of octets written, -ENOBUFS if cap is too small, -EINVAL for a name
+ * of 0 or more than 255 octets.
+ */
+ZR_API int zr_zmtp_cmd_encode(uint8_t *out, size_t cap, const char *name, const uint8_t *data, size_t len);
+
+/* Metadata: name-length(1) name value-length(4, network order) value, repeated. */
+struct zr_zmtp_prop {
+	const char *name;     /* 1..255 characters from A-Z a-z 0-9 - _ . + */
+	const uint8_t *value;
+	size_t value_len;     /* < 2^31 */
+};
+
+/* Appends one property to out. Returns octets written, -ENOBUFS or -EINVAL. */
+ZR_API int zr_zmtp_prop_encode(uint8_t *out, size_t cap, const char *name, const uint8_t *value,
+                               size_t value_len);
+
+/*
+ * Validates a whole metadata block: every name well-formed, every length
+ * inside the block, Identity (any case) at most 255 octets. Returns 0,
+ * -ZR_EPROPNAME, -ZR_EPROPTRUNC or -ZR_EPROPVALUE.
+ */
+ZR_API int zr_zmtp_props_validate(const uint8_t *p, size_t len);
+
+/*
+ * Finds a property by name, matching names case-insensitively (RFC 23). The
+ * block must have been validated. Returns 0 with *value / *value_len set, or
+ * -ENOENT.
+ */
+ZR_API int zr_zmtp_props_find(const uint8_t *p, size_t len, const char *name, const uint8_t **value,
+                              size_t *value_len);
+
+/* Iterates a validated block: returns 1 with the next property, 0 at the end. */
+struct zr_zmtp_prop_iter {
+	const uint8_t *p;
+	const uint8_t *end;
+};
+ZR_API int zr_zmtp_props_next(struct zr_zmtp_prop_iter *it, const uint8_t **name, size_t *name_len,
+                              const uint8_t **value, size_t *value_len);
+
+/*
+ * The prefix of a subscription frame for a peer of minor version peer_minor:
+ * the frame header and either the ZMTP 3.1 command name (\x09SUBSCRIBE,
+ * \x06CANCEL) or the ZMTP 3.0 message octet (0x01, 0x00). The topic follows
+ * it on the wire. Returns the prefix length.
+ */
+#define ZR_ZMTP_SUB_PREFIX_MAX (ZR_ZMTP_HEADER_MAX + 10)
+ZR_API int zr_zmtp_sub_prefix(uint8_t out[ZR_ZMTP_SUB_PREFIX_MAX], uint8_t peer_minor, bool subscribe,
+                              size_t topic_len);
+
+/* ---------------------------------------------------------------------- */
+/* The connection: greeting -> mechanism handshake -> traffic. */
+
+/* PLAIN (and later CURVE) servers ask the application. */
+struct zr_zmtp_auth_req {
+	int mechanism; /* enum zr_mechanism */
+	const uint8_t *username;
+	size_t username_len;
+	const uint8_t *password;
+	size_t password_len;
+};
+
+/*
+ * Returns a ZAP status code (RFC 27): 200 accepts; 300 (temporary), 400
+ * (refused) or 500 (internal error) refuses, and the three digits are sent as
+ * the ERROR reason, which is what libzmq peers read. Called from inside
+ * zr_zmtp_feed, on its thread; it must not call back into the same codec.
+ */
+typedef int zr_zmtp_auth_cb(void *arg, const struct zr_zmtp_auth_req *req);
+
+struct zr_zmtp_config {
+	int socket_type; /* enum zr_socktype: ours, sent as Socket-Type */
+	int mechanism;   /* ZR_MECH_NULL or ZR_MECH_PLAIN */
+	bool as_server;  /* the mechanism role (PLAIN server). Sent in the greeting;
+	                    the peer's as-server octet is never read (libzmq always
+	                    sends 0). */
+	uint8_t minor;   /* the minor version we announce: 1 (ZMTP 3.1, default) or 0 */
+
+	/* Identity sent in READY for REQ, DEALER and ROUTER (empty if none), as
+	 * libzmq does; at most 255 octets. Borrowed: keep it alive while the
+	 * codec is in its handshake. */
+	const uint8_t *routing_id;
+	size_t routing_id_len;
+	/* Extra metadata ("X-..." application properties). Borrowed likewise. */
+	const struct zr_zmtp_prop *props;
+	size_t props_count;
+
+	/* PLAIN client credentials, 0..255 octets each. Borrowed likewise. */
+	const uint8_t *username;
+	size_t username_len;
+	const uint8_t *password;
+	size_t password_len;
+	/* PLAIN server: asked about every HELLO. NULL accepts every client, as
+	 * libzmq does without a ZAP handler. */
+	zr_zmtp_auth_cb *auth;
+	void *auth_arg;
+
+	uint64_t max_msg_size;      /* MAXMSGSIZE: default 64 MiB */
+	uint32_t max_cmd_size;      /* command frames after the handshake: 64 KiB */
+	uint32_t max_handshake_cmd; /* command frames before it completes: 8 KiB */
+
+	uint32_t handshake_ivl_ms;     /* HANDSHAKE_IVL: 30000; 0 = no deadline */
+	uint32_t heartbeat_ivl_ms;     /* HEARTBEAT_IVL: 0 = send no PING */
+	uint32_t heartbeat_ttl_ms;     /* HEARTBEAT_TTL: sent in PING, rounded down to 100 ms */
+	uint32_t heartbeat_timeout_ms; /* HEARTBEAT_TIMEOUT: 0 = heartbeat_ivl_ms */
+};
+
+/* Fills *cfg with the defaults above for a socket of the given type (NULL mechanism). */
+ZR_API void zr_zmtp_config_default(struct zr_zmtp_config *cfg, int socket_type);
+
+enum zr_zmtp_state {
+	ZR_ZMTP_GREETING = 1, /* waiting for the peer's greeting */
+	ZR_ZMTP_HANDSHAKE,    /* mechanism handshake */
+	ZR_ZMTP_TRAFFIC,      /* READY done: messages flow */
+	ZR_ZMTP_FAILED,       /* sticky error; drain zr_zmtp_out (it may hold ERROR), then close */
+};
+
+enum zr_zmtp_ev_type {
+	ZR_ZMTP_EV_READY = 1, /* handshake complete; peer_* fields and the metadata */
+	ZR_ZMTP_EV_FRAME,     /* a message frame, or a piece of one */
+	ZR_ZMTP_EV_SUBSCRIBE, /* a SUBSCRIBE command (ZMTP 3.1 form); data = topic */
+	ZR_ZMTP_EV_CANCEL,    /* a CANCEL command; data = topic */
+	ZR_ZMTP_EV_PEER_ERROR,/* the peer sent ERROR; data = reason. The connection is
+	                         now failed with -ZR_EPEERERROR: do not reconnect with
+	                         the same credentials. */
+};
+
+struct zr_zmtp_event {
+	int type;            /* enum zr_zmtp_ev_type */
+	const uint8_t *data; /* see the type; READY: the peer's whole metadata block */
+	size_t len;
+	/* FRAME */
+	uint64_t frame_size;
+	uint64_t offset;
+	unsigned flags; /* ZR_ZMTP_MORE, ZR_ZMTP_FRAME_END */
+	/* READY */
+	int peer_type; /* enum zr_socktype */
+	const uint8_t *peer_identity; /* the Identity property, or NULL */
+	size_t peer_identity_len;
+};
+
+/* Room for the bytes the codec writes itself: greeting, one handshake
+ * command (metadata or PLAIN HELLO), PING, PONG, ERROR. */
+#define ZR_ZMTP_OUT_MAX 2048
+
+/* The connection codec. Caller storage; initialise with zr_zmtp_init. The
+ * members are private: do not rely on their names or layout. */
+struct zr_zmtp {
+	struct zr_zmtp_config cfg;
+	struct zr_zmtp_dec dec;
+	int state;  /* enum zr_zmtp_state */
+	int step;   /* the mechanism's own step inside ZR_ZMTP_HANDSHAKE */
+	int err;    /* sticky */
+	uint8_t peer_major, peer_minor;
+	int peer_type;
+	uint64_t hs_deadline;   /* UINT64_MAX when none */
+	uint64_t last_rx;
+	uint64_t next_ping;     /* UINT64_MAX when none */
+	uint64_t ping_deadline; /* UINT64_MAX unless a PING waits for traffic */
+	uint32_t peer_ttl_ms;   /* from the peer's last PING; 0 = none */
+	bool pong_pending;
+	uint8_t pong_ctx_len;
+	uint8_t pong_ctx[ZR_ZMTP_PING_CONTEXT_MAX];
+	bool ping_pending;
+	size_t out_head, out_len;
+	uint8_t out[ZR_ZMTP_OUT_MAX];
+};
+
+/*
+ * Initialises z and queues our greeting in its output. Returns 0, or -EINVAL
+ * (unknown socket type or mechanism, minor not 0/1, credentials or identity
+ * over 255 octets, a bad property name), -ENOTSUP (CURVE, not yet), or
+ * -EMSGSIZE (metadata too large for ZR_ZMTP_OUT_MAX).
+ */
+ZR_API int zr_zmtp_init(struct zr_zmtp *z, const struct zr_zmtp_config *cfg, uint64_t now_ms);
+
+/*
+ * Feeds received bytes (see the input contract at the top). Returns
+ *   ZR_OK         *ev holds an event;
+ *   ZR_NEED_MORE  everything usable was consumed (or len was 0);
+ *   a negative code (sticky) for a protocol error; the codec may have queued
+ *                 an ERROR command: drain zr_zmtp_out before closing.
+ * A call with len > 0 counts as traffic for the heartbeat. PINGs are
+ * answered and PONGs and unknown commands (after the handshake) are taken
+ * without an event.
+ *
+ * ERROR is queued for errors found after the greeting and before the
+ * handshake completes (the peer learns why; RFC 23 "Error Handling"), not for
+ * a bad greeting (no framing yet) nor for errors in traffic (the connection
+ * is just closed, as libzmq does).
+ */
+ZR_API int zr_zmtp_feed(struct zr_zmtp *z, const uint8_t *buf, size_t len, size_t *consumed,
+                        struct zr_zmtp_event *ev, uint64_t now_ms);
+
+/* How many contiguous bytes the next feed needs at least (see the contract). */
+ZR_API size_t zr_zmtp_want(const struct zr_zmtp *z, const uint8_t *buf, size_t len);
+
+/*
+ * The bytes the codec wants written, in order: sets *data and returns their
+ * length (0 when none). Write them before any message frame you write next,
+ * and only between messages (never inside a multipart message). Then call
+ * zr_zmtp_out_ack with how many were written. A pending PONG or PING is laid
+ * out here, so a burst of PINGs costs one PONG (answering the latest).
+ */
+ZR_API size_t zr_zmtp_out(struct zr_zmtp *z, const uint8_t **data);
+ZR_API void zr_zmtp_out_ack(struct zr_zmtp *z, size_t n);
+
+/*
+ * Runs the timers at now_ms: the handshake deadline, sending PING every
+ * heartbeat_ivl_ms (only to ZMTP 3.1 peers), the heartbeat timeout and the
+ * peer's TTL. Returns 0, or -ZR_EHANDSHAKE_TIMEOUT / -ZR_EHEARTBEAT_TIMEOUT
+ * (sticky).
+ */
+ZR_API int zr_zmtp_tick(struct zr_zmtp *z, uint64_t now_ms);
+
+/* When zr_zmtp_tick must run next (absolute ms), UINT64_MAX if never. */
+ZR_API uint64_t zr_zmtp_deadline(const struct zr_zmtp *z);
+
+/*
+ * Fails the connection on the engine's behalf (for a reason the codec cannot
+ * see) with err (negative), queueing ERROR with reason if the handshake
+ * framing is established. Returns err.
+ */
+ZR_API int zr_zmtp_abort(struct zr_zmtp *z, int err, const char *reason);
+
+ZR_API int zr_zmtp_state(const struct zr_zmtp *z);     /* enum zr_zmtp_state */
+ZR_API int zr_zmtp_error(const struct zr_zmtp *z);     /* the sticky error, or 0 */
+/* The minor version in effect once the greeting is in: the lower of ours
+ * and the peer's (a peer with a major above 3 counts as ours). Pass it to
+ * zr_zmtp_sub_prefix. */
+ZR_API uint8_t zr_zmtp_peer_minor(const struct zr_zmtp *z);
+ZR_API int zr_zmtp_peer_type(const struct zr_zmtp *z); /* valid once ready, else -1 */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZR_ZMTP_H */

@@ -1,0 +1,679 @@
+/*
+ * The connection codec: greeting -> mechanism handshake -> traffic (RFC 23,
+ * RFC 37, PLAIN RFC 24), with heartbeats and the handshake deadline.
+ *
+ * One state enum (enum zr_zmtp_state) advanced in zr_zmtp_feed's switch, a
+ * step enum inside the handshake, sticky errors. The codec's own output
+ * (greeting, handshake commands, ERROR, PING, PONG) goes into the inline
+ * buffer z->out; its size is checked at init against the worst case this
+ * configuration can queue, so appending never fails later.
+ *
+ * Decisions (checklist B1-B5, B7):
+ *  - Our greeting goes out whole at init (no greeting dance needed: we never
+ *    wait for the peer's octets before writing ours, so no deadlock with
+ *    libzmq's 10/11/64 pattern).
+ *  - NULL: READY is queued as soon as the peer's greeting is validated, never
+ *    waiting for the peer's READY; a peer's READY may arrive before ours left.
+ *  - The peer's Socket-Type must be present (libzmq always sends it, and a
+ *    READY without it cannot be checked against RFC 23's table), a name
+ *    spelled exactly, and compatible with ours; otherwise ERROR and close.
+ *  - Identity: any 0..255 octets are reported; replacing ids that start with
+ *    0x00 (RFC 37 reserves them) is the ROUTER's business, not the codec's.
+ *  - PING: answered in any traffic state, also from peers that announced 3.0
+ *    (libzmq sends them regardless); we send PING only to 3.1 peers. One PONG
+ *    answers a burst (the latest context). A PING during the handshake is
+ *    unexpected (B5.41).
+ *  - Unknown commands after the handshake are ignored (libzmq drops them);
+ *    during the handshake they are errors.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <zring/zmtp.h>
+
+#include "wire.h"
+
+#define CONN_NEVER UINT64_MAX
+#define CONN_ERROR_REASON_MAX 96
+/* ERROR frame: header 2, name 6, length 1, reason. */
+#define CONN_ERROR_CMD_MAX (2 + 6 + 1 + CONN_ERROR_REASON_MAX)
+/* PING: header 2, name 5, TTL 2 (we send no context). PONG: 2 + 5 + 16. */
+#define CONN_PING_CMD_MAX (2 + 5 + 2)
+#define CONN_PONG_CMD_MAX (2 + 5 + ZR_ZMTP_PING_CONTEXT_MAX)
+
+enum conn_step {
+	CONN_NULL_WAIT_READY = 1,
+	CONN_PLAIN_C_WAIT_WELCOME,
+	CONN_PLAIN_C_WAIT_READY,
+	CONN_PLAIN_S_WAIT_HELLO,
+	CONN_PLAIN_S_WAIT_INITIATE,
+};
+
+/* see zmtp.h */
+void
+zr_zmtp_config_default(struct zr_zmtp_config *cfg, int socket_type)
+{
+	memset(cfg, 0, sizeof *cfg);
+	cfg->socket_type = socket_type;
+	cfg->mechanism = ZR_MECH_NULL;
+	cfg->minor = 1;
+	cfg->max_msg_size = ZR_ZMTP_DEFAULT_MAX_MSG_SIZE;
+	cfg->max_cmd_size = ZR_ZMTP_DEFAULT_MAX_CMD_SIZE;
+	cfg->max_handshake_cmd = ZR_ZMTP_DEFAULT_MAX_HANDSHAKE_CMD;
+	cfg->handshake_ivl_ms = 30000;
+}
+
+/* libzmq sends Identity for these types (empty when none is set). */
+static bool
+conn_sends_identity(int type)
+{
+	return type == ZR_REQ || type == ZR_DEALER || type == ZR_ROUTER;
+}
+
+/* The size of our metadata block (READY / INITIATE data). */
+static size_t
+conn_metadata_size(const struct zr_zmtp_config *cfg)
+{
+	size_t n = 1 + strlen("Socket-Type") + 4 + strlen(zr_socktype_name(cfg->socket_type));
+	size_t i;
+
+	if (conn_sends_identity(cfg->socket_type))
+		n += 1 + strlen("Identity") + 4 + cfg->routing_id_len;
+	for (i = 0; i < cfg->props_count; i++)
+		n += 1 + strlen(cfg->props[i].name) + 4 + cfg->props[i].value_len;
+	return n;
+}
+
+static int
+conn_config_check(const struct zr_zmtp_config *cfg)
+{
+	size_t i, nlen;
+
+	if (cfg->socket_type < 0 || cfg->socket_type >= ZR_SOCKTYPE_COUNT ||
+	    cfg->socket_type == ZR_STREAM || cfg->socket_type == ZR_DGRAM)
+		return -EINVAL;
+	if (cfg->mechanism == ZR_MECH_CURVE)
+		return -ENOTSUP;
+	if (cfg->mechanism != ZR_MECH_NULL && cfg->mechanism != ZR_MECH_PLAIN)
+		return -EINVAL;
+	if (cfg->minor > 1)
+		return -EINVAL;
+	if (cfg->routing_id_len > 255 || (cfg->routing_id_len > 0 && cfg->routing_id == NULL))
+		return -EINVAL;
+	if (cfg->username_len > 255 || cfg->password_len > 255)
+		return -EINVAL;
+	if ((cfg->username_len > 0 && cfg->username == NULL) ||
+	    (cfg->password_len > 0 && cfg->password == NULL))
+		return -EINVAL;
+	if (cfg->props_count > 0 && cfg->props == NULL)
+		return -EINVAL;
+	for (i = 0; i < cfg->props_count; i++) {
+		const char *name = cfg->props[i].name;
+
+		if (name == NULL)
+			return -EINVAL;
+		nlen = strlen(name);
+		if (nlen == 0 || nlen > 255 || cfg->props[i].value_len > 0x7fffffffu ||
+		    (cfg->props[i].value_len > 0 && cfg->props[i].value == NULL))
+			return -EINVAL;
+		for (size_t k = 0; k < nlen; k++) {
+			if (!wire_is_name_char((uint8_t)name[k]))
+				return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The most the codec can have queued at once with this configuration: the
+ * greeting, PLAIN's HELLO, our metadata command, one ERROR, one PING, one
+ * PONG (a misbehaving peer can make all of these due before the caller
+ * drains any of them, e.g. a server sending WELCOME unasked).
+ */
+static size_t
+conn_out_worst(const struct zr_zmtp_config *cfg, size_t meta)
+{
+	size_t n = ZR_ZMTP_GREETING_SIZE + ZR_ZMTP_HEADER_MAX + 1 + 8 + meta;
+
+	if (cfg->mechanism == ZR_MECH_PLAIN)
+		n += ZR_ZMTP_HEADER_MAX + 1 + 5 + 2 + cfg->username_len + cfg->password_len /* HELLO */
+		     + 2 + 1 + 7; /* WELCOME */
+	return n + CONN_ERROR_CMD_MAX + CONN_PING_CMD_MAX + CONN_PONG_CMD_MAX;
+}
+
+/* Appends n bytes to the output; the size check at init makes room certain. */
+static uint8_t *
+conn_out_reserve(struct zr_zmtp *z, size_t n)
+{
+	uint8_t *p;
+
+	if (z->out_len + n > sizeof z->out && z->out_head > 0) {
+		memmove(z->out, z->out + z->out_head, z->out_len - z->out_head);
+		z->out_len -= z->out_head;
+		z->out_head = 0;
+	}
+	if (z->out_len + n > sizeof z->out)
+		return NULL;
+	p = z->out + z->out_len;
+	z->out_len += n;
+	return p;
+}
+
+static int
+conn_fail(struct zr_zmtp *z, int err)
+{
+	z->err = err;
+	z->state = ZR_ZMTP_FAILED;
+	z->ping_pending = false;
+	z->pong_pending = false;
+	return err;
+}
+
+static void
+conn_queue_cmd(struct zr_zmtp *z, const char *name, const uint8_t *data, size_t len)
+{
+	size_t need = ZR_ZMTP_HEADER_MAX + 1 + strlen(name) + len;
+	uint8_t *p = conn_out_reserve(z, need);
+	int n;
+
+	if (p == NULL)
+		return; /* cannot happen: conn_out_worst bounds the queue */
+	n = zr_zmtp_cmd_encode(p, need, name, data, len);
+	z->out_len -= need - (n > 0 ? (size_t)n : 0);
+}
+
+static void
+conn_queue_error(struct zr_zmtp *z, const char *reason)
+{
+	uint8_t body[1 + CONN_ERROR_REASON_MAX];
+	size_t n = strlen(reason);
+
+	if (n > CONN_ERROR_REASON_MAX)
+		n = CONN_ERROR_REASON_MAX;
+	body[0] = (uint8_t)n;
+	memcpy(body + 1, reason, n);
+	conn_queue_cmd(z, "ERROR", body, 1 + n);
+}
+
+/* Fails in the handshake: tells the peer why with ERROR first. */
+static int
+conn_fail_handshake(struct zr_zmtp *z, int err)
+{
+	conn_queue_error(z, zr_strerror(err));
+	return conn_fail(z, err);
+}
+
+/* Queues READY or INITIATE with our metadata. */
+static void
+conn_queue_metadata(struct zr_zmtp *z, const char *name)
+{
+	const struct zr_zmtp_config *cfg = &z->cfg;
+	const char *type = zr_socktype_name(cfg->socket_type);
+	size_t meta = conn_metadata_size(cfg), nlen = strlen(name), off;
+	uint8_t hdr[ZR_ZMTP_HEADER_MAX];
+	int hlen = zr_zmtp_frame_header(hdr, 1 + nlen + meta, ZR_ZMTP_COMMAND);
+	uint8_t *p = conn_out_reserve(z, (size_t)hlen + 1 + nlen + meta);
+	size_t i;
+
+	if (p == NULL)
+		return; /* cannot happen: checked at init */
+	memcpy(p, hdr, (size_t)hlen);
+	off = (size_t)hlen;
+	p[off++] = (uint8_t)nlen;
+	memcpy(p + off, name, nlen);
+	off += nlen;
+	/* Exact casing: libzmq matches these two names case-sensitively. */
+	off += (size_t)zr_zmtp_prop_encode(p + off, meta, "Socket-Type", (const uint8_t *)type,
+	                                   strlen(type));
+	if (conn_sends_identity(cfg->socket_type))
+		off += (size_t)zr_zmtp_prop_encode(p + off, meta, "Identity", cfg->routing_id,
+		                                   cfg->routing_id_len);
+	for (i = 0; i < cfg->props_count; i++)
+		off += (size_t)zr_zmtp_prop_encode(p + off, meta, cfg->props[i].name,
+		                                   cfg->props[i].value, cfg->props[i].value_len);
+}
+
+static void
+conn_queue_plain_hello(struct zr_zmtp *z)
+{
+	uint8_t body[2 + 255 + 255];
+	size_t ul = z->cfg.username_len, pl = z->cfg.password_len;
+
+	body[0] = (uint8_t)ul;
+	if (ul > 0)
+		memcpy(body + 1, z->cfg.username, ul);
+	body[1 + ul] = (uint8_t)pl;
+	if (pl > 0)
+		memcpy(body + 2 + ul, z->cfg.password, pl);
+	conn_queue_cmd(z, "HELLO", body, 2 + ul + pl);
+}
+
+/* see zmtp.h */
+int
+zr_zmtp_init(struct zr_zmtp *z, const struct zr_zmtp_config *cfg, uint64_t now_ms)
+{
+	int rc = conn_config_check(cfg);
+	uint8_t *p;
+
+	if (rc < 0)
+		return rc;
+	if (conn_out_worst(cfg, conn_metadata_size(cfg)) > sizeof z->out)
+		return -EMSGSIZE;
+
+	memset(z, 0, sizeof *z);
+	z->cfg = *cfg;
+	zr_zmtp_dec_init(&z->dec, cfg->max_msg_size, cfg->max_handshake_cmd);
+	z->state = ZR_ZMTP_GREETING;
+	z->peer_type = -1;
+	z->hs_deadline = cfg->handshake_ivl_ms ? now_ms + cfg->handshake_ivl_ms : CONN_NEVER;
+	z->last_rx = now_ms;
+	z->next_ping = CONN_NEVER;
+	z->ping_deadline = CONN_NEVER;
+
+	p = conn_out_reserve(z, ZR_ZMTP_GREETING_SIZE);
+	/* as-server: 1 for a PLAIN server as RFC 23 says; NULL sends 0. */
+	zr_zmtp_greeting_encode(p, cfg->minor, cfg->mechanism,
+	                        cfg->mechanism != ZR_MECH_NULL && cfg->as_server);
+	return 0;
+}
+
+/* The greeting is whole and valid: check the mechanism, start the handshake. */
+static int
+conn_on_greeting(struct zr_zmtp *z, const struct zr_zmtp_greeting *g)
+{
+	if (g->mechanism < 0)
+		return conn_fail(z, -ZR_EMECHANISM);
+	if (g->mechanism != z->cfg.mechanism)
+		return conn_fail(z, -ZR_EMECHMISMATCH);
+	z->peer_major = g->major;
+	z->peer_minor = g->minor;
+	z->state = ZR_ZMTP_HANDSHAKE;
+	if (z->cfg.mechanism == ZR_MECH_NULL) {
+		conn_queue_metadata(z, "READY");
+		z->step = CONN_NULL_WAIT_READY;
+	} else if (!z->cfg.as_server) {
+		conn_queue_plain_hello(z);
+		z->step = CONN_PLAIN_C_WAIT_WELCOME;
+	} else {
+		z->step = CONN_PLAIN_S_WAIT_HELLO;
+	}
+	return 0;
+}
+
+/* Checks the peer's metadata (READY / INITIATE) and fills the READY event. */
+static int
+conn_check_metadata(struct zr_zmtp *z, const struct zr_zmtp_cmd *cmd, struct zr_zmtp_event *ev)
+{
+	const uint8_t *v;
+	size_t vlen;
+	int type;
+
+	if (zr_zmtp_props_find(cmd->value, cmd->value_len, "Socket-Type", &v, &vlen) < 0)
+		return -ZR_ENOSOCKTYPE;
+	type = zr_socktype_parse(v, vlen);
+	if (type < 0)
+		return type;
+	if (!zr_socktype_compatible(z->cfg.socket_type, type))
+		return -ZR_EINCOMPATIBLE;
+	z->peer_type = type;
+	memset(ev, 0, sizeof *ev);
+	ev->type = ZR_ZMTP_EV_READY;
+	ev->data = cmd->value;
+	ev->len = cmd->value_len;
+	ev->peer_type = type;
+	if (zr_zmtp_props_find(cmd->value, cmd->value_len, "Identity", &v, &vlen) == 0) {
+		ev->peer_identity = v;
+		ev->peer_identity_len = vlen;
+	}
+	return 0;
+}
+
+static void
+conn_enter_traffic(struct zr_zmtp *z, uint64_t now_ms)
+{
+	z->state = ZR_ZMTP_TRAFFIC;
+	z->hs_deadline = CONN_NEVER;
+	zr_zmtp_dec_set_cmd_limit(&z->dec, z->cfg.max_cmd_size);
+	if (z->cfg.heartbeat_ivl_ms > 0 && zr_zmtp_peer_minor(z) >= 1)
+		z->next_ping = now_ms + z->cfg.heartbeat_ivl_ms;
+}
+
+static int
+conn_peer_error(struct zr_zmtp *z, const struct zr_zmtp_cmd *cmd, struct zr_zmtp_event *ev)
+{
+	memset(ev, 0, sizeof *ev);
+	ev->type = ZR_ZMTP_EV_PEER_ERROR;
+	ev->data = cmd->value;
+	ev->len = cmd->value_len;
+	conn_fail(z, -ZR_EPEERERROR);
+	return ZR_OK;
+}
+
+/* PLAIN server: ask the application about a HELLO. */
+static int
+conn_plain_auth(struct zr_zmtp *z, const struct zr_zmtp_cmd *cmd)
+{
+	struct zr_zmtp_auth_req req = {
+		.mechanism = ZR_MECH_PLAIN,
+		.username = cmd->username,
+		.username_len = cmd->username_len,
+		.password = cmd->password,
+		.password_len = cmd->password_len,
+	};
+	int status = z->cfg.auth ? z->cfg.auth(z->cfg.auth_arg, &req) : 200;
+	char code[4];
+
+	if (status == 200)
+		return 0;
+	/* libzmq reads a three-digit ZAP status as the ERROR reason. */
+	if (status < 300 || status > 599)
+		status = 500;
+	code[0] = (char)('0' + status / 100);
+	code[1] = (char)('0' + status / 10 % 10);
+	code[2] = (char)('0' + status % 10);
+	code[3] = '\0';
+	conn_queue_error(z, code);
+	return conn_fail(z, -ZR_EAUTH);
+}
+
+/*
+ * A command during the handshake. Returns ZR_OK with an event, ZR_NEED_MORE
+ * to go on without one, or a negative code.
+ */
+static int
+conn_handshake_cmd(struct zr_zmtp *z, const struct zr_zmtp_cmd *cmd, struct zr_zmtp_event *ev,
+                   uint64_t now_ms)
+{
+	int rc;
+
+	if (cmd->type == ZR_CMD_ERROR)
+		return conn_peer_error(z, cmd, ev);
+
+	switch (z->step) {
+	case CONN_NULL_WAIT_READY:
+	case CONN_PLAIN_C_WAIT_READY:
+		if (cmd->type != ZR_CMD_READY)
+			break;
+		rc = conn_check_metadata(z, cmd, ev);
+		if (rc < 0)
+			return conn_fail_handshake(z, rc);
+		conn_enter_traffic(z, now_ms);
+		return ZR_OK;
+	case CONN_PLAIN_C_WAIT_WELCOME:
+		if (cmd->type != ZR_CMD_WELCOME)
+			break;
+		conn_queue_metadata(z, "INITIATE");
+		z->step = CONN_PLAIN_C_WAIT_READY;
+		return ZR_NEED_MORE;
+	case CONN_PLAIN_S_WAIT_HELLO:
+		if (cmd->type != ZR_CMD_HELLO)
+			break;
+		rc = conn_plain_auth(z, cmd);
+		if (rc < 0)
+			return rc;
+		conn_queue_cmd(z, "WELCOME", NULL, 0);
+		z->step = CONN_PLAIN_S_WAIT_INITIATE;
+		return ZR_NEED_MORE;
+	case CONN_PLAIN_S_WAIT_INITIATE:
+		if (cmd->type != ZR_CMD_INITIATE)
+			break;
+		rc = conn_check_metadata(z, cmd, ev);
+		if (rc < 0)
+			return conn_fail_handshake(z, rc);
+		conn_queue_metadata(z, "READY");
+		conn_enter_traffic(z, now_ms);
+		return ZR_OK;
+	default:
+		break;
+	}
+	return conn_fail_handshake(z, -ZR_EUNEXPECTED);
+}
+
+/* A command in traffic: same return convention as conn_handshake_cmd. */
+static int
+conn_traffic_cmd(struct zr_zmtp *z, const struct zr_zmtp_cmd *cmd, struct zr_zmtp_event *ev)
+{
+	switch (cmd->type) {
+	case ZR_CMD_PING:
+		z->pong_pending = true;
+		z->pong_ctx_len = (uint8_t)cmd->value_len;
+		if (cmd->value_len > 0)
+			memcpy(z->pong_ctx, cmd->value, cmd->value_len);
+		z->peer_ttl_ms = (uint32_t)cmd->ttl * 100u;
+		return ZR_NEED_MORE;
+	case ZR_CMD_PONG:
+	case ZR_CMD_UNKNOWN:
+		return ZR_NEED_MORE;
+	case ZR_CMD_SUBSCRIBE:
+	case ZR_CMD_CANCEL:
+		memset(ev, 0, sizeof *ev);
+		ev->type = cmd->type == ZR_CMD_SUBSCRIBE ? ZR_ZMTP_EV_SUBSCRIBE : ZR_ZMTP_EV_CANCEL;
+		ev->data = cmd->value;
+		ev->len = cmd->value_len;
+		return ZR_OK;
+	case ZR_CMD_ERROR:
+		return conn_peer_error(z, cmd, ev);
+	default: /* READY, HELLO, WELCOME, INITIATE once the handshake is over */
+		return conn_fail(z, -ZR_EUNEXPECTED);
+	}
+}
+
+/* One frame (or piece) from the decoder. */
+static int
+conn_on_frame(struct zr_zmtp *z, const struct zr_zmtp_frame *f, struct zr_zmtp_event *ev,
+              uint64_t now_ms)
+{
+	struct zr_zmtp_cmd cmd;
+	int mech = z->cfg.mechanism;
+	int rc;
+
+	if (!(f->flags & ZR_ZMTP_COMMAND)) {
+		if (z->state != ZR_ZMTP_TRAFFIC)
+			return conn_fail_handshake(z, -ZR_EEARLYMSG);
+		memset(ev, 0, sizeof *ev);
+		ev->type = ZR_ZMTP_EV_FRAME;
+		ev->data = f->data;
+		ev->len = f->len;
+		ev->frame_size = f->size;
+		ev->offset = f->offset;
+		ev->flags = f->flags & (ZR_ZMTP_MORE | ZR_ZMTP_FRAME_END);
+		return ZR_OK;
+	}
+	rc = zr_zmtp_cmd_parse(f->data, f->len, mech, &cmd);
+	if (rc < 0)
+		return z->state == ZR_ZMTP_HANDSHAKE ? conn_fail_handshake(z, rc) : conn_fail(z, rc);
+	if (z->state == ZR_ZMTP_HANDSHAKE)
+		return conn_handshake_cmd(z, &cmd, ev, now_ms);
+	return conn_traffic_cmd(z, &cmd, ev);
+}
+
+/* see zmtp.h */
+int
+zr_zmtp_feed(struct zr_zmtp *z, const uint8_t *buf, size_t len, size_t *consumed,
+             struct zr_zmtp_event *ev, uint64_t now_ms)
+{
+	struct zr_zmtp_greeting g;
+	struct zr_zmtp_frame f;
+	size_t off = 0, used;
+	int rc;
+
+	*consumed = 0;
+	if (z->err)
+		return z->err;
+	if (len == 0)
+		return ZR_NEED_MORE;
+	z->last_rx = now_ms;
+	z->ping_deadline = CONN_NEVER;
+
+	for (;;) {
+		switch (z->state) {
+		case ZR_ZMTP_GREETING:
+			rc = zr_zmtp_greeting_parse(buf, len, &g);
+			if (rc < 0)
+				return conn_fail(z, rc);
+			if (rc == ZR_NEED_MORE)
+				return ZR_NEED_MORE;
+			off = ZR_ZMTP_GREETING_SIZE;
+			*consumed = off;
+			rc = conn_on_greeting(z, &g);
+			if (rc < 0)
+				return rc;
+			break;
+		case ZR_ZMTP_HANDSHAKE:
+		case ZR_ZMTP_TRAFFIC:
+			rc = zr_zmtp_dec_feed(&z->dec, buf + off, len - off, &used, &f);
+			if (rc < 0) {
+				if (z->state == ZR_ZMTP_HANDSHAKE)
+					return conn_fail_handshake(z, rc);
+				return conn_fail(z, rc);
+			}
+			if (rc == ZR_NEED_MORE) {
+				*consumed = off + used;
+				return ZR_NEED_MORE;
+			}
+			off += used;
+			*consumed = off;
+			rc = conn_on_frame(z, &f, ev, now_ms);
+			if (rc != ZR_NEED_MORE)
+				return rc;
+			break;
+		case ZR_ZMTP_FAILED:
+			return z->err;
+		default:
+			return conn_fail(z, -EINVAL); /* corrupted state: our bug, not the peer's */
+		}
+	}
+}
+
+/* see zmtp.h */
+size_t
+zr_zmtp_want(const struct zr_zmtp *z, const uint8_t *buf, size_t len)
+{
+	switch (z->state) {
+	case ZR_ZMTP_GREETING:
+		return ZR_ZMTP_GREETING_SIZE;
+	case ZR_ZMTP_HANDSHAKE:
+	case ZR_ZMTP_TRAFFIC:
+		return zr_zmtp_dec_want(&z->dec, buf, len);
+	default:
+		return 0;
+	}
+}
+
+/* see zmtp.h */
+size_t
+zr_zmtp_out(struct zr_zmtp *z, const uint8_t **data)
+{
+	if (z->pong_pending) {
+		conn_queue_cmd(z, "PONG", z->pong_ctx, z->pong_ctx_len);
+		z->pong_pending = false;
+	}
+	if (z->ping_pending) {
+		uint8_t ttl[2];
+
+		wire_put16(ttl, (uint16_t)(z->cfg.heartbeat_ttl_ms / 100u > 0xffffu
+		                                   ? 0xffffu
+		                                   : z->cfg.heartbeat_ttl_ms / 100u));
+		conn_queue_cmd(z, "PING", ttl, sizeof ttl);
+		z->ping_pending = false;
+	}
+	*data = z->out + z->out_head;
+	return z->out_len - z->out_head;
+}
+
+/* see zmtp.h */
+void
+zr_zmtp_out_ack(struct zr_zmtp *z, size_t n)
+{
+	if (n > z->out_len - z->out_head)
+		n = z->out_len - z->out_head;
+	z->out_head += n;
+	if (z->out_head == z->out_len) {
+		z->out_head = 0;
+		z->out_len = 0;
+	}
+}
+
+/* see zmtp.h */
+int
+zr_zmtp_tick(struct zr_zmtp *z, uint64_t now_ms)
+{
+	if (z->err)
+		return z->err;
+	if (z->state != ZR_ZMTP_TRAFFIC) {
+		if (now_ms >= z->hs_deadline)
+			return conn_fail(z, -ZR_EHANDSHAKE_TIMEOUT);
+		return 0;
+	}
+	if (now_ms >= z->ping_deadline)
+		return conn_fail(z, -ZR_EHEARTBEAT_TIMEOUT);
+	if (z->peer_ttl_ms > 0 && now_ms >= z->last_rx + z->peer_ttl_ms)
+		return conn_fail(z, -ZR_EHEARTBEAT_TIMEOUT);
+	if (now_ms >= z->next_ping) {
+		uint32_t timeout = z->cfg.heartbeat_timeout_ms ? z->cfg.heartbeat_timeout_ms
+		                                               : z->cfg.heartbeat_ivl_ms;
+
+		z->ping_pending = true;
+		if (z->ping_deadline == CONN_NEVER)
+			z->ping_deadline = now_ms + timeout;
+		z->next_ping = now_ms + z->cfg.heartbeat_ivl_ms;
+	}
+	return 0;
+}
+
+/* see zmtp.h */
+uint64_t
+zr_zmtp_deadline(const struct zr_zmtp *z)
+{
+	uint64_t d;
+
+	if (z->state == ZR_ZMTP_FAILED)
+		return CONN_NEVER;
+	if (z->state != ZR_ZMTP_TRAFFIC)
+		return z->hs_deadline;
+	d = z->next_ping < z->ping_deadline ? z->next_ping : z->ping_deadline;
+	if (z->peer_ttl_ms > 0 && z->last_rx + z->peer_ttl_ms < d)
+		d = z->last_rx + z->peer_ttl_ms;
+	return d;
+}
+
+/* see zmtp.h */
+int
+zr_zmtp_abort(struct zr_zmtp *z, int err, const char *reason)
+{
+	if (z->err)
+		return z->err;
+	if (z->state == ZR_ZMTP_HANDSHAKE || z->state == ZR_ZMTP_TRAFFIC)
+		conn_queue_error(z, reason ? reason : zr_strerror(err));
+	return conn_fail(z, err);
+}
+
+/* see zmtp.h */
+int
+zr_zmtp_state(const struct zr_zmtp *z)
+{
+	return z->state;
+}
+
+/* see zmtp.h */
+int
+zr_zmtp_error(const struct zr_zmtp *z)
+{
+	return z->err;
+}
+
+/* see zmtp.h */
+uint8_t
+zr_zmtp_peer_minor(const struct zr_zmtp *z)
+{
+	if (z->peer_major > 3 || z->peer_minor > z->cfg.minor)
+		return z->cfg.minor;
+	return z->peer_minor;
+}
+
+/* see zmtp.h */
+int
+zr_zmtp_peer_type(const struct zr_zmtp *z)
+{
+	return z->state == ZR_ZMTP_TRAFFIC || z->state == ZR_ZMTP_FAILED ? z->peer_type : -1;
+}
