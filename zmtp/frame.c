@@ -69,7 +69,7 @@ dec_fail(struct zr_zmtp_dec *d, int err)
 }
 
 /* Hands out the next piece of the current message frame's body. */
-static int
+static size_t
 dec_body_piece(struct zr_zmtp_dec *d, const uint8_t *buf, size_t len, struct zr_zmtp_frame *f)
 {
 	uint64_t left = d->body_size - d->body_off;
@@ -85,7 +85,7 @@ dec_body_piece(struct zr_zmtp_dec *d, const uint8_t *buf, size_t len, struct zr_
 		f->flags |= ZR_ZMTP_FRAME_END;
 		d->in_body = false;
 	}
-	return (int)n;
+	return n;
 }
 
 /*
@@ -136,7 +136,7 @@ zr_zmtp_dec_feed(struct zr_zmtp_dec *d, const uint8_t *buf, size_t len, size_t *
 	if (len == 0)
 		return ZR_NEED_MORE;
 	if (d->in_body) {
-		*consumed = (size_t)dec_body_piece(d, buf, len, f);
+		*consumed = dec_body_piece(d, buf, len, f);
 		return ZR_OK;
 	}
 
@@ -183,7 +183,7 @@ zr_zmtp_dec_feed(struct zr_zmtp_dec *d, const uint8_t *buf, size_t len, size_t *
 	d->in_body = true;
 	if (len == (size_t)hlen)
 		return ZR_NEED_MORE;
-	*consumed += (size_t)dec_body_piece(d, buf + hlen, len - (size_t)hlen, f);
+	*consumed += dec_body_piece(d, buf + hlen, len - (size_t)hlen, f);
 	return ZR_OK;
 }
 
