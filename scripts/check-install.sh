@@ -22,6 +22,11 @@ for f in include/zring.h include/zring/error.h include/zring/zmtp.h include/zrin
 done
 [[ -z $(find "$prefix/include" -name '*.h' ! -path '*/include/zring.h' ! -path '*/include/zring/*') ]] ||
 	fail "unexpected headers installed: $(find "$prefix/include" -name '*.h')"
+if [[ -x $build/tools/zring ]]; then
+	[[ -x $prefix/bin/zring ]] || fail "bin/zring not installed"
+	"$prefix/bin/zring" version >/dev/null || fail "installed bin/zring does not run"
+	echo "ok  bin/zring runs"
+fi
 pc=$(find "$prefix" -name zring.pc)
 [[ -n $pc ]] || fail "zring.pc not installed"
 libdir=$(dirname "$(dirname "$pc")")
@@ -55,8 +60,9 @@ check_run() { # LABEL PROGRAM
 	echo "ok  $1"
 }
 
-# pkg-config sees only the scratch prefix.
-export PKG_CONFIG_LIBDIR=$libdir/pkgconfig PKG_CONFIG_PATH=
+# pkg-config finds zring in the scratch prefix (and its dependencies, such
+# as liburing, where the system keeps them).
+export PKG_CONFIG_PATH=$libdir/pkgconfig
 [[ $(pkg-config --modversion zring) == "$(sed -n 's/^Version: //p' "$pc")" ]] || fail "pkg-config cannot read zring.pc"
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Werror $(pkg-config --cflags zring) "$work/consumer/main.c" \
@@ -79,7 +85,6 @@ target_link_libraries(shared PRIVATE zring::zring)
 add_executable(static main.c)
 target_link_libraries(static PRIVATE zring::zring_static)
 CM
-unset PKG_CONFIG_LIBDIR
 cmake -S "$work/consumer" -B "$work/consumer/build" -G Ninja -DCMAKE_C_COMPILER=cc \
 	-DCMAKE_PREFIX_PATH="$prefix" >"$work/cmake.log" 2>&1 || { cat "$work/cmake.log"; fail "find_package(zring) failed"; }
 cmake --build "$work/consumer/build" >"$work/build.log" 2>&1 || { cat "$work/build.log"; fail "find_package consumer did not build"; }
