@@ -458,6 +458,31 @@ conn_traffic_cmd(struct zr_zmtp *z, const struct zr_zmtp_cmd *cmd, struct zr_zmt
 	}
 }
 
+/*
+ * libzmq 4.3's PLAIN mechanism writes its ERROR command from the C literal
+ * "\x05ERROR", where "\x05E" is a single hex escape (0x5E): the body on the
+ * wire is 5E 'R' 'R' 'O' 'R', reason length, reason. Read literally that is a
+ * 94-octet name that cannot fit, so a strict parser reports a malformed
+ * command instead of the refusal it is. Accept exactly that form, only in
+ * the PLAIN handshake, where libzmq sends it; it cannot be mistaken for a
+ * valid command. We always send the conformant form ourselves.
+ */
+static bool
+conn_libzmq_plain_error(const struct zr_zmtp *z, const struct zr_zmtp_frame *f,
+                        struct zr_zmtp_cmd *cmd)
+{
+	static const uint8_t prefix[5] = {0x5e, 'R', 'R', 'O', 'R'};
+
+	if (z->cfg.mechanism != ZR_MECH_PLAIN || z->state != ZR_ZMTP_HANDSHAKE || f->len < 6 ||
+	    memcmp(f->data, prefix, sizeof prefix) != 0 || f->data[5] != f->len - 6)
+		return false;
+	memset(cmd, 0, sizeof *cmd);
+	cmd->type = ZR_CMD_ERROR;
+	cmd->value = f->data + 6;
+	cmd->value_len = f->len - 6;
+	return true;
+}
+
 /* One frame (or piece) from the decoder. */
 static int
 conn_on_frame(struct zr_zmtp *z, const struct zr_zmtp_frame *f, struct zr_zmtp_event *ev,
@@ -479,6 +504,8 @@ conn_on_frame(struct zr_zmtp *z, const struct zr_zmtp_frame *f, struct zr_zmtp_e
 		ev->flags = f->flags & (ZR_ZMTP_MORE | ZR_ZMTP_FRAME_END);
 		return ZR_OK;
 	}
+	if (conn_libzmq_plain_error(z, f, &cmd))
+		return conn_peer_error(z, &cmd, ev);
 	rc = zr_zmtp_cmd_parse(f->data, f->len, mech, &cmd);
 	if (rc < 0)
 		return z->state == ZR_ZMTP_HANDSHAKE ? conn_fail_handshake(z, rc) : conn_fail(z, rc);

@@ -80,7 +80,7 @@ enum zr_err {
 ZR_API const char *zr_strerror(int err);
 
 /*
- * The errno a protocol code corresponds to (ZR_ETOOLARGE -> EMSGSIZE,
+ * The errno a protocol code corresponds to (ZR_ETOOLARGE, ZR_ECMDSIZE -> EMSGSIZE,
  * timeouts -> ETIMEDOUT, ZR_EAUTH/ZR_EPEERERROR -> EACCES/ECONNREFUSED, the
  * rest -> EPROTO), negated; a negative errno is returned as it is.
  */
