@@ -1,0 +1,59 @@
+/*
+ * io/ — endpoints: "tcp://host:port" and "ipc://path" (or "ipc://@name" for
+ * Linux's abstract namespace) turned into socket addresses, listening and
+ * connecting sockets, and the bound address read back as text. Internal.
+ */
+#ifndef ZR_IO_ENDPOINT_H
+#define ZR_IO_ENDPOINT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/socket.h>
+
+enum zr__transport {
+	ZR__TCP = 1,
+	ZR__IPC = 2,
+};
+
+#define ZR__ENDPOINT_TEXT_MAX 160 /* "ipc://" + a 107-octet path, or tcp + [v6]:port */
+
+struct zr__endpoint {
+	int transport; /* enum zr__transport */
+	socklen_t addrlen;
+	struct sockaddr_storage addr;
+};
+
+/*
+ * Parses text. for_bind allows "*" as the host (any address) and "*" or 0 as
+ * the port (the kernel picks one: read it back with zr__endpoint_local).
+ * ipv6 makes "*" the dual-stack "::" and lets host names resolve to IPv6
+ * too (libzmq's ZMQ_IPV6); a bracketed "[::1]" is IPv6 either way. Host
+ * names are resolved here, blocking. Returns 0, -EINVAL (malformed),
+ * -EPROTONOSUPPORT (unknown transport), -ENAMETOOLONG (ipc path over 107
+ * octets) or -EHOSTUNREACH (the name does not resolve).
+ */
+int zr__endpoint_parse(const char *text, bool for_bind, bool ipv6, struct zr__endpoint *ep);
+
+/*
+ * A listening socket bound to ep (SO_REUSEADDR for tcp; for an ipc path a
+ * stale socket file left by an earlier process is removed first, as libzmq
+ * does). Returns the fd (>= 0) or -errno (-EADDRINUSE, -EACCES, ...).
+ */
+int zr__endpoint_listen(const struct zr__endpoint *ep, int backlog);
+
+/* A fresh socket (close-on-exec) of ep's family, for connecting. Returns the fd or -errno. */
+int zr__endpoint_socket(const struct zr__endpoint *ep);
+
+/* Writes ep as text ("tcp://127.0.0.1:5555", "tcp://[::1]:5555", "ipc:///tmp/x",
+ * "ipc://@name"). Returns the length or -ENOBUFS. */
+int zr__endpoint_format(const struct zr__endpoint *ep, char *buf, size_t cap);
+
+/* The address a socket is bound to, as text (see zr__endpoint_format). */
+int zr__endpoint_local(int fd, int transport, char *buf, size_t cap);
+
+/* Per-connection socket options: TCP_NODELAY on tcp, and SO_SNDBUF /
+ * SO_RCVBUF when > 0 (set them before connect/listen: they also fix the
+ * kernel's buffer sizes, switching autotuning off). Returns 0 or -errno. */
+int zr__socket_tune(int fd, int transport, int sndbuf, int rcvbuf);
+
+#endif /* ZR_IO_ENDPOINT_H */

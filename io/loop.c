@@ -1,0 +1,431 @@
+/*
+ * The io_uring loop: ring setup with a feature fallback chain, a batch of
+ * completions per turn, a deadline heap for timers, and an eventfd wakeup
+ * that costs nothing while the loop is awake.
+ */
+#define _GNU_SOURCE /* liburing.h needs sigset_t; getaddrinfo, eventfd */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "loop.h"
+
+#define LOOP_CQE_BATCH 64
+#define LOOP_CQ_MIN 4096u
+#define LOOP_FINI_WAIT_MS 5000
+
+uint64_t
+zr__now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Gets an SQE, flushing the queue to the kernel once if it is full. */
+static struct io_uring_sqe *
+loop_sqe(struct zr__loop *l)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&l->ring);
+
+	if (sqe == NULL) {
+		io_uring_submit(&l->ring);
+		sqe = io_uring_get_sqe(&l->ring);
+	}
+	return sqe;
+}
+
+static void
+loop_track(struct zr__loop *l, struct zr__op *op, struct io_uring_sqe *sqe)
+{
+	io_uring_sqe_set_data(sqe, op);
+	op->inflight++;
+	l->inflight++;
+}
+
+/* ---- wakeup ------------------------------------------------------------ */
+
+static int loop_wake_arm(struct zr__loop *l);
+
+static void
+loop_wake_done(struct zr__op *op, int res, uint32_t flags)
+{
+	struct zr__loop *l = (struct zr__loop *)((char *)op - offsetof(struct zr__loop, wake_op));
+
+	(void)flags;
+	if (res == -ECANCELED || l->wake_fd < 0)
+		return; /* the loop is shutting down */
+	loop_wake_arm(l);
+}
+
+static int
+loop_wake_arm(struct zr__loop *l)
+{
+	struct io_uring_sqe *sqe = loop_sqe(l);
+
+	if (sqe == NULL)
+		return -EBUSY;
+	io_uring_prep_read(sqe, l->wake_fd, &l->wake_val, sizeof l->wake_val, 0);
+	loop_track(l, &l->wake_op, sqe);
+	return 0;
+}
+
+void
+zr__loop_wake(struct zr__loop *l)
+{
+	uint64_t one = 1;
+
+	/*
+	 * Pairs with zr__loop_run: it sets sleeping, then reads woken; we set
+	 * woken, then read sleeping. Both sequentially consistent, so at least
+	 * one side sees the other: either the loop does not block, or we write.
+	 */
+	if (atomic_exchange(&l->woken, 1) == 0 && atomic_load(&l->sleeping)) {
+		ssize_t n = write(l->wake_fd, &one, sizeof one);
+		(void)n; /* EAGAIN only if the counter is saturated: a wake is pending anyway */
+	}
+}
+
+/* ---- setup ------------------------------------------------------------- */
+
+static int
+loop_ring_init(struct zr__loop *l, unsigned sq_entries)
+{
+	/* Newest first; each step drops what an older kernel rejects (-EINVAL). */
+	static const unsigned flag_sets[] = {
+		IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SUBMIT_ALL,
+		IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_SUBMIT_ALL,
+		0,
+	};
+	unsigned cq = sq_entries * 4 < LOOP_CQ_MIN ? LOOP_CQ_MIN : sq_entries * 4;
+	size_t i;
+	int rc = -EINVAL;
+
+	for (i = 0; i < sizeof flag_sets / sizeof flag_sets[0]; i++) {
+		struct io_uring_params p;
+
+		memset(&p, 0, sizeof p);
+		p.flags = flag_sets[i] | IORING_SETUP_CQSIZE;
+		p.cq_entries = cq;
+		rc = io_uring_queue_init_params(sq_entries, &l->ring, &p);
+		if (rc == 0) {
+			l->setup_flags = flag_sets[i];
+			return 0;
+		}
+		if (rc != -EINVAL)
+			return rc;
+	}
+	return rc;
+}
+
+int
+zr__loop_init(struct zr__loop *l, unsigned sq_entries, zr__wake_cb *wake_cb, void *wake_arg)
+{
+	int rc;
+
+	memset(l, 0, sizeof *l);
+	l->wake_fd = -1;
+	atomic_init(&l->sleeping, 0);
+	atomic_init(&l->woken, 0);
+	l->wake_cb = wake_cb;
+	l->wake_arg = wake_arg;
+	l->wake_op.cb = loop_wake_done;
+
+	rc = loop_ring_init(l, sq_entries);
+	if (rc < 0)
+		return rc;
+	io_uring_register_ring_fd(&l->ring); /* an optimisation: failure is fine */
+
+	l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (l->wake_fd < 0) {
+		rc = -errno;
+		io_uring_queue_exit(&l->ring);
+		return rc;
+	}
+	rc = loop_wake_arm(l);
+	if (rc < 0) {
+		close(l->wake_fd);
+		io_uring_queue_exit(&l->ring);
+	}
+	return rc;
+}
+
+/* ---- timers: a binary min-heap of deadlines ---------------------------- */
+
+static void
+heap_set(struct zr__loop *l, size_t i, struct zr__timer *t)
+{
+	l->heap[i] = t;
+	t->slot = i + 1;
+}
+
+static void
+heap_up(struct zr__loop *l, size_t i)
+{
+	struct zr__timer *t = l->heap[i];
+
+	while (i > 0) {
+		size_t parent = (i - 1) / 2;
+
+		if (l->heap[parent]->deadline <= t->deadline)
+			break;
+		heap_set(l, i, l->heap[parent]);
+		i = parent;
+	}
+	heap_set(l, i, t);
+}
+
+static void
+heap_down(struct zr__loop *l, size_t i)
+{
+	struct zr__timer *t = l->heap[i];
+
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= l->heap_len)
+			break;
+		if (c + 1 < l->heap_len && l->heap[c + 1]->deadline < l->heap[c]->deadline)
+			c++;
+		if (t->deadline <= l->heap[c]->deadline)
+			break;
+		heap_set(l, i, l->heap[c]);
+		i = c;
+	}
+	heap_set(l, i, t);
+}
+
+void
+zr__timer_stop(struct zr__loop *l, struct zr__timer *t)
+{
+	struct zr__timer *moved;
+	size_t i;
+
+	if (t->slot == 0)
+		return;
+	i = t->slot - 1;
+	t->slot = 0;
+	l->heap_len--;
+	if (i == l->heap_len)
+		return;
+	moved = l->heap[l->heap_len];
+	heap_set(l, i, moved);
+	heap_up(l, i);
+	heap_down(l, moved->slot - 1);
+}
+
+int
+zr__timer_start(struct zr__loop *l, struct zr__timer *t, uint64_t deadline_ms)
+{
+	zr__timer_stop(l, t);
+	if (l->heap_len == l->heap_cap) {
+		size_t cap = l->heap_cap ? l->heap_cap * 2 : 64;
+		struct zr__timer **h = realloc(l->heap, cap * sizeof *h);
+
+		if (h == NULL)
+			return -ENOMEM;
+		l->heap = h;
+		l->heap_cap = cap;
+	}
+	t->deadline = deadline_ms;
+	heap_set(l, l->heap_len++, t);
+	heap_up(l, l->heap_len - 1);
+	return 0;
+}
+
+static int
+loop_run_timers(struct zr__loop *l, uint64_t now)
+{
+	int n = 0;
+
+	while (l->heap_len > 0 && l->heap[0]->deadline <= now) {
+		struct zr__timer *t = l->heap[0];
+
+		zr__timer_stop(l, t);
+		t->cb(t);
+		n++;
+	}
+	return n;
+}
+
+/* ---- the turn ---------------------------------------------------------- */
+
+struct loop_done {
+	struct zr__op *op;
+	int res;
+	uint32_t flags;
+};
+
+/* Takes every ready CQE off the ring first, then runs the callbacks, so a
+ * callback that queues I/O or frees its owner never sees the CQ mid-walk. */
+static int
+loop_reap(struct zr__loop *l)
+{
+	struct io_uring_cqe *cqes[LOOP_CQE_BATCH];
+	struct loop_done done[LOOP_CQE_BATCH];
+	int total = 0;
+
+	for (;;) {
+		unsigned n = io_uring_peek_batch_cqe(&l->ring, cqes, LOOP_CQE_BATCH), i;
+
+		if (n == 0)
+			return total;
+		for (i = 0; i < n; i++) {
+			done[i].op = io_uring_cqe_get_data(cqes[i]);
+			done[i].res = cqes[i]->res;
+			done[i].flags = cqes[i]->flags;
+		}
+		io_uring_cq_advance(&l->ring, n);
+		for (i = 0; i < n; i++) {
+			struct zr__op *op = done[i].op;
+
+			if (op == NULL)
+				continue; /* a cancel request's own completion */
+			if (!(done[i].flags & IORING_CQE_F_MORE)) {
+				op->inflight--;
+				l->inflight--;
+			}
+			op->cb(op, done[i].res, done[i].flags);
+			total++;
+		}
+	}
+}
+
+int
+zr__loop_run(struct zr__loop *l, uint64_t deadline_ms)
+{
+	struct io_uring_cqe *cqe = NULL;
+	uint64_t now = zr__now_ms(), until = deadline_ms;
+	struct __kernel_timespec ts;
+	int n, rc;
+
+	n = loop_run_timers(l, now);
+	if (l->heap_len > 0 && l->heap[0]->deadline < until)
+		until = l->heap[0]->deadline;
+
+	atomic_store(&l->sleeping, 1);
+	if (n > 0 || atomic_load(&l->woken) || io_uring_cq_ready(&l->ring) > 0)
+		until = 0;
+	if (until == UINT64_MAX) {
+		rc = io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1, NULL, NULL);
+	} else {
+		uint64_t wait = until > now ? until - now : 0;
+
+		ts.tv_sec = (long long)(wait / 1000u);
+		ts.tv_nsec = (long long)(wait % 1000u) * 1000000;
+		rc = io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1, &ts, NULL);
+	}
+	atomic_store(&l->sleeping, 0);
+	if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)
+		return rc;
+
+	n += loop_reap(l);
+	if (atomic_exchange(&l->woken, 0)) {
+		if (l->wake_cb != NULL)
+			l->wake_cb(l->wake_arg);
+		n++;
+	}
+	n += loop_run_timers(l, zr__now_ms());
+	return n;
+}
+
+void
+zr__loop_fini(struct zr__loop *l)
+{
+	struct io_uring_sqe *sqe;
+	uint64_t give_up = zr__now_ms() + LOOP_FINI_WAIT_MS;
+	int fd = l->wake_fd;
+
+	l->wake_fd = -1; /* the wake op must not re-arm */
+	sqe = loop_sqe(l);
+	if (sqe != NULL) {
+		io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+		io_uring_sqe_set_data(sqe, NULL);
+	}
+	while (l->inflight > 0 && zr__now_ms() < give_up) {
+		struct io_uring_cqe *cqe;
+		struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 100 * 1000000};
+
+		io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1, &ts, NULL);
+		loop_reap(l);
+	}
+	if (fd >= 0)
+		close(fd);
+	io_uring_queue_exit(&l->ring);
+	free(l->heap);
+	l->heap = NULL;
+	l->heap_len = l->heap_cap = 0;
+}
+
+/* ---- operations -------------------------------------------------------- */
+
+int
+zr__op_recv(struct zr__loop *l, struct zr__op *op, int fd, void *buf, size_t len, int flags)
+{
+	struct io_uring_sqe *sqe = loop_sqe(l);
+
+	if (sqe == NULL)
+		return -EBUSY;
+	io_uring_prep_recv(sqe, fd, buf, len, flags);
+	loop_track(l, op, sqe);
+	return 0;
+}
+
+int
+zr__op_sendmsg(struct zr__loop *l, struct zr__op *op, int fd, const struct msghdr *msg, int flags)
+{
+	struct io_uring_sqe *sqe = loop_sqe(l);
+
+	if (sqe == NULL)
+		return -EBUSY;
+	io_uring_prep_sendmsg(sqe, fd, msg, (unsigned)flags);
+	loop_track(l, op, sqe);
+	return 0;
+}
+
+int
+zr__op_accept(struct zr__loop *l, struct zr__op *op, int fd)
+{
+	struct io_uring_sqe *sqe = loop_sqe(l);
+
+	if (sqe == NULL)
+		return -EBUSY;
+	/* Multishot accept came with 5.19, as did COOP_TASKRUN; a plain ring
+	 * means an older kernel, where the owner re-arms after every accept
+	 * (it must anyway when a CQE comes without IORING_CQE_F_MORE). */
+	if (l->setup_flags != 0)
+		io_uring_prep_multishot_accept(sqe, fd, NULL, NULL, SOCK_CLOEXEC);
+	else
+		io_uring_prep_accept(sqe, fd, NULL, NULL, SOCK_CLOEXEC);
+	loop_track(l, op, sqe);
+	return 0;
+}
+
+int
+zr__op_connect(struct zr__loop *l, struct zr__op *op, int fd, const struct sockaddr *addr,
+               socklen_t addrlen)
+{
+	struct io_uring_sqe *sqe = loop_sqe(l);
+
+	if (sqe == NULL)
+		return -EBUSY;
+	io_uring_prep_connect(sqe, fd, addr, addrlen);
+	loop_track(l, op, sqe);
+	return 0;
+}
+
+int
+zr__op_cancel_fd(struct zr__loop *l, int fd)
+{
+	struct io_uring_sqe *sqe = loop_sqe(l);
+
+	if (sqe == NULL)
+		return -EBUSY;
+	io_uring_prep_cancel_fd(sqe, fd, IORING_ASYNC_CANCEL_ALL);
+	io_uring_sqe_set_data(sqe, NULL);
+	return 0;
+}

@@ -1,0 +1,109 @@
+/*
+ * io/ — the io_uring runtime: one loop per io thread, its ring, its timers
+ * and its wakeup. Internal to zring (not installed). Knows nothing of ZMTP.
+ *
+ * Threading: a loop and everything it owns are used by the thread that
+ * created the loop (the ring is set up SINGLE_ISSUER), except
+ * zr__loop_wake(), which any thread may call.
+ *
+ * Operations: an owner embeds a struct zr__op per operation it keeps in
+ * flight, prepares the SQE with one of the zr__op_* helpers, and gets exactly
+ * one callback per CQE (multishot operations: one per CQE, the last without
+ * IORING_CQE_F_MORE). A buffer given to an operation belongs to the kernel
+ * until that operation's final callback; an op may be freed only after it.
+ */
+#ifndef ZR_IO_LOOP_H
+#define ZR_IO_LOOP_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <liburing.h>
+
+struct zr__op;
+
+/* res: the CQE's result (negative errno on failure); flags: its flags. */
+typedef void zr__op_cb(struct zr__op *op, int res, uint32_t flags);
+
+struct zr__op {
+	zr__op_cb *cb;
+	unsigned inflight; /* CQEs still expected (0 or 1; multishot stays 1) */
+};
+
+struct zr__timer;
+typedef void zr__timer_cb(struct zr__timer *t);
+
+/* A one-shot timer on the loop's deadline heap (absolute ms, monotonic). */
+struct zr__timer {
+	zr__timer_cb *cb;
+	uint64_t deadline;
+	size_t slot; /* 1 + index in the heap while armed, 0 when not */
+};
+
+typedef void zr__wake_cb(void *arg);
+
+struct zr__loop {
+	struct io_uring ring;
+	unsigned setup_flags; /* what the ring was created with (probe result) */
+	int wake_fd;          /* eventfd; a READ on it stays armed */
+	uint64_t wake_val;
+	struct zr__op wake_op;
+	atomic_int sleeping; /* 1 while this loop may block in the kernel */
+	atomic_int woken;    /* a wake is pending; coalesces the eventfd writes */
+	zr__wake_cb *wake_cb;
+	void *wake_arg;
+	struct zr__timer **heap;
+	size_t heap_len, heap_cap;
+	unsigned inflight; /* operations with a CQE still to come */
+};
+
+/*
+ * Creates the ring on the calling thread (SINGLE_ISSUER | DEFER_TASKRUN when
+ * the kernel has them, else COOP_TASKRUN, else plain) with sq_entries SQEs
+ * and a CQ four times as large, and the wakeup eventfd. wake_cb (may be NULL)
+ * runs on the loop's thread after any zr__loop_wake(). Returns 0 or -errno.
+ */
+int zr__loop_init(struct zr__loop *l, unsigned sq_entries, zr__wake_cb *wake_cb, void *wake_arg);
+
+/*
+ * Cancels every operation still in flight, waits for their completions
+ * (callbacks run, with -ECANCELED or their real result), then frees the ring.
+ */
+void zr__loop_fini(struct zr__loop *l);
+
+/*
+ * Submits what is queued, waits until at least one completion arrives, a
+ * timer is due, a wake arrives, or until deadline_ms (absolute; UINT64_MAX
+ * for no limit, 0 for no wait at all), then runs the callbacks of every
+ * completion and every due timer. Returns the number of callbacks run, or
+ * -errno if the ring failed.
+ */
+int zr__loop_run(struct zr__loop *l, uint64_t deadline_ms);
+
+/* Wakes the loop from any thread: wake_cb runs once on the loop's thread
+ * (several wakes before it runs coalesce). Costs no syscall when the loop is
+ * awake. */
+void zr__loop_wake(struct zr__loop *l);
+
+/* Milliseconds of CLOCK_MONOTONIC. */
+uint64_t zr__now_ms(void);
+
+/* Arms t to fire at deadline_ms (re-arms if armed). Returns 0 or -ENOMEM. */
+int zr__timer_start(struct zr__loop *l, struct zr__timer *t, uint64_t deadline_ms);
+void zr__timer_stop(struct zr__loop *l, struct zr__timer *t);
+
+/* ---- operations: each returns 0 or -errno (-EBUSY: the ring is full) ---- */
+
+int zr__op_recv(struct zr__loop *l, struct zr__op *op, int fd, void *buf, size_t len, int flags);
+int zr__op_sendmsg(struct zr__loop *l, struct zr__op *op, int fd, const struct msghdr *msg, int flags);
+/* Multishot accept: one callback per accepted connection (res = the new fd). */
+int zr__op_accept(struct zr__loop *l, struct zr__op *op, int fd);
+int zr__op_connect(struct zr__loop *l, struct zr__op *op, int fd, const struct sockaddr *addr,
+                   socklen_t addrlen);
+/* Cancels every operation on fd; their callbacks still run. */
+int zr__op_cancel_fd(struct zr__loop *l, int fd);
+
+#endif /* ZR_IO_LOOP_H */

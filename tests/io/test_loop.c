@@ -1,0 +1,390 @@
+/*
+ * io/loop: timers, cross-thread wakeups, and real sockets on loopback driven
+ * from the ring: accept, connect, send, receive, cancellation, and the
+ * kernel's flow control when nobody arms a receive.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "io/endpoint.h"
+#include "io/loop.h"
+
+#define RUN_LIMIT_MS 10000
+
+/* Runs the loop until *flag is set, failing the test after RUN_LIMIT_MS. */
+static void
+run_until(struct zr__loop *l, const int *flag)
+{
+	uint64_t give_up = zr__now_ms() + RUN_LIMIT_MS;
+
+	while (!*flag) {
+		cr_assert_lt(zr__now_ms(), give_up, "loop did not reach the expected state in time");
+		cr_assert_geq(zr__loop_run(l, zr__now_ms() + 100), 0);
+	}
+}
+
+/* ---- timers ------------------------------------------------------------ */
+
+struct order_timer {
+	struct zr__timer t;
+	int id;
+	int *log;
+	int *nlog;
+};
+
+static void
+order_timer_cb(struct zr__timer *t)
+{
+	struct order_timer *o = (struct order_timer *)t;
+
+	o->log[(*o->nlog)++] = o->id;
+}
+
+Test(io_loop, fires_timers_in_deadline_order_and_never_a_stopped_one)
+{
+	struct zr__loop l;
+	struct order_timer tm[6];
+	int log[6], nlog = 0, done_flag = 0;
+	static const int delay[6] = {50, 10, 40, 20, 30, 5};
+	uint64_t now;
+
+	cr_assert_eq(zr__loop_init(&l, 64, NULL, NULL), 0);
+	now = zr__now_ms();
+	for (int i = 0; i < 6; i++) {
+		tm[i] = (struct order_timer){.t = {.cb = order_timer_cb}, .id = i, .log = log, .nlog = &nlog};
+		cr_assert_eq(zr__timer_start(&l, &tm[i].t, now + (uint64_t)delay[i]), 0);
+	}
+	zr__timer_stop(&l, &tm[2].t); /* the 40 ms one */
+	zr__timer_stop(&l, &tm[2].t); /* stopping twice is harmless */
+	while (nlog < 5) {
+		cr_assert_lt(zr__now_ms(), now + RUN_LIMIT_MS);
+		zr__loop_run(&l, zr__now_ms() + 100);
+	}
+	(void)done_flag;
+	cr_assert_eq(nlog, 5);
+	cr_assert_eq(log[0], 5);
+	cr_assert_eq(log[1], 1);
+	cr_assert_eq(log[2], 3);
+	cr_assert_eq(log[3], 4);
+	cr_assert_eq(log[4], 0);
+	/* A deadline in the past fires on the next turn, without waiting. */
+	cr_assert_eq(zr__timer_start(&l, &tm[2].t, 0), 0);
+	cr_assert_geq(zr__loop_run(&l, 0), 1);
+	cr_assert_eq(nlog, 6);
+	cr_assert_eq(log[5], 2);
+	zr__loop_fini(&l);
+}
+
+Test(io_loop, keeps_many_timers_ordered_through_random_stops)
+{
+	enum { N = 300 };
+	static struct order_timer tm[N];
+	static int log[N];
+	struct zr__loop l;
+	int nlog = 0, expected = 0;
+	uint64_t base = zr__now_ms() + 1000000; /* far away: fired by hand below */
+	unsigned seed = 12345;
+
+	cr_assert_eq(zr__loop_init(&l, 8, NULL, NULL), 0);
+	for (int i = 0; i < N; i++) {
+		tm[i] = (struct order_timer){.t = {.cb = order_timer_cb}, .id = i, .log = log, .nlog = &nlog};
+		seed = seed * 1103515245u + 12345u;
+		cr_assert_eq(zr__timer_start(&l, &tm[i].t, base + (seed >> 16) % 1000), 0);
+	}
+	for (int i = 0; i < N; i += 3)
+		zr__timer_stop(&l, &tm[i].t);
+	for (int i = 0; i < N; i++)
+		expected += i % 3 != 0;
+	/* Pull every remaining timer forward in its order: pop the minimum. */
+	while (l.heap_len > 0) {
+		struct zr__timer *min = l.heap[0];
+
+		for (size_t k = 1; k < l.heap_len; k++)
+			cr_assert_leq(min->deadline, l.heap[k]->deadline, "heap root is not the minimum");
+		zr__timer_stop(&l, min);
+		min->cb(min);
+	}
+	cr_assert_eq(nlog, expected);
+	for (int i = 1; i < nlog; i++)
+		cr_assert_leq(tm[log[i - 1]].t.deadline, tm[log[i]].t.deadline);
+	zr__loop_fini(&l);
+}
+
+/* ---- wakeups ----------------------------------------------------------- */
+
+struct wake_count {
+	atomic_int calls;
+	int seen;
+};
+
+static void
+wake_count_cb(void *arg)
+{
+	struct wake_count *w = arg;
+
+	atomic_fetch_add(&w->calls, 1);
+	w->seen = 1;
+}
+
+struct waker {
+	struct zr__loop *l;
+	int n;
+};
+
+static void *
+waker_main(void *arg)
+{
+	struct waker *w = arg;
+
+	for (int i = 0; i < w->n; i++) {
+		zr__loop_wake(w->l);
+		if (i % 100 == 0)
+			usleep(1000);
+	}
+	return NULL;
+}
+
+Test(io_loop, wakes_a_sleeping_loop_from_another_thread_and_coalesces_wakes)
+{
+	struct zr__loop l;
+	struct wake_count w;
+	struct waker wk;
+	pthread_t th;
+	uint64_t t0;
+	int calls;
+
+	atomic_init(&w.calls, 0);
+	w.seen = 0;
+	cr_assert_eq(zr__loop_init(&l, 64, wake_count_cb, &w), 0);
+	wk = (struct waker){.l = &l, .n = 1000};
+	t0 = zr__now_ms();
+	cr_assert_eq(pthread_create(&th, NULL, waker_main, &wk), 0);
+	/* Block with no deadline: only the wakes can end each wait. */
+	while (atomic_load(&w.calls) == 0 || t0 + 50 > zr__now_ms()) {
+		cr_assert_lt(zr__now_ms(), t0 + RUN_LIMIT_MS);
+		zr__loop_run(&l, zr__now_ms() + 1000);
+	}
+	pthread_join(th, NULL);
+	zr__loop_run(&l, 0); /* take a wake that came after the last turn */
+	calls = atomic_load(&w.calls);
+	cr_assert_geq(calls, 1);
+	cr_assert_leq(calls, 1000, "more wake callbacks (%d) than wakes", calls);
+	/* No wake pending: a turn that may wait 50 ms runs no wake callback. */
+	zr__loop_run(&l, zr__now_ms() + 50);
+	cr_assert_eq(atomic_load(&w.calls), calls);
+	zr__loop_fini(&l);
+}
+
+/* ---- sockets ----------------------------------------------------------- */
+
+struct conn_side {
+	struct zr__op op;
+	int res;
+	int done;
+	uint32_t flags;
+};
+
+static void
+side_cb(struct zr__op *op, int res, uint32_t flags)
+{
+	struct conn_side *s = (struct conn_side *)op;
+
+	s->res = res;
+	s->flags = flags;
+	s->done = 1;
+}
+
+/* Listens on text (port 0 allowed), connects to it through the ring,
+ * accepts through the ring; gives back the two connected fds. */
+static void
+connect_pair(struct zr__loop *l, const char *text, int *client, int *server, int *lfd_out)
+{
+	struct zr__endpoint ep, dst;
+	char bound[ZR__ENDPOINT_TEXT_MAX];
+	struct conn_side acc = {.op = {.cb = side_cb}}, con = {.op = {.cb = side_cb}};
+	int lfd;
+
+	cr_assert_eq(zr__endpoint_parse(text, true, false, &ep), 0, "parse %s", text);
+	lfd = zr__endpoint_listen(&ep, 16);
+	cr_assert_geq(lfd, 0, "listen %s: %s", text, strerror(-lfd));
+	cr_assert_gt(zr__endpoint_local(lfd, ep.transport, bound, sizeof bound), 0);
+	if (ep.transport == ZR__TCP)
+		cr_assert_str_neq(bound, "tcp://127.0.0.1:0", "the kernel's port must be read back");
+	cr_assert_eq(zr__endpoint_parse(bound, false, false, &dst), 0, "parse back %s", bound);
+
+	cr_assert_eq(zr__op_accept(l, &acc.op, lfd), 0);
+	*client = zr__endpoint_socket(&dst);
+	cr_assert_geq(*client, 0);
+	cr_assert_eq(zr__socket_tune(*client, dst.transport, 0, 0), 0);
+	cr_assert_eq(zr__op_connect(l, &con.op, *client, (struct sockaddr *)&dst.addr, dst.addrlen), 0);
+	run_until(l, &con.done);
+	run_until(l, &acc.done);
+	cr_assert_eq(con.res, 0, "connect: %s", strerror(-con.res));
+	cr_assert_geq(acc.res, 0, "accept: %s", strerror(-acc.res));
+	*server = acc.res;
+	/* Stop the multishot accept before the listener goes. */
+	if (acc.op.inflight) {
+		acc.done = 0;
+		zr__op_cancel_fd(l, lfd);
+		run_until(l, &acc.done);
+		cr_assert_eq(acc.op.inflight, 0u);
+	}
+	*lfd_out = lfd;
+}
+
+static void
+round_trip(const char *text)
+{
+	struct zr__loop l;
+	int c, s, lfd;
+	char in[64] = {0};
+	struct iovec iov[2] = {{.iov_base = "hello ", .iov_len = 6}, {.iov_base = "ring", .iov_len = 4}};
+	struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
+	struct conn_side tx = {.op = {.cb = side_cb}}, rx = {.op = {.cb = side_cb}};
+
+	cr_assert_eq(zr__loop_init(&l, 64, NULL, NULL), 0);
+	connect_pair(&l, text, &c, &s, &lfd);
+	cr_assert_eq(zr__op_sendmsg(&l, &tx.op, c, &msg, MSG_NOSIGNAL | MSG_WAITALL), 0);
+	cr_assert_eq(zr__op_recv(&l, &rx.op, s, in, sizeof in, MSG_WAITALL & 0), 0);
+	run_until(&l, &tx.done);
+	cr_assert_eq(tx.res, 10);
+	run_until(&l, &rx.done);
+	cr_assert_gt(rx.res, 0);
+	/* A stream may split: read the rest if the first receive was short. */
+	while (rx.res < 10 && rx.res > 0) {
+		int got = rx.res;
+
+		rx.done = 0;
+		cr_assert_eq(zr__op_recv(&l, &rx.op, s, in + got, sizeof in - (size_t)got, 0), 0);
+		run_until(&l, &rx.done);
+		cr_assert_gt(rx.res, 0);
+		rx.res += got;
+	}
+	cr_assert_eq(rx.res, 10);
+	cr_assert_str_eq(in, "hello ring");
+
+	/* The peer closes: a receive completes with 0 (EOF). */
+	close(c);
+	rx.done = 0;
+	cr_assert_eq(zr__op_recv(&l, &rx.op, s, in, sizeof in, 0), 0);
+	run_until(&l, &rx.done);
+	cr_assert_eq(rx.res, 0);
+	close(s);
+	close(lfd);
+	cr_assert_eq(l.inflight, 1u, "only the wakeup read may stay in flight");
+	zr__loop_fini(&l);
+}
+
+Test(io_loop, moves_bytes_over_tcp_loopback)
+{
+	round_trip("tcp://127.0.0.1:0");
+}
+
+Test(io_loop, moves_bytes_over_tcp_ipv6_loopback)
+{
+	struct zr__endpoint ep;
+
+	if (zr__endpoint_parse("tcp://[::1]:0", true, true, &ep) != 0 || zr__endpoint_listen(&ep, 1) < 0)
+		cr_skip_test("no IPv6 loopback on this machine");
+	round_trip("tcp://[::1]:0");
+}
+
+Test(io_loop, moves_bytes_over_ipc_path)
+{
+	char text[96];
+
+	snprintf(text, sizeof text, "ipc:///tmp/zring-test-%d.sock", (int)getpid());
+	round_trip(text);
+	unlink(text + 6);
+}
+
+Test(io_loop, moves_bytes_over_ipc_abstract_name)
+{
+	char text[96];
+
+	snprintf(text, sizeof text, "ipc://@zring-test-%d", (int)getpid());
+	round_trip(text);
+}
+
+Test(io_loop, teardown_cancels_a_pending_receive_and_runs_its_callback)
+{
+	struct zr__loop l;
+	int c, s, lfd;
+	char in[16];
+	struct conn_side rx = {.op = {.cb = side_cb}};
+
+	cr_assert_eq(zr__loop_init(&l, 64, NULL, NULL), 0);
+	connect_pair(&l, "tcp://127.0.0.1:0", &c, &s, &lfd);
+	cr_assert_eq(zr__op_recv(&l, &rx.op, s, in, sizeof in, 0), 0);
+	zr__loop_run(&l, zr__now_ms() + 20); /* submitted, nothing to read */
+	cr_assert_eq(rx.done, 0);
+	zr__loop_fini(&l);
+	cr_assert_eq(rx.done, 1, "fini must complete every operation");
+	cr_assert_eq(rx.res, -ECANCELED);
+	cr_assert_eq(rx.op.inflight, 0u);
+	close(c);
+	close(s);
+	close(lfd);
+}
+
+/*
+ * The io-level half of zring's backpressure: a receiver that arms no receive
+ * makes the kernel buffers fill and the sender's non-blocking send fail with
+ * EAGAIN after a bounded number of bytes; arming receives again lets every
+ * byte through, in order.
+ */
+Test(io_loop, an_unarmed_receiver_stops_the_sender_through_tcp_flow_control)
+{
+	enum { CHUNK = 64 * 1024 };
+	static uint8_t out[CHUNK], in[CHUNK];
+	struct zr__loop l;
+	int c, s, lfd, queued = 0;
+	size_t sent = 0, got = 0;
+	struct conn_side rx = {.op = {.cb = side_cb}};
+	uint64_t give_up;
+
+	cr_assert_eq(zr__loop_init(&l, 64, NULL, NULL), 0);
+	connect_pair(&l, "tcp://127.0.0.1:0", &c, &s, &lfd);
+	cr_assert_eq(zr__socket_tune(s, ZR__TCP, 0, 128 * 1024), 0);
+	give_up = zr__now_ms() + RUN_LIMIT_MS;
+	for (;;) {
+		ssize_t n;
+
+		for (size_t i = 0; i < CHUNK; i++)
+			out[i] = (uint8_t)((sent + i) * 7u);
+		n = send(c, out, CHUNK, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0) {
+			cr_assert(errno == EAGAIN || errno == EWOULDBLOCK, "send: %s", strerror(errno));
+			break;
+		}
+		sent += (size_t)n;
+		cr_assert_lt(zr__now_ms(), give_up);
+		cr_assert_lt(sent, (size_t)256 << 20, "the sender never blocked");
+	}
+	cr_assert_eq(ioctl(s, FIONREAD, &queued), 0);
+	cr_assert_gt(queued, 0, "the receiver's kernel queue holds the unread bytes");
+	cr_assert_lt(sent, (size_t)64 << 20, "blocked only after %zu bytes", sent);
+
+	/* Resume: receive everything, checking the byte pattern. */
+	while (got < sent) {
+		rx.done = 0;
+		cr_assert_eq(zr__op_recv(&l, &rx.op, s, in, sizeof in, 0), 0);
+		run_until(&l, &rx.done);
+		cr_assert_gt(rx.res, 0);
+		for (int i = 0; i < rx.res; i++)
+			cr_assert_eq(in[i], (uint8_t)((got + (size_t)i) * 7u), "byte %zu", got + (size_t)i);
+		got += (size_t)rx.res;
+	}
+	cr_assert_eq(got, sent);
+	close(c);
+	close(s);
+	close(lfd);
+	zr__loop_fini(&l);
+}
