@@ -330,14 +330,17 @@ zl_link_next(struct zl_link *l, struct zl_event *ev, int timeout_ms)
 			struct zr_zmtp_event e;
 			size_t consumed = 0;
 			int took = 0;
-			rc = zr_zmtp_feed(&l->z, l->in, l->in_len, &consumed, &e, zl_now_ms());
-			if (consumed > l->in_len)
-				return link_fail(l, -EPROTO); /* a codec bug: it claims bytes it was not given */
+			size_t avail = l->in_len - l->in_off;
+			rc = zr_zmtp_feed(&l->z, l->in + l->in_off, avail, &consumed, &e,
+			                  zl_now_ms());
+			if (consumed > avail)
+				return link_fail(
+					l,
+					-EPROTO); /* a codec bug: it claims bytes it was not given */
 			if (rc == ZR_OK)
 				took = link_take_event(l, &e, ev); /* copy before the bytes move */
 			/* Drop what was consumed; the rest is presented again. */
-			memmove(l->in, l->in + consumed, l->in_len - consumed);
-			l->in_len -= consumed;
+			l->in_off += consumed;
 			if (rc == ZR_OK && took == 0 && consumed == 0 && ++idle > 1000)
 				took = -EPROTO; /* a codec bug: events without progress */
 			if (took < 0)
@@ -368,6 +371,13 @@ zl_link_next(struct zl_link *l, struct zl_event *ev, int timeout_ms)
 		if (frc < 0)
 			return frc;
 
+		/* Move the unconsumed bytes to the front (once per read, not per
+		 * event) so a whole command or header always fits. */
+		if (l->in_off > 0) {
+			memmove(l->in, l->in + l->in_off, l->in_len - l->in_off);
+			l->in_len -= l->in_off;
+			l->in_off = 0;
+		}
 		size_t want = zr_zmtp_want(&l->z, l->in, l->in_len);
 		if (l->in_len >= ZL_LINK_IN_CAP || want > ZL_LINK_IN_CAP)
 			return link_fail(l, -ENOBUFS);

@@ -16,8 +16,8 @@
  * Every wait is bounded by a timeout in milliseconds. Functions return 0 (or a
  * count) on success and a negative errno or -ZR_E... code otherwise.
  */
-#ifndef ZL_LINK_H
-#define ZL_LINK_H
+#ifndef ZR_TOOLS_ZL_LINK_H
+#define ZR_TOOLS_ZL_LINK_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -78,13 +78,13 @@ struct zl_link {
 	int fd;
 	struct zr_zmtp z;
 	int err; /* sticky: the first failure */
-	/* Input: the unconsumed bytes are in[0..in_len). */
+	/* Input: the unconsumed bytes are in[in_off..in_len). */
 	uint8_t *in;
-	size_t in_len;
+	size_t in_off, in_len;
 	/* The message being assembled from EV_FRAME pieces. */
 	struct zl_msg part;
-	bool part_open;   /* the last frame had MORE, or a frame is unfinished */
-	bool frame_open;  /* the last frame in part is not finished */
+	bool part_open;  /* the last frame had MORE, or a frame is unfinished */
+	bool frame_open; /* the last frame in part is not finished */
 	uint64_t rx_bytes, tx_bytes;
 	uint64_t ready_ms; /* when EV_READY came (0 before) */
 	/* Raw byte captures, up to their limit (0 = none). */
@@ -118,7 +118,8 @@ int zl_link_send(struct zl_link *l, const struct zl_frame *frames, size_t count,
 
 /* Writes a SUBSCRIBE (subscribe) or CANCEL in the form the peer's version
  * wants (zr_zmtp_sub_prefix). Only after the handshake. */
-int zl_link_send_sub(struct zl_link *l, const void *topic, size_t len, bool subscribe, int timeout_ms);
+int zl_link_send_sub(struct zl_link *l, const void *topic, size_t len, bool subscribe,
+                     int timeout_ms);
 
 /* Writes whatever the codec has queued (greeting, READY, PONG, ERROR). */
 int zl_link_flush(struct zl_link *l, int timeout_ms);
@@ -129,4 +130,4 @@ void zl_link_close(struct zl_link *l);
 /* Writes "xx xx ..." (or the first max octets and "...") to f. */
 void zl_hex(FILE *f, const uint8_t *p, size_t len, size_t max);
 
-#endif /* ZL_LINK_H */
+#endif /* ZR_TOOLS_ZL_LINK_H */

@@ -10,8 +10,8 @@
  * mid-way leaves no peer behind. Writing to a child that is gone returns
  * -EPIPE (SIGPIPE is ignored process-wide by zl_proc_spawn).
  */
-#ifndef ZL_PROC_H
-#define ZL_PROC_H
+#ifndef ZR_TOOLS_ZL_PROC_H
+#define ZR_TOOLS_ZL_PROC_H
 
 #include <stddef.h>
 #include <sys/types.h>
@@ -19,7 +19,7 @@
 #define ZL_PROC_LINE_MAX 65536
 
 struct zl_proc {
-	pid_t pid; /* 0 when none */
+	pid_t pid;  /* 0 when none */
 	int in_fd;  /* the child's stdin, write end */
 	int out_fd; /* the child's stdout, read end */
 	size_t len; /* bytes buffered in buf */
@@ -47,4 +47,4 @@ int zl_proc_writeline(struct zl_proc *p, const char *line);
  */
 int zl_proc_stop(struct zl_proc *p, int grace_ms);
 
-#endif /* ZL_PROC_H */
+#endif /* ZR_TOOLS_ZL_PROC_H */

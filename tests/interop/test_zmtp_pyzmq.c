@@ -76,9 +76,10 @@ peer_start(const char *type, ...)
 	va_list ap;
 
 	if (access(ZR_PYTHON, X_OK) != 0)
-		cr_assert_fail("%s not found: the interop tests need Debian's python3 with python3-zmq "
-		         "(run scripts/deps.sh)",
-		         ZR_PYTHON);
+		cr_assert_fail(
+			"%s not found: the interop tests need Debian's python3 with python3-zmq "
+			"(run scripts/deps.sh)",
+			ZR_PYTHON);
 	argv[argc++] = (char *)ZR_PYTHON;
 	argv[argc++] = (char *)PEER_SCRIPT;
 	argv[argc++] = (char *)type;
@@ -93,9 +94,10 @@ peer_start(const char *type, ...)
 	cr_assert_eq(rc, 0, "cannot start %s: %s", ZR_PYTHON, strerror(-rc));
 	rc = zl_proc_readline(&peer, line, sizeof(line), 15000);
 	if (rc == -EPIPE)
-		cr_assert_fail("the pyzmq peer exited before binding (see its stderr above): %s must be able "
-		         "to import zmq, install python3-zmq (scripts/deps.sh)",
-		         ZR_PYTHON);
+		cr_assert_fail("the pyzmq peer exited before binding (see its stderr above): %s "
+		               "must be able "
+		               "to import zmq, install python3-zmq (scripts/deps.sh)",
+		               ZR_PYTHON);
 	cr_assert_geq(rc, 0, "no first line from the pyzmq peer: %s", strerror(-rc));
 	if (strncmp(line, "FATAL", 5) == 0)
 		cr_assert_fail("pyzmq peer: %s", line);
@@ -135,8 +137,7 @@ peer_drain(int ms)
 		;
 }
 
-static void __attribute__((format(printf, 1, 2)))
-peer_cmd(const char *fmt, ...)
+static void __attribute__((format(printf, 1, 2))) peer_cmd(const char *fmt, ...)
 {
 	char buf[8192];
 	va_list ap;
@@ -163,7 +164,10 @@ frames_hex(const struct zl_frame *f, size_t n)
 	return buf;
 }
 
-#define FRAME(s) {.data = (uint8_t *)(s), .len = sizeof(s) - 1}
+#define FRAME(s)                                             \
+	{                                                    \
+		.data = (uint8_t *)(s), .len = sizeof(s) - 1 \
+	}
 
 static uint8_t b255[255], b256[256];
 
@@ -251,7 +255,8 @@ send_msg(const struct zl_frame *f, size_t n)
 static void
 expect_peer_recv(const struct zl_frame *f, size_t n)
 {
-	cr_assert(peer_wait("RECV ", WAIT_MS), "the pyzmq peer received nothing; it said:\n%s", seen);
+	cr_assert(peer_wait("RECV ", WAIT_MS), "the pyzmq peer received nothing; it said:\n%s",
+	          seen);
 	const char *want = frames_hex(f, n);
 	cr_assert_str_eq(line + 5, want, "the pyzmq peer received other bytes");
 }
@@ -316,7 +321,10 @@ Test(interop_null, our_sub_subscription_command_filters_libzmq_pub)
 	size_t before = lnk.tx_log.len;
 	cr_assert_eq(zl_link_send_sub(&lnk, "A", 1, true, WAIT_MS), 0);
 	cr_assert_eq(lnk.tx_log.len - before, 13);
-	cr_assert(memcmp(lnk.tx_log.p + before, "\x04\x0b\x09SUBSCRIBE" "A", 13) == 0);
+	cr_assert(memcmp(lnk.tx_log.p + before,
+	                 "\x04\x0b\x09SUBSCRIBE"
+	                 "A",
+	                 13) == 0);
 
 	/* A PUB drops what it publishes before the subscription is applied, so
 	 * the peer repeats a sync message until one arrives. */
@@ -397,7 +405,8 @@ Test(interop_null, our_rep_echoes_libzmq_req_envelope)
 	peer_cmd("SEND %s", frames_hex(req, 4));
 	struct zl_event ev;
 	next_event(&ev, ZL_EV_MSG);
-	struct zl_frame want[] = {FRAME(""), FRAME("question"), FRAME(""), {b255, 255}, {b256, 256}};
+	struct zl_frame want[] = {
+		FRAME(""), FRAME("question"), FRAME(""), {b255, 255}, {b256, 256}};
 	assert_msg(&ev.msg, want, 5);
 
 	/* The envelope is everything up to and including the first empty frame. */
@@ -423,8 +432,8 @@ Test(interop_null, libzmq_router_sees_our_routing_id)
 
 	struct zl_frame msg[] = {FRAME("hello"), FRAME(""), {b255, 255}, {b256, 256}};
 	send_msg(msg, 4);
-	struct zl_frame routed[] = {FRAME("zr-dealer-7"), FRAME("hello"), FRAME(""), {b255, 255},
-	                            {b256, 256}};
+	struct zl_frame routed[] = {
+		FRAME("zr-dealer-7"), FRAME("hello"), FRAME(""), {b255, 255}, {b256, 256}};
 	expect_peer_recv(routed, 5);
 
 	struct zl_frame back[] = {FRAME("zr-dealer-7"), FRAME("reply"), FRAME(""), {b256, 256}};
@@ -499,7 +508,8 @@ Test(interop_plain, libzmq_plain_server_refuses_wrong_password_with_error_400)
 	cr_assert_eq(rc, 0);
 	struct zl_event ev;
 	rc = zl_link_next(&lnk, &ev, WAIT_MS);
-	cr_assert_eq(rc, 0, "want the peer's ERROR (libzmq sends 5e 52 52 4f 52 03 34 30 30), got %s",
+	cr_assert_eq(rc, 0,
+	             "want the peer's ERROR (libzmq sends 5e 52 52 4f 52 03 34 30 30), got %s",
 	             zr_strerror(rc));
 	cr_assert_eq(ev.type, ZL_EV_PEER_ERROR, "got %s, want PEER_ERROR", ev_name(ev.type));
 	cr_assert_eq(ev.len, 3);
@@ -514,7 +524,8 @@ Test(interop_plain, libzmq_plain_server_refuses_wrong_password_with_error_400)
 	cr_assert_eq(lnk.ready_ms, 0, "no READY may come after a refusal");
 
 	peer_drain(300);
-	cr_assert(strstr(seen, "EVENT HANDSHAKE_FAILED_AUTH 400") != NULL, "peer events:\n%s", seen);
+	cr_assert(strstr(seen, "EVENT HANDSHAKE_FAILED_AUTH 400") != NULL, "peer events:\n%s",
+	          seen);
 	cr_assert(strstr(seen, "RECV") == NULL, "the peer received a message:\n%s", seen);
 }
 
@@ -595,7 +606,10 @@ Test(interop_plain, our_plain_server_refusal_closes_the_libzmq_plain_client)
 	cr_assert_eq(lnk.ready_ms, 0);
 	/* We answered HELLO with ERROR "400" (the RFC 27 status as the reason),
 	 * and nothing after it. */
-	static const uint8_t err400[] = "\x04\x0a\x05" "ERROR" "\x03" "400";
+	static const uint8_t err400[] = "\x04\x0a\x05"
+					"ERROR"
+					"\x03"
+					"400";
 	size_t n = sizeof(err400) - 1;
 	cr_assert(lnk.tx_log.len > n && memcmp(lnk.tx_log.p + lnk.tx_log.len - n, err400, n) == 0,
 	          "our last bytes are not ERROR 400");
