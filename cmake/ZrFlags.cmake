@@ -17,16 +17,24 @@ endif()
 # Tries flags on a trivial program, so a sanitizer the toolchain cannot link
 # (say, memory with gcc, or a missing runtime package) fails at configure time
 # with a clear message instead of in the middle of the build.
-function(zr_require_flags what)
+# zr_require_flags(WHAT SOURCE FLAG...)
+function(zr_require_flags what source)
 	set(CMAKE_REQUIRED_FLAGS "${ARGN}")
+	list(JOIN CMAKE_REQUIRED_FLAGS " " CMAKE_REQUIRED_FLAGS)
 	set(CMAKE_REQUIRED_LINK_OPTIONS ${ARGN})
 	string(MAKE_C_IDENTIFIER "ZR_HAVE_${what}" var)
-	check_c_source_compiles("int main(void) { return 0; }" ${var})
+	check_c_source_compiles("${source}" ${var})
 	if(NOT ${var})
 		message(FATAL_ERROR "${CMAKE_C_COMPILER_ID} ${CMAKE_C_COMPILER_VERSION} cannot build with "
 			"${ARGN} (${what}); run scripts/deps.sh, or pick another compiler")
 	endif()
 endfunction()
+set(zr_main_source "int main(void) { return 0; }")
+# libFuzzer brings main() and calls this.
+set(zr_fuzz_source "#include <stddef.h>
+#include <stdint.h>
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) { (void)data; (void)size; return 0; }")
 
 if(ZR_SANITIZER)
 	list(JOIN ZR_SANITIZER "," zr_san)
@@ -38,7 +46,7 @@ if(ZR_SANITIZER)
 	if("memory" IN_LIST ZR_SANITIZER)
 		list(APPEND zr_san_flags -fsanitize-memory-track-origins)
 	endif()
-	zr_require_flags("sanitizer_${zr_san}" ${zr_san_flags})
+	zr_require_flags("sanitizer_${zr_san}" "${zr_main_source}" ${zr_san_flags})
 	add_compile_options(${zr_san_flags})
 	add_link_options(${zr_san_flags})
 endif()
@@ -49,7 +57,7 @@ if(ZR_FUZZ)
 	endif()
 	# Coverage instrumentation for all code; the harnesses themselves add
 	# -fsanitize=fuzzer (which brings libFuzzer's main) in fuzz/CMakeLists.txt.
-	zr_require_flags(fuzzer -fsanitize=fuzzer)
+	zr_require_flags(fuzzer "${zr_fuzz_source}" -fsanitize=fuzzer)
 	add_compile_options(-fsanitize=fuzzer-no-link)
 	add_link_options(-fsanitize=fuzzer-no-link)
 endif()
