@@ -46,9 +46,13 @@ static char line[ZL_PROC_LINE_MAX];
 static char seen[1 << 16];
 static size_t seen_len;
 
+static struct zl_event *ready_ev;
+
 static void
 teardown(void)
 {
+	if (ready_ev != NULL)
+		zl_event_free(ready_ev);
 	if (lnk_open)
 		zl_link_close(&lnk);
 	lnk_open = false;
@@ -208,7 +212,8 @@ static void
 link_ready(uint16_t port, const struct zr_zmtp_config *cfg, int want_type, const char *identity,
            size_t identity_len)
 {
-	struct zl_event ev;
+	static struct zl_event ev; /* static: teardown frees it if an assertion ends the test */
+	ready_ev = &ev;
 
 	int rc = zl_link_open(&lnk, port, cfg, 1u << 20, WAIT_MS);
 	lnk_open = true;
@@ -218,7 +223,9 @@ link_ready(uint16_t port, const struct zr_zmtp_config *cfg, int want_type, const
 	cr_assert_eq(ev.type, ZL_EV_READY, "first event is %s, want READY", ev_name(ev.type));
 	cr_assert_eq(ev.peer_type, want_type, "peer_type %d, want %d", ev.peer_type, want_type);
 	cr_assert_eq(zr_zmtp_state(&lnk.z), ZR_ZMTP_TRAFFIC);
-	cr_assert_eq(zr_zmtp_peer_minor(&lnk.z), 1, "libzmq 4.3 announces ZMTP 3.1");
+	cr_assert(lnk.rx_log.len >= 64 && lnk.rx_log.p[10] == 3 && lnk.rx_log.p[11] == 1,
+	          "libzmq 4.3 announces ZMTP 3.1");
+	cr_assert_eq(zr_zmtp_peer_minor(&lnk.z), cfg->minor, "we speak the lower version");
 
 	/* libzmq names itself exactly as RFC 23 spells it. */
 	const uint8_t *v;
@@ -694,4 +701,105 @@ Test(interop_heartbeat, libzmq_pings_are_answered_and_keep_the_link_up)
 	peer_drain(100);
 	cr_assert(strstr(seen, "EVENT DISCONNECTED") == NULL, "peer events:\n%s", seen);
 	cr_assert(strstr(seen, "EVENT HANDSHAKE_SUCCEEDED") != NULL, "peer events:\n%s", seen);
+}
+
+Test(interop_heartbeat, our_pings_get_libzmq_pongs_and_no_timeout)
+{
+	struct zr_zmtp_config cfg;
+	config(&cfg, ZR_PUSH);
+	cfg.heartbeat_ivl_ms = 100;
+	cfg.heartbeat_timeout_ms = 300;
+	cfg.heartbeat_ttl_ms = 1000;
+	uint16_t port = peer_start("PULL", NULL);
+	link_ready(port, &cfg, ZR_PULL, NULL, 0);
+
+	struct zl_event ev;
+	int rc = zl_link_next(&lnk, &ev, 1200);
+	cr_assert_eq(rc, -ETIMEDOUT, "the link ended: %s", zr_strerror(rc));
+
+	int pings, pongs, peer_pings, peer_pongs;
+	uint8_t ctx[16];
+	size_t ctx_len = 0;
+	count_cmds(lnk.tx_log.p, lnk.tx_log.len, &pings, &pongs, ctx, &ctx_len);
+	cr_assert_geq(pings, 8, "we sent %d PINGs in 1.2 s at 100 ms", pings);
+	cr_assert_eq(pongs, 0);
+	count_cmds(lnk.rx_log.p, lnk.rx_log.len, &peer_pings, &peer_pongs, ctx, &ctx_len);
+	cr_assert_eq(peer_pings, 0);
+	cr_assert_geq(peer_pongs, pings - 1, "libzmq sent %d PONGs for %d PINGs", peer_pongs,
+	              pings);
+
+	/* Our PING carries the TTL in tenths of a second: 1000 ms -> 10. */
+	static const uint8_t ping[] = "\x04\x07\x04PING\x00\x0a";
+	cr_assert(memmem(lnk.tx_log.p, lnk.tx_log.len, ping, sizeof(ping) - 1) != NULL);
+
+	struct zl_frame msg[] = {FRAME("alive")};
+	send_msg(msg, 1);
+	expect_peer_recv(msg, 1);
+}
+
+/* ---------------------------------------------------------------------- */
+/* A ZMTP 3.0 greeting from us: libzmq then speaks the 3.0 dialect. */
+
+Test(interop_null, libzmq_sub_subscribes_with_a_message_to_our_zmtp_3_0_pub)
+{
+	struct zr_zmtp_config cfg;
+	config(&cfg, ZR_PUB);
+	cfg.minor = 0;
+	uint16_t port =
+		peer_start("SUB", "--subscribe", "746f706963", "--heartbeat", "100:300:0", NULL);
+	link_ready(port, &cfg, ZR_SUB, NULL, 0);
+	cr_assert_eq(lnk.tx_log.p[11], 0, "we announced 3.0");
+
+	/* RFC 23 (3.0): SUBSCRIBE is a one-frame message, 0x01 + topic. */
+	struct zl_event ev;
+	next_event(&ev, ZL_EV_MSG);
+	struct zl_frame want[] = {FRAME("\x01topic")};
+	assert_msg(&ev.msg, want, 1);
+	zl_event_free(&ev);
+
+	/* libzmq heartbeats a 3.0 peer all the same, and we answer. */
+	int rc = zl_link_next(&lnk, &ev, 700);
+	cr_assert_eq(rc, -ETIMEDOUT, "the link ended: %s", zr_strerror(rc));
+	int pings, pongs, unused_pings, our_pongs;
+	uint8_t ctx[16];
+	size_t ctx_len = 0;
+	count_cmds(lnk.rx_log.p, lnk.rx_log.len, &pings, &pongs, ctx, &ctx_len);
+	cr_assert_geq(pings, 3, "libzmq sent %d PINGs", pings);
+	count_cmds(lnk.tx_log.p, lnk.tx_log.len, &unused_pings, &our_pongs, ctx, &ctx_len);
+	cr_assert_geq(our_pongs, pings - 1, "%d PONGs for %d PINGs", our_pongs, pings);
+
+	struct zl_frame msg[] = {FRAME("topic/3.0"), FRAME(""), {b256, 256}};
+	send_msg(msg, 3);
+	expect_peer_recv(msg, 3);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Sizes */
+
+Test(interop_null, libzmq_push_one_mebibyte_frame_arrives_whole)
+{
+	struct zr_zmtp_config cfg;
+	config(&cfg, ZR_PULL);
+	uint16_t port = peer_start("PUSH", NULL);
+	link_ready(port, &cfg, ZR_PUSH, NULL, 0);
+
+	/* Bigger than the link's input buffer: the body must come in pieces. */
+	size_t n = (1u << 20) + 1;
+	uint8_t *big = malloc(n);
+	char *cmd = malloc(2 * n + 16);
+	cr_assert(big != NULL && cmd != NULL);
+	for (size_t i = 0; i < n; i++)
+		big[i] = (uint8_t)(i * 13 + (i >> 9));
+	size_t o = (size_t)sprintf(cmd, "SEND 6869:");
+	for (size_t i = 0; i < n; i++)
+		o += (size_t)sprintf(cmd + o, "%02x", big[i]);
+	cr_assert_eq(zl_proc_writeline(&peer, cmd), 0);
+	free(cmd);
+
+	struct zl_event ev;
+	next_event(&ev, ZL_EV_MSG);
+	struct zl_frame want[] = {FRAME("hi"), {big, n}};
+	assert_msg(&ev.msg, want, 2);
+	zl_event_free(&ev);
+	free(big);
 }
