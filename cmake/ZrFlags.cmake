@@ -25,6 +25,7 @@ function(zr_require_flags what source)
 	string(MAKE_C_IDENTIFIER "ZR_HAVE_${what}" var)
 	check_c_source_compiles("${source}" ${var})
 	if(NOT ${var})
+		unset(${var} CACHE) # probe again next time, after deps.sh
 		message(FATAL_ERROR "${CMAKE_C_COMPILER_ID} ${CMAKE_C_COMPILER_VERSION} cannot build with "
 			"${ARGN} (${what}); run scripts/deps.sh, or pick another compiler")
 	endif()
