@@ -1,0 +1,13 @@
+/*
+ * Fuzz harness: the connection codec as a plain server (ZR_MECH_PLAIN, as_server
+ * true), fed a peer's stream. Input layout and checks: fuzz_role.h and
+ * fuzz_conn_driver.h.
+ */
+#include "fuzz_role.h"
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	role_fuzz(data, size, ZR_MECH_PLAIN, true);
+	return 0;
+}
