@@ -177,11 +177,17 @@ print_greeting(const char *label, const uint8_t *g, size_t n)
 	if (n > 32)
 		zl_hex(stdout, g + 32, n - 32, 32);
 	int rc = zr_zmtp_greeting_parse(g, n, &gr);
-	if (rc == ZR_OK)
-		printf("\n  %-15s= ZMTP %u.%u, mechanism %s, as-server %d\n", "", gr.major,
-		       gr.minor, gr.mechanism_name, gr.as_server ? 1 : 0);
-	else
+	if (rc != ZR_OK) {
 		printf("\n  %-15s= not a ZMTP 3 greeting: %s\n", "", zr_strerror(rc));
+		return;
+	}
+	bool padded = false;
+	for (size_t i = 1; i < 9; i++)
+		padded = padded || g[i] != 0;
+	/* libzmq writes its identity length + 1 there (a ZMTP 1.0 relic). */
+	printf("\n  %-15s= ZMTP %u.%u, mechanism %s, as-server %d%s\n", "", gr.major, gr.minor,
+	       gr.mechanism_name, gr.as_server ? 1 : 0,
+	       padded ? ", non-zero padding (not judged)" : "");
 }
 
 /* Our READY: the first command after our greeting in what we wrote. */
