@@ -333,10 +333,9 @@ zl_link_next(struct zl_link *l, struct zl_event *ev, int timeout_ms)
 			size_t avail = l->in_len - l->in_off;
 			rc = zr_zmtp_feed(&l->z, l->in + l->in_off, avail, &consumed, &e,
 			                  zl_now_ms());
+			/* A codec that claims bytes it was not given is broken. */
 			if (consumed > avail)
-				return link_fail(
-					l,
-					-EPROTO); /* a codec bug: it claims bytes it was not given */
+				return link_fail(l, -EPROTO);
 			if (rc == ZR_OK)
 				took = link_take_event(l, &e, ev); /* copy before the bytes move */
 			/* Drop what was consumed; the rest is presented again. */
