@@ -1224,3 +1224,67 @@ Test(zmtp_conn, refuses_metadata_too_large_for_its_output_buffer)
 	c.props_count = 1;
 	cr_assert_eq(init_with(&c), -EMSGSIZE);
 }
+
+Test(zmtp_conn, treats_zero_length_input_as_a_no_op)
+{
+	struct zr_zmtp_config c = cfg_null(ZR_PUSH);
+	struct zr_zmtp *z = conn_new(&c, 0);
+	struct zr_zmtp_event ev;
+	size_t used = 99;
+
+	cr_assert_eq(zr_zmtp_feed(z, (const uint8_t *)"", 0, &used, &ev, 1), ZR_NEED_MORE);
+	cr_assert_eq(used, 0);
+	cr_assert_eq(zr_zmtp_state(z), ZR_ZMTP_GREETING);
+	cr_assert_eq(zr_zmtp_error(z), 0);
+	free(z);
+}
+
+Test(zmtp_conn, sends_no_ping_before_the_handshake_completes)
+{
+	struct zr_zmtp_config c = cfg_null(ZR_PUSH);
+	struct zr_zmtp *z;
+	struct zt_run r = {0};
+
+	c.heartbeat_ivl_ms = 100;
+	c.handshake_ivl_ms = 0;
+	z = conn_new(&c, 0);
+	OUT_IS(z, G_NULL_31);
+	cr_assert_eq(zr_zmtp_tick(z, 1000), 0);
+	OUT_NONE(z);
+	FEED(z, 1000, G_NULL_31, &r);
+	OUT_IS(z, READY_PUSH);
+	cr_assert_eq(zr_zmtp_tick(z, 2000), 0);
+	OUT_NONE(z);
+	FEED(z, 2000, READY_PULL, &r);
+	cr_assert_eq(zr_zmtp_deadline(z), 2100, "first PING one interval after READY");
+	zt_run_free(&r);
+	free(z);
+}
+
+Test(zmtp_conn, caps_the_ttl_it_sends_at_the_field_maximum)
+{
+	struct zr_zmtp_config c = cfg_null(ZR_PUSH);
+	struct zr_zmtp *z;
+
+	c.heartbeat_ivl_ms = 1000;
+	c.heartbeat_ttl_ms = 10000000; /* 100000 tenths: more than 16 bits */
+	z = ready_codec(&c, G_NULL_31, 0);
+	cr_assert_eq(zr_zmtp_tick(z, 1000), 0);
+	OUT_IS(z, "\x04\x07" "\x04" "PING" "\xff\xff");
+	free(z);
+}
+
+Test(zmtp_conn, answers_a_ping_and_sends_its_own_in_one_output)
+{
+	struct zr_zmtp_config c = cfg_null(ZR_PUSH);
+	struct zr_zmtp *z;
+	struct zt_run r = {0};
+
+	c.heartbeat_ivl_ms = 1000;
+	z = ready_codec(&c, G_NULL_31, 0);
+	FEED(z, 900, "\x04\x08" "\x04" "PING" "\x00\x00" "q", &r);
+	cr_assert_eq(zr_zmtp_tick(z, 1000), 0);
+	OUT_IS(z, "\x04\x06" "\x04" "PONG" "q" PING_TTL0);
+	zt_run_free(&r);
+	free(z);
+}
