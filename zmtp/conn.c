@@ -191,7 +191,13 @@ conn_queue_error(struct zr_zmtp *z, const char *reason)
 	if (n > CONN_ERROR_REASON_MAX)
 		n = CONN_ERROR_REASON_MAX;
 	body[0] = (uint8_t)n;
-	memcpy(body + 1, reason, n);
+	/* RFC 23: error-reason = OCTET 0*255VCHAR, so no spaces or controls;
+	 * "incompatible socket types" goes out as "incompatible-socket-types". */
+	for (size_t i = 0; i < n; i++) {
+		uint8_t c = (uint8_t)reason[i];
+
+		body[1 + i] = c >= 0x21 && c <= 0x7e ? c : '-';
+	}
 	conn_queue_cmd(z, "ERROR", body, 1 + n);
 }
 
