@@ -1,0 +1,201 @@
+/*
+ * The context: one io thread running one loop. App threads reach it through
+ * a locked command list (bind, connect, subscribe, close: rare) and a
+ * lock-free stack of sockets whose queues changed (every send), each followed
+ * by zr__loop_wake, which costs nothing while the loop is awake.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine.h"
+
+#define CTX_SQ_ENTRIES 1024
+
+static void
+ctx_run_commands(struct zr_ctx *ctx)
+{
+	struct zr__cmd *cmd, *next;
+
+	pthread_mutex_lock(&ctx->lock);
+	cmd = ctx->cmd_head;
+	ctx->cmd_head = ctx->cmd_tail = NULL;
+	pthread_mutex_unlock(&ctx->lock);
+
+	for (; cmd != NULL; cmd = next) {
+		next = cmd->next;
+		if (cmd->type == ZR__CMD_TERM) {
+			ctx->term = true;
+			for (struct zr_socket *s = ctx->sockets; s != NULL; s = s->next) {
+				uint64_t one = 1;
+
+				/* Blocked calls in app threads wake and see -ETERM. */
+				atomic_store(&s->closed, 1);
+				(void)!write(s->efd_rx, &one, sizeof one);
+				(void)!write(s->efd_tx, &one, sizeof one);
+				if (!s->io_closing) {
+					struct zr__cmd close_cmd = {.type = ZR__CMD_CLOSE, .sock = s};
+
+					zr__sock_io_command(s, &close_cmd);
+				}
+			}
+			free(cmd);
+			continue;
+		}
+		if (!cmd->sock->listed) {
+			cmd->sock->listed = true;
+			cmd->sock->next = ctx->sockets;
+			cmd->sock->prev = NULL;
+			if (ctx->sockets != NULL)
+				ctx->sockets->prev = cmd->sock;
+			ctx->sockets = cmd->sock;
+		}
+		zr__sock_io_command(cmd->sock, cmd);
+		free(cmd);
+	}
+}
+
+/*
+ * Runs on the io thread after any wake. Commands first: the lock they take
+ * makes every dirty push an app thread did before its command visible to the
+ * exchange below, so a socket is never freed while it sits on the stack.
+ */
+static void
+ctx_wake(void *arg)
+{
+	struct zr_ctx *ctx = arg;
+	struct zr_socket *s, *next;
+
+	ctx_run_commands(ctx);
+	s = atomic_exchange(&ctx->dirty, NULL);
+	for (; s != NULL; s = next) {
+		next = s->dirty_next;
+		atomic_exchange(&s->dirty, 0);
+		zr__sock_io_dirty(s);
+	}
+}
+
+static void
+ctx_reap_sockets(struct zr_ctx *ctx)
+{
+	struct zr_socket *s = ctx->sockets, *next;
+
+	for (; s != NULL; s = next) {
+		next = s->next;
+		if (!zr__sock_io_done(s))
+			continue;
+		if (s->prev != NULL)
+			s->prev->next = s->next;
+		else
+			ctx->sockets = s->next;
+		if (s->next != NULL)
+			s->next->prev = s->prev;
+		zr__sock_io_free(s);
+	}
+}
+
+static void *
+ctx_main(void *arg)
+{
+	struct zr_ctx *ctx = arg;
+	int rc = zr__loop_init(&ctx->loop, CTX_SQ_ENTRIES, ctx_wake, ctx);
+
+	pthread_mutex_lock(&ctx->lock);
+	ctx->start_rc = rc;
+	ctx->started = true;
+	pthread_cond_broadcast(&ctx->cond);
+	pthread_mutex_unlock(&ctx->lock);
+	if (rc < 0)
+		return NULL;
+
+	while (!ctx->term || ctx->sockets != NULL) {
+		zr__loop_run(&ctx->loop, UINT64_MAX);
+		ctx_reap_sockets(ctx);
+	}
+	zr__loop_fini(&ctx->loop);
+	return NULL;
+}
+
+/* see zring.h */
+int
+zr_ctx_new(zr_ctx **out)
+{
+	struct zr_ctx *ctx = calloc(1, sizeof *ctx);
+	int rc;
+
+	if (ctx == NULL)
+		return -ENOMEM;
+	pthread_mutex_init(&ctx->lock, NULL);
+	pthread_cond_init(&ctx->cond, NULL);
+	atomic_init(&ctx->dirty, NULL);
+	atomic_init(&ctx->terminating, 0);
+	rc = pthread_create(&ctx->thread, NULL, ctx_main, ctx);
+	if (rc != 0) {
+		free(ctx);
+		return -rc;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	while (!ctx->started)
+		pthread_cond_wait(&ctx->cond, &ctx->lock);
+	rc = ctx->start_rc;
+	pthread_mutex_unlock(&ctx->lock);
+	if (rc < 0) {
+		pthread_join(ctx->thread, NULL);
+		pthread_mutex_destroy(&ctx->lock);
+		pthread_cond_destroy(&ctx->cond);
+		free(ctx);
+		return rc;
+	}
+	*out = ctx;
+	return 0;
+}
+
+/* see zring.h */
+void
+zr_ctx_free(zr_ctx *ctx)
+{
+	struct zr__cmd *cmd;
+
+	if (ctx == NULL)
+		return;
+	atomic_store(&ctx->terminating, 1);
+	cmd = calloc(1, sizeof *cmd);
+	if (cmd != NULL) {
+		cmd->type = ZR__CMD_TERM;
+		zr__ctx_command(ctx, cmd);
+	}
+	pthread_join(ctx->thread, NULL);
+	pthread_mutex_destroy(&ctx->lock);
+	pthread_cond_destroy(&ctx->cond);
+	free(ctx);
+}
+
+void
+zr__ctx_command(struct zr_ctx *ctx, struct zr__cmd *cmd)
+{
+	cmd->next = NULL;
+	pthread_mutex_lock(&ctx->lock);
+	if (ctx->cmd_tail != NULL)
+		ctx->cmd_tail->next = cmd;
+	else
+		ctx->cmd_head = cmd;
+	ctx->cmd_tail = cmd;
+	pthread_mutex_unlock(&ctx->lock);
+	zr__loop_wake(&ctx->loop);
+}
+
+void
+zr__ctx_dirty(struct zr_ctx *ctx, struct zr_socket *s)
+{
+	struct zr_socket *head;
+
+	if (atomic_exchange(&s->dirty, 1) != 0)
+		return; /* already queued: the io thread will look */
+	head = atomic_load(&ctx->dirty);
+	do {
+		s->dirty_next = head;
+	} while (!atomic_compare_exchange_weak(&ctx->dirty, &head, s));
+	zr__loop_wake(&ctx->loop);
+}

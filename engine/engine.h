@@ -1,0 +1,295 @@
+/*
+ * engine/ — internal: where the codec (zmtp/) and the runtime (io/) meet.
+ * Not installed. Three kinds of objects:
+ *
+ *   zr_ctx     owns the io thread and its loop; app threads reach it through
+ *              a locked command list (rare: bind, connect, close) and a
+ *              lock-free stack of "dirty" sockets plus one loop wakeup.
+ *   zr_socket  an app-facing half (the two SPSC queues, eventfds, options)
+ *              and an io-side half (connections, routing state) touched only
+ *              on the io thread.
+ *   zr__conn   one ZMTP connection: fd, codec, input buffer, output queue,
+ *              io_uring operations, timers. io thread only.
+ *
+ * Data path: zr_send pushes into s->tx (app -> io), marks the socket dirty
+ * and wakes the loop if it sleeps; the io thread routes each message to a
+ * connection's queue and writes frames with one sendmsg in flight per
+ * connection. Received messages are assembled per connection and pushed to
+ * s->rx (io -> app); when s->rx is full the connection stops arming receives
+ * (the backpressure rule, DESIGN.md) until the app makes room.
+ */
+#ifndef ZR_ENGINE_ENGINE_H
+#define ZR_ENGINE_ENGINE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include <zring/zmtp.h>
+#include <zring/zring.h>
+
+#include "io/endpoint.h"
+#include "io/loop.h"
+
+/* ---- messages ----------------------------------------------------------- */
+
+struct zr__span {
+	size_t off, len;
+};
+
+#define ZR__MSG_INLINE_FRAMES 4
+
+struct zr_msg {
+	uint32_t nframes, frame_cap;
+	struct zr__span *frames; /* inl while frame_cap <= ZR__MSG_INLINE_FRAMES */
+	struct zr__span inl[ZR__MSG_INLINE_FRAMES];
+	uint8_t *data;
+	size_t len, cap;
+	uint32_t refs; /* io thread only: a fan-out shares one message */
+	bool raw;      /* io thread only: data is wire bytes (a subscription) */
+};
+
+int zr__msg_reserve(zr_msg *m, size_t extra);
+/* Starts a frame of size bytes (reserved at once: size is bounded by MAXMSGSIZE). */
+int zr__msg_frame_begin(zr_msg *m, size_t size);
+/* Appends to the last frame. */
+void zr__msg_frame_append(zr_msg *m, const void *data, size_t len);
+/* Drops the first n frames (their bytes stay; the view moves). */
+void zr__msg_drop_front(zr_msg *m, uint32_t n);
+/* Prepends a frame (used for routing ids). */
+int zr__msg_push_front(zr_msg *m, const void *data, size_t len);
+void zr__msg_unref(zr_msg *m);
+
+/* ---- single-producer single-consumer queue of pointers ------------------- */
+
+struct zr__spsc {
+	_Alignas(64) atomic_size_t head; /* consumer owns */
+	size_t tail_cache;
+	_Alignas(64) atomic_size_t tail; /* producer owns */
+	size_t head_cache;
+	_Alignas(64) size_t mask;
+	void **slots;
+};
+
+int zr__spsc_init(struct zr__spsc *q, size_t min_cap);
+void zr__spsc_fini(struct zr__spsc *q);
+bool zr__spsc_push(struct zr__spsc *q, void *p);
+void *zr__spsc_pop(struct zr__spsc *q);
+void *zr__spsc_peek(struct zr__spsc *q);
+size_t zr__spsc_count(struct zr__spsc *q); /* approximate from either side */
+size_t zr__spsc_cap(const struct zr__spsc *q);
+
+/* ---- options ------------------------------------------------------------ */
+
+#define ZR__SUB_MAX 255 /* a routing id or a PLAIN credential */
+
+struct zr__options {
+	int sndhwm, rcvhwm;
+	int linger_ms, sndtimeo_ms, rcvtimeo_ms;
+	int reconnect_ivl_ms, reconnect_ivl_max_ms;
+	int handshake_ivl_ms;
+	int heartbeat_ivl_ms, heartbeat_ttl_ms, heartbeat_timeout_ms;
+	int sndbuf, rcvbuf;
+	int64_t maxmsgsize;
+	bool router_mandatory;
+	bool plain_server;
+	uint8_t routing_id[ZR__SUB_MAX];
+	size_t routing_id_len;
+	uint8_t username[ZR__SUB_MAX], password[ZR__SUB_MAX];
+	size_t username_len, password_len;
+};
+
+/* ---- subscriptions (prefix, count) -------------------------------------- */
+
+struct zr__sub {
+	uint8_t *topic;
+	size_t len;
+	uint32_t count;
+};
+
+struct zr__subs {
+	struct zr__sub *v;
+	size_t n, cap;
+};
+
+/* Returns 1 if the set changed from the outside view (first subscribe, last
+ * cancel), 0 if only a count moved, -ENOMEM. */
+int zr__subs_add(struct zr__subs *s, const uint8_t *t, size_t len);
+int zr__subs_remove(struct zr__subs *s, const uint8_t *t, size_t len);
+bool zr__subs_match(const struct zr__subs *s, const uint8_t *data, size_t len);
+void zr__subs_fini(struct zr__subs *s);
+
+/* ---- connections ---------------------------------------------------------- */
+
+enum zr__conn_state {
+	ZR__CONN_CONNECTING = 1, /* connect in flight (connecter only) */
+	ZR__CONN_WAITING,        /* between attempts (connecter only) */
+	ZR__CONN_HANDSHAKE,
+	ZR__CONN_ACTIVE,
+	ZR__CONN_CLOSING, /* fd shut down, waiting for operations to finish */
+};
+
+#define ZR__CONN_IOV_MAX 128
+#define ZR__CONN_TX_BATCH (256u * 1024u)
+#define ZR__CONN_RX_BUF (64u * 1024u)
+
+struct zr__conn {
+	struct zr_socket *sock;
+	struct zr__conn *next, *prev; /* the socket's list */
+	int state;
+	int fd;
+	bool connecter; /* re-dials ep after a loss */
+	bool no_reconnect;
+	struct zr__endpoint ep;
+	uint32_t attempts;
+
+	struct zr_zmtp z;
+	struct zr_zmtp_config zcfg;
+	struct zr__op connect_op, rx_op, tx_op;
+	struct zr__timer timer;     /* codec deadline, or the reconnect delay */
+	uint64_t timer_deadline;
+
+	/* receive */
+	uint8_t *in;
+	size_t in_len, in_cap;
+	bool rx_armed, rx_paused;
+	zr_msg *rx_msg;   /* in assembly */
+	zr_msg *rx_ready; /* complete, waiting for room in the socket's queue */
+
+	/* send: a ring of messages routed here, then one sendmsg in flight */
+	zr_msg **outq;
+	size_t out_head, out_n, out_cap;
+	bool tx_busy;
+	size_t tx_msgs;        /* messages at the head of outq in the batch in flight */
+	size_t tx_ctl;         /* codec control bytes in the batch */
+	struct msghdr tx_mh;
+	struct iovec tx_iov[ZR__CONN_IOV_MAX];
+	uint8_t tx_hdr[ZR__CONN_IOV_MAX][ZR_ZMTP_HEADER_MAX];
+	size_t tx_iov_start;   /* first iovec not yet fully written */
+
+	/* routing */
+	uint8_t rid[ZR__SUB_MAX + 1];
+	size_t rid_len;
+	struct zr__subs subs; /* PUB/XPUB: what this subscriber asked for */
+};
+
+/* ---- sockets ------------------------------------------------------------ */
+
+struct zr_socket {
+	struct zr_ctx *ctx;
+	int type;
+	struct zr__options opt;
+	char last_endpoint[ZR__ENDPOINT_TEXT_MAX];
+
+	/* shared between the app thread and the io thread */
+	struct zr__spsc tx, rx;
+	bool queues_ready;
+	int efd_rx, efd_tx;
+	atomic_int rx_armed, tx_armed; /* the app waits: signal its eventfd */
+	atomic_int dirty;              /* queued on the ctx's dirty stack */
+	atomic_int rx_paused;          /* some connection waits for room in rx */
+	atomic_int closed;             /* the app closed it (io frees it later) */
+	struct zr_socket *dirty_next;
+
+	/* app thread only */
+	bool req_waiting;         /* REQ: a request is out, waiting for its reply */
+	zr_msg *rep_envelope;     /* REP: the envelope of the request being answered */
+	bool rep_has_request;
+
+	/* io thread only */
+	bool listed;                   /* on the ctx's list */
+	struct zr_socket *next, *prev; /* the ctx's list */
+	struct zr__conn *conns;
+	size_t nconns_active;
+	struct zr__conn *rr;       /* round-robin cursor */
+	zr_msg *pending;           /* taken from tx but not yet routed */
+	struct zr__listener **listeners;
+	size_t nlisten;
+	struct zr__subs subs;      /* SUB/XSUB: our subscriptions, re-sent on connect */
+	uint32_t next_rid;
+	struct zr__conn *req_peer; /* REQ: where the request went */
+	bool io_closing;
+	struct zr__timer linger_timer; /* LINGER ran out: close everything */
+	struct zr__timer close_timer;  /* re-check close progress, outside any callback */
+};
+
+/* ---- the context -------------------------------------------------------- */
+
+enum zr__cmd_type {
+	ZR__CMD_OPEN = 1, /* only makes the socket known to the io thread */
+	ZR__CMD_BIND,
+	ZR__CMD_CONNECT,
+	ZR__CMD_SUBSCRIBE,
+	ZR__CMD_UNSUBSCRIBE,
+	ZR__CMD_CLOSE,
+	ZR__CMD_TERM,
+};
+
+struct zr__listener;
+
+struct zr__cmd {
+	struct zr__cmd *next;
+	int type;
+	struct zr_socket *sock;
+	int fd;
+	struct zr__endpoint ep;
+	size_t len;
+	uint8_t data[];
+};
+
+struct zr_ctx {
+	pthread_t thread;
+	struct zr__loop loop;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int start_rc;
+	bool started;
+	struct zr__cmd *cmd_head, *cmd_tail;
+	_Atomic(struct zr_socket *) dirty;
+	atomic_int terminating;
+	/* io thread only */
+	struct zr_socket *sockets;
+	bool term;
+};
+
+/* Queues a command for the io thread and wakes it. Takes ownership of cmd. */
+void zr__ctx_command(struct zr_ctx *ctx, struct zr__cmd *cmd);
+/* Marks a socket dirty (app thread): the io thread looks at its queues. */
+void zr__ctx_dirty(struct zr_ctx *ctx, struct zr_socket *s);
+
+/* io thread: socket side (socket.c) */
+void zr__sock_io_command(struct zr_socket *s, struct zr__cmd *cmd);
+void zr__sock_io_dirty(struct zr_socket *s);
+void zr__sock_io_free(struct zr_socket *s);
+bool zr__sock_io_done(struct zr_socket *s);
+/* A connection finished its handshake / went away / has room again. */
+void zr__sock_conn_active(struct zr_socket *s, struct zr__conn *c);
+void zr__sock_conn_lost(struct zr_socket *s, struct zr__conn *c);
+void zr__sock_conn_room(struct zr_socket *s, struct zr__conn *c);
+/* Closing: messages still waiting for a peer? */
+bool zr__sock_unsent(struct zr_socket *s);
+/* Closing: look again (next loop turn) whether connections can go. */
+void zr__sock_close_kick(struct zr_socket *s);
+/* A whole message arrived on c; returns false if it must wait (rx full). */
+bool zr__sock_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m);
+/* A subscription (un)subscribe arrived on c (PUB/XPUB). */
+void zr__sock_subscription(struct zr_socket *s, struct zr__conn *c, bool subscribe,
+                           const uint8_t *topic, size_t len);
+
+/* io thread: connections (conn.c) */
+struct zr__conn *zr__conn_new(struct zr_socket *s);
+void zr__conn_start_accepted(struct zr__conn *c, int fd);
+void zr__conn_start_connect(struct zr__conn *c);
+/* Queues a message (takes a reference). Returns false when full (HWM). */
+bool zr__conn_send(struct zr__conn *c, zr_msg *m, bool force);
+bool zr__conn_has_room(const struct zr__conn *c);
+/* Resumes reading after the socket's rx queue got room. */
+void zr__conn_resume(struct zr__conn *c);
+/* Begins teardown (no reconnect); frees itself when its operations are done. */
+void zr__conn_close(struct zr__conn *c);
+bool zr__conn_drained(const struct zr__conn *c);
+
+#endif /* ZR_ENGINE_ENGINE_H */

@@ -1,0 +1,1129 @@
+/*
+ * Sockets: the app-facing calls (send, receive, options, bind, connect,
+ * close) and, on the io thread, routing by socket type (RFC 28-31):
+ *
+ *   PUSH, DEALER, REQ   round-robin over peers with room; none: the send waits
+ *   PAIR                the one peer
+ *   ROUTER, REP         frame 0 names the peer; unknown or full: dropped
+ *   PUB, XPUB           every peer whose subscriptions match frame 0; a full
+ *                       peer's copy is dropped (RFC 29, libzmq's default)
+ *   XSUB                subscriptions (0x01/0x00 + topic) and messages to all
+ *
+ * REQ and REP are DEALER and ROUTER with the envelope kept on the app side:
+ * REQ adds the empty delimiter and takes one reply, only from the peer it
+ * asked; REP keeps the envelope of the request it answers.
+ *
+ * The app thread and the io thread share only the two SPSC queues, the
+ * eventfds and a few atomic flags; see engine.h.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "engine.h"
+
+struct zr__listener {
+	struct zr__op op;
+	struct zr_socket *sock;
+	int fd;
+	int transport;
+	bool closing;
+};
+
+/* ---- app side: helpers -------------------------------------------------- */
+
+static void
+sock_signal(int fd)
+{
+	uint64_t one = 1;
+	ssize_t n = write(fd, &one, sizeof one);
+
+	(void)n; /* a saturated counter still reads as readable */
+}
+
+static void
+sock_drain_fd(int fd)
+{
+	uint64_t v;
+	ssize_t n = read(fd, &v, sizeof v);
+
+	(void)n;
+}
+
+static int
+sock_queues(struct zr_socket *s)
+{
+	int rc;
+
+	if (s->queues_ready)
+		return 0;
+	rc = zr__spsc_init(&s->tx, s->opt.sndhwm > 0 ? (size_t)s->opt.sndhwm : 1024);
+	if (rc < 0)
+		return rc;
+	rc = zr__spsc_init(&s->rx, s->opt.rcvhwm > 0 ? (size_t)s->opt.rcvhwm : 1024);
+	if (rc < 0) {
+		zr__spsc_fini(&s->tx);
+		return rc;
+	}
+	s->queues_ready = true;
+	return 0;
+}
+
+static struct zr__cmd *
+sock_cmd(struct zr_socket *s, int type, size_t extra)
+{
+	struct zr__cmd *cmd = calloc(1, sizeof *cmd + extra);
+
+	if (cmd != NULL) {
+		cmd->type = type;
+		cmd->sock = s;
+		cmd->fd = -1;
+		cmd->len = extra;
+	}
+	return cmd;
+}
+
+/* Waits until fd is readable or timeout_ms (-1: no limit) passes. */
+static int
+sock_wait(struct zr_socket *s, int fd, uint64_t deadline)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	int timeout = -1;
+
+	if (atomic_load(&s->ctx->terminating))
+		return -ETERM;
+	if (deadline != UINT64_MAX) {
+		uint64_t now = zr__now_ms();
+
+		if (now >= deadline)
+			return -EAGAIN;
+		timeout = (int)(deadline - now);
+	}
+	if (poll(&p, 1, timeout) == 0)
+		return -EAGAIN;
+	sock_drain_fd(fd);
+	return 0;
+}
+
+static uint64_t
+sock_deadline(int flags, int timeout_ms)
+{
+	if (flags & ZR_DONTWAIT || timeout_ms == 0)
+		return 0;
+	if (timeout_ms < 0)
+		return UINT64_MAX;
+	return zr__now_ms() + (uint64_t)timeout_ms;
+}
+
+/* ---- app side: the API -------------------------------------------------- */
+
+/* see zring.h */
+int
+zr_socket_open(zr_ctx *ctx, int type, zr_socket **out)
+{
+	struct zr_socket *s;
+	struct zr__cmd *cmd;
+
+	switch (type) {
+	case ZR_PAIR: case ZR_PUB: case ZR_SUB: case ZR_REQ: case ZR_REP: case ZR_DEALER:
+	case ZR_ROUTER: case ZR_PULL: case ZR_PUSH: case ZR_XPUB: case ZR_XSUB:
+		break;
+	default:
+		return -EINVAL;
+	}
+	s = calloc(1, sizeof *s);
+	if (s == NULL)
+		return -ENOMEM;
+	s->ctx = ctx;
+	s->type = type;
+	s->opt = (struct zr__options){
+		.sndhwm = 1000, .rcvhwm = 1000, .linger_ms = -1, .sndtimeo_ms = -1, .rcvtimeo_ms = -1,
+		.reconnect_ivl_ms = 100, .handshake_ivl_ms = 30000,
+		.maxmsgsize = (int64_t)ZR_ZMTP_DEFAULT_MAX_MSG_SIZE,
+	};
+	s->efd_rx = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	s->efd_tx = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->efd_rx < 0 || s->efd_tx < 0) {
+		int rc = -errno;
+
+		if (s->efd_rx >= 0)
+			close(s->efd_rx);
+		if (s->efd_tx >= 0)
+			close(s->efd_tx);
+		free(s);
+		return rc;
+	}
+	atomic_init(&s->rx_armed, 0);
+	atomic_init(&s->tx_armed, 0);
+	atomic_init(&s->dirty, 0);
+	atomic_init(&s->rx_paused, 0);
+	atomic_init(&s->closed, 0);
+	cmd = sock_cmd(s, ZR__CMD_OPEN, 0);
+	if (cmd == NULL) {
+		close(s->efd_rx);
+		close(s->efd_tx);
+		free(s);
+		return -ENOMEM;
+	}
+	zr__ctx_command(ctx, cmd);
+	*out = s;
+	return 0;
+}
+
+/* see zring.h */
+void
+zr_socket_close(zr_socket *s)
+{
+	struct zr__cmd *cmd;
+
+	if (s == NULL)
+		return;
+	atomic_store(&s->closed, 1);
+	cmd = sock_cmd(s, ZR__CMD_CLOSE, 0);
+	if (cmd != NULL)
+		zr__ctx_command(s->ctx, cmd);
+}
+
+/* see zring.h */
+int
+zr_bind(zr_socket *s, const char *endpoint)
+{
+	struct zr__endpoint ep;
+	struct zr__cmd *cmd;
+	int rc = zr__endpoint_parse(endpoint, true, false, &ep), fd;
+
+	if (rc < 0)
+		return rc;
+	rc = sock_queues(s);
+	if (rc < 0)
+		return rc;
+	cmd = sock_cmd(s, ZR__CMD_BIND, 0);
+	if (cmd == NULL)
+		return -ENOMEM;
+	fd = zr__endpoint_listen(&ep, 128);
+	if (fd < 0) {
+		free(cmd);
+		return fd;
+	}
+	zr__socket_tune(fd, ep.transport, s->opt.sndbuf, s->opt.rcvbuf);
+	zr__endpoint_local(fd, ep.transport, s->last_endpoint, sizeof s->last_endpoint);
+	cmd->fd = fd;
+	cmd->ep = ep;
+	zr__ctx_command(s->ctx, cmd);
+	return 0;
+}
+
+/* see zring.h */
+int
+zr_connect(zr_socket *s, const char *endpoint)
+{
+	struct zr__endpoint ep;
+	struct zr__cmd *cmd;
+	int rc = zr__endpoint_parse(endpoint, false, false, &ep);
+
+	if (rc < 0)
+		return rc;
+	rc = sock_queues(s);
+	if (rc < 0)
+		return rc;
+	cmd = sock_cmd(s, ZR__CMD_CONNECT, 0);
+	if (cmd == NULL)
+		return -ENOMEM;
+	cmd->ep = ep;
+	zr__ctx_command(s->ctx, cmd);
+	return 0;
+}
+
+/* REQ/REP envelope work before a send; undone if the send fails. */
+static int
+sock_send_prepare(zr_socket *s, zr_msg *m, uint32_t *added)
+{
+	*added = 0;
+	switch (s->type) {
+	case ZR_PULL:
+	case ZR_SUB:
+		return -ENOTSUP;
+	case ZR_REQ:
+		if (s->req_waiting)
+			return -EFSM;
+		*added = 1;
+		return zr__msg_push_front(m, "", 0);
+	case ZR_REP:
+		if (!s->rep_has_request)
+			return -EFSM;
+		for (size_t i = s->rep_envelope->nframes; i-- > 0;) {
+			size_t len;
+			const void *f = zr_msg_frame(s->rep_envelope, i, &len);
+			int rc = zr__msg_push_front(m, f, len);
+
+			if (rc < 0) {
+				zr__msg_drop_front(m, *added);
+				*added = 0;
+				return rc;
+			}
+			(*added)++;
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+static void
+sock_send_done(zr_socket *s)
+{
+	if (s->type == ZR_REQ) {
+		s->req_waiting = true;
+	} else if (s->type == ZR_REP) {
+		s->rep_has_request = false;
+		zr_msg_free(s->rep_envelope);
+		s->rep_envelope = NULL;
+	}
+}
+
+/* see zring.h */
+int
+zr_send(zr_socket *s, zr_msg **msg, int flags)
+{
+	uint64_t deadline = sock_deadline(flags, s->opt.sndtimeo_ms);
+	uint32_t added;
+	zr_msg *m = *msg;
+	int rc;
+
+	if (m == NULL || m->nframes == 0)
+		return -EINVAL;
+	rc = sock_queues(s);
+	if (rc < 0)
+		return rc;
+	rc = sock_send_prepare(s, m, &added);
+	if (rc < 0)
+		return rc;
+	for (;;) {
+		if (zr__spsc_push(&s->tx, m)) {
+			*msg = NULL;
+			sock_send_done(s);
+			zr__ctx_dirty(s->ctx, s);
+			return 0;
+		}
+		atomic_store(&s->tx_armed, 1);
+		atomic_thread_fence(memory_order_seq_cst);
+		if (zr__spsc_push(&s->tx, m)) {
+			atomic_store(&s->tx_armed, 0);
+			*msg = NULL;
+			sock_send_done(s);
+			zr__ctx_dirty(s->ctx, s);
+			return 0;
+		}
+		zr__ctx_dirty(s->ctx, s); /* make sure the io thread is draining */
+		rc = sock_wait(s, s->efd_tx, deadline);
+		if (rc < 0) {
+			zr__msg_drop_front(m, added);
+			return rc;
+		}
+	}
+}
+
+/* REQ/REP envelope work after a receive. Returns false to drop the message. */
+static int
+sock_recv_finish(zr_socket *s, zr_msg *m)
+{
+	size_t len;
+
+	if (s->type == ZR_REQ) {
+		/* Only an answer to the request we have out, behind its delimiter. */
+		if (!s->req_waiting || m->nframes < 2 || (zr_msg_frame(m, 0, &len), len != 0))
+			return 0;
+		zr__msg_drop_front(m, 1);
+		s->req_waiting = false;
+		return 1;
+	}
+	if (s->type == ZR_REP) {
+		uint32_t delim = 1;
+		zr_msg *env;
+
+		while (delim < m->nframes && (zr_msg_frame(m, delim, &len), len != 0))
+			delim++;
+		if (delim >= m->nframes || zr_msg_new(&env) < 0)
+			return 0;
+		for (uint32_t i = 0; i <= delim; i++) {
+			const void *f = zr_msg_frame(m, i, &len);
+
+			if (zr_msg_add(env, f, len) < 0) {
+				zr_msg_free(env);
+				return 0;
+			}
+		}
+		zr__msg_drop_front(m, delim + 1);
+		s->rep_envelope = env;
+		s->rep_has_request = true;
+		return 1;
+	}
+	return 1;
+}
+
+/* see zring.h */
+int
+zr_recv(zr_socket *s, zr_msg **msg, int flags)
+{
+	uint64_t deadline = sock_deadline(flags, s->opt.rcvtimeo_ms);
+	zr_msg *m;
+	int rc;
+
+	if (s->type == ZR_PUSH || s->type == ZR_PUB)
+		return -ENOTSUP;
+	if ((s->type == ZR_REQ && !s->req_waiting) || (s->type == ZR_REP && s->rep_has_request))
+		return -EFSM;
+	rc = sock_queues(s);
+	if (rc < 0)
+		return rc;
+	for (;;) {
+		m = zr__spsc_pop(&s->rx);
+		if (m == NULL) {
+			atomic_store(&s->rx_armed, 1);
+			atomic_thread_fence(memory_order_seq_cst);
+			m = zr__spsc_pop(&s->rx);
+		}
+		if (m != NULL) {
+			/* A connection may be waiting for exactly this slot. */
+			if (atomic_load(&s->rx_paused))
+				zr__ctx_dirty(s->ctx, s);
+			if (!sock_recv_finish(s, m)) {
+				zr_msg_free(m);
+				continue;
+			}
+			*msg = m;
+			return 0;
+		}
+		rc = sock_wait(s, s->efd_rx, deadline);
+		if (rc < 0)
+			return rc;
+	}
+}
+
+/* see zring.h */
+int
+zr_send_bytes(zr_socket *s, const void *data, size_t len, int flags)
+{
+	zr_msg *m;
+	int rc = zr_msg_new(&m);
+
+	if (rc < 0)
+		return rc;
+	rc = zr_msg_add(m, data, len);
+	if (rc == 0)
+		rc = zr_send(s, &m, flags);
+	zr_msg_free(m);
+	return rc;
+}
+
+/* see zring.h */
+int
+zr_recv_bytes(zr_socket *s, void *buf, size_t cap, int flags)
+{
+	zr_msg *m;
+	const void *f;
+	size_t len;
+	int rc = zr_recv(s, &m, flags);
+
+	if (rc < 0)
+		return rc;
+	f = zr_msg_frame(m, 0, &len);
+	memcpy(buf, f, len < cap ? len : cap);
+	zr_msg_free(m);
+	return len > INT32_MAX ? INT32_MAX : (int)len;
+}
+
+/* see zring.h */
+int
+zr_socket_fd(zr_socket *s)
+{
+	return s->efd_rx;
+}
+
+static int
+sock_opt_int(const void *v, size_t len, int *out)
+{
+	if (len != sizeof(int))
+		return -EINVAL;
+	memcpy(out, v, sizeof(int));
+	return 0;
+}
+
+static int
+sock_opt_bytes(const void *v, size_t len, uint8_t *dst, size_t *dst_len, size_t max)
+{
+	if (len > max || (len > 0 && v == NULL))
+		return -EINVAL;
+	if (len > 0)
+		memcpy(dst, v, len);
+	*dst_len = len;
+	return 0;
+}
+
+static int
+sock_subscribe(zr_socket *s, int type, const void *v, size_t len)
+{
+	struct zr__cmd *cmd;
+
+	if (s->type != ZR_SUB && s->type != ZR_XSUB)
+		return -EINVAL;
+	cmd = sock_cmd(s, type, len);
+	if (cmd == NULL)
+		return -ENOMEM;
+	if (len > 0)
+		memcpy(cmd->data, v, len);
+	zr__ctx_command(s->ctx, cmd);
+	return 0;
+}
+
+/* see zring.h */
+int
+zr_setsockopt(zr_socket *s, int option, const void *v, size_t len)
+{
+	struct zr__options *o = &s->opt;
+	int i = 0;
+
+	switch (option) {
+	case ZR_ROUTING_ID:
+		if (len == 0 || ((const uint8_t *)v)[0] == 0)
+			return -EINVAL; /* RFC 37 reserves ids starting with 0x00 */
+		return sock_opt_bytes(v, len, o->routing_id, &o->routing_id_len, ZR__SUB_MAX);
+	case ZR_SUBSCRIBE:
+	case ZR_UNSUBSCRIBE:
+		return sock_subscribe(s, option == ZR_SUBSCRIBE ? ZR__CMD_SUBSCRIBE : ZR__CMD_UNSUBSCRIBE,
+		                      v, len);
+	case ZR_PLAIN_USERNAME:
+		return sock_opt_bytes(v, len, o->username, &o->username_len, ZR__SUB_MAX);
+	case ZR_PLAIN_PASSWORD:
+		return sock_opt_bytes(v, len, o->password, &o->password_len, ZR__SUB_MAX);
+	case ZR_MAXMSGSIZE:
+		if (len != sizeof(int64_t))
+			return -EINVAL;
+		memcpy(&o->maxmsgsize, v, sizeof o->maxmsgsize);
+		return 0;
+	default:
+		break;
+	}
+	if (sock_opt_int(v, len, &i) < 0)
+		return -EINVAL;
+	switch (option) {
+	case ZR_SNDHWM:
+	case ZR_RCVHWM:
+		if (i < 0 || s->queues_ready)
+			return -EINVAL; /* the queues are sized at the first bind/connect */
+		*(option == ZR_SNDHWM ? &o->sndhwm : &o->rcvhwm) = i;
+		return 0;
+	case ZR_SNDBUF: o->sndbuf = i; return 0;
+	case ZR_RCVBUF: o->rcvbuf = i; return 0;
+	case ZR_LINGER: o->linger_ms = i; return 0;
+	case ZR_RECONNECT_IVL: o->reconnect_ivl_ms = i; return 0;
+	case ZR_RECONNECT_IVL_MAX: o->reconnect_ivl_max_ms = i; return 0;
+	case ZR_RCVTIMEO: o->rcvtimeo_ms = i; return 0;
+	case ZR_SNDTIMEO: o->sndtimeo_ms = i; return 0;
+	case ZR_ROUTER_MANDATORY: o->router_mandatory = i != 0; return 0;
+	case ZR_PLAIN_SERVER: o->plain_server = i != 0; return 0;
+	case ZR_HANDSHAKE_IVL: o->handshake_ivl_ms = i; return 0;
+	case ZR_HEARTBEAT_IVL: o->heartbeat_ivl_ms = i; return 0;
+	case ZR_HEARTBEAT_TTL: o->heartbeat_ttl_ms = i; return 0;
+	case ZR_HEARTBEAT_TIMEOUT: o->heartbeat_timeout_ms = i; return 0;
+	default: return -EINVAL;
+	}
+}
+
+/* see zring.h */
+int
+zr_getsockopt(zr_socket *s, int option, void *v, size_t *len)
+{
+	const struct zr__options *o = &s->opt;
+	int i;
+
+	switch (option) {
+	case ZR_LAST_ENDPOINT: {
+		size_t n = strlen(s->last_endpoint) + 1;
+
+		if (*len < n)
+			return -EINVAL;
+		memcpy(v, s->last_endpoint, n);
+		*len = n;
+		return 0;
+	}
+	case ZR_ROUTING_ID:
+		if (*len < o->routing_id_len)
+			return -EINVAL;
+		memcpy(v, o->routing_id, o->routing_id_len);
+		*len = o->routing_id_len;
+		return 0;
+	case ZR_MAXMSGSIZE:
+		if (*len < sizeof(int64_t))
+			return -EINVAL;
+		memcpy(v, &o->maxmsgsize, sizeof o->maxmsgsize);
+		*len = sizeof o->maxmsgsize;
+		return 0;
+	case ZR_SNDHWM: i = o->sndhwm; break;
+	case ZR_RCVHWM: i = o->rcvhwm; break;
+	case ZR_SNDBUF: i = o->sndbuf; break;
+	case ZR_RCVBUF: i = o->rcvbuf; break;
+	case ZR_LINGER: i = o->linger_ms; break;
+	case ZR_RECONNECT_IVL: i = o->reconnect_ivl_ms; break;
+	case ZR_RECONNECT_IVL_MAX: i = o->reconnect_ivl_max_ms; break;
+	case ZR_RCVTIMEO: i = o->rcvtimeo_ms; break;
+	case ZR_SNDTIMEO: i = o->sndtimeo_ms; break;
+	case ZR_ROUTER_MANDATORY: i = o->router_mandatory; break;
+	case ZR_PLAIN_SERVER: i = o->plain_server; break;
+	case ZR_HANDSHAKE_IVL: i = o->handshake_ivl_ms; break;
+	case ZR_HEARTBEAT_IVL: i = o->heartbeat_ivl_ms; break;
+	case ZR_HEARTBEAT_TTL: i = o->heartbeat_ttl_ms; break;
+	case ZR_HEARTBEAT_TIMEOUT: i = o->heartbeat_timeout_ms; break;
+	default: return -EINVAL;
+	}
+	if (*len < sizeof i)
+		return -EINVAL;
+	memcpy(v, &i, sizeof i);
+	*len = sizeof i;
+	return 0;
+}
+
+/* ---- io side ------------------------------------------------------------ */
+
+static struct zr__loop *
+sock_loop(struct zr_socket *s)
+{
+	return &s->ctx->loop;
+}
+
+/* The app may wait for room in tx: tell it after taking a message. */
+static void
+sock_tx_taken(struct zr_socket *s)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load(&s->tx_armed) && atomic_exchange(&s->tx_armed, 0))
+		sock_signal(s->efd_tx);
+}
+
+/* A raw subscription frame for c's protocol version. */
+static zr_msg *
+sock_sub_msg(const struct zr__conn *c, bool subscribe, const uint8_t *topic, size_t len)
+{
+	uint8_t prefix[ZR_ZMTP_SUB_PREFIX_MAX];
+	int n = zr_zmtp_sub_prefix(prefix, zr_zmtp_peer_minor(&c->z), subscribe, len);
+	zr_msg *m;
+
+	if (n < 0 || zr_msg_new(&m) < 0)
+		return NULL;
+	if (zr__msg_reserve(m, (size_t)n + len) < 0) {
+		zr_msg_free(m);
+		return NULL;
+	}
+	memcpy(m->data, prefix, (size_t)n);
+	if (len > 0)
+		memcpy(m->data + n, topic, len);
+	m->len = (size_t)n + len;
+	m->raw = true;
+	return m;
+}
+
+static void
+sock_send_sub(struct zr__conn *c, bool subscribe, const uint8_t *topic, size_t len)
+{
+	zr_msg *m = sock_sub_msg(c, subscribe, topic, len);
+
+	/* Forced past SNDHWM: subscriptions are never dropped by the data HWM
+	 * (libzmq loses them on reconnect, #2258). */
+	if (m != NULL && !zr__conn_send(c, m, true))
+		zr__msg_unref(m);
+}
+
+static struct zr__conn *
+sock_next_ready(struct zr_socket *s)
+{
+	struct zr__conn *start = s->rr != NULL && s->rr->next != NULL ? s->rr->next : s->conns;
+	struct zr__conn *c = start;
+
+	if (c == NULL)
+		return NULL;
+	do {
+		if (zr__conn_has_room(c))
+			return c;
+		c = c->next != NULL ? c->next : s->conns;
+	} while (c != start);
+	return NULL;
+}
+
+static struct zr__conn *
+sock_find_rid(struct zr_socket *s, const void *rid, size_t len)
+{
+	for (struct zr__conn *c = s->conns; c != NULL; c = c->next) {
+		if (c->state == ZR__CONN_ACTIVE && c->rid_len == len && memcmp(c->rid, rid, len) == 0)
+			return c;
+	}
+	return NULL;
+}
+
+static void
+sock_xsub_subscription(struct zr_socket *s, bool subscribe, const uint8_t *t, size_t len)
+{
+	int changed = subscribe ? zr__subs_add(&s->subs, t, len) : zr__subs_remove(&s->subs, t, len);
+
+	if (changed <= 0)
+		return;
+	for (struct zr__conn *c = s->conns; c != NULL; c = c->next) {
+		if (c->state == ZR__CONN_ACTIVE)
+			sock_send_sub(c, subscribe, t, len);
+	}
+}
+
+/* Routes one message; false when it must wait for room (PUSH-like types). */
+static bool
+sock_route(struct zr_socket *s, zr_msg *m)
+{
+	struct zr__conn *c;
+	size_t len;
+	const uint8_t *f0;
+
+	switch (s->type) {
+	case ZR_PUSH:
+	case ZR_DEALER:
+	case ZR_REQ:
+	case ZR_PAIR:
+		c = sock_next_ready(s);
+		if (c == NULL)
+			return false;
+		s->rr = c;
+		if (s->type == ZR_REQ)
+			s->req_peer = c;
+		zr__conn_send(c, m, false);
+		return true;
+	case ZR_ROUTER:
+	case ZR_REP:
+		f0 = zr_msg_frame(m, 0, &len);
+		c = sock_find_rid(s, f0, len);
+		if (c == NULL || !zr__conn_has_room(c)) {
+			zr__msg_unref(m); /* unknown or full peer: dropped (RFC 28) */
+			return true;
+		}
+		zr__msg_drop_front(m, 1);
+		zr__conn_send(c, m, false);
+		return true;
+	case ZR_PUB:
+	case ZR_XPUB:
+		f0 = zr_msg_frame(m, 0, &len);
+		for (c = s->conns; c != NULL; c = c->next) {
+			if (c->state != ZR__CONN_ACTIVE || !zr__subs_match(&c->subs, f0, len))
+				continue;
+			m->refs++;
+			if (!zr__conn_send(c, m, false))
+				m->refs--; /* this subscriber is full: its copy is dropped */
+		}
+		zr__msg_unref(m);
+		return true;
+	case ZR_XSUB:
+		f0 = zr_msg_frame(m, 0, &len);
+		if (m->nframes == 1 && len >= 1 && (f0[0] == 0 || f0[0] == 1)) {
+			sock_xsub_subscription(s, f0[0] == 1, f0 + 1, len - 1);
+			zr__msg_unref(m);
+			return true;
+		}
+		for (c = s->conns; c != NULL; c = c->next) {
+			if (c->state != ZR__CONN_ACTIVE)
+				continue;
+			m->refs++;
+			if (!zr__conn_send(c, m, false))
+				m->refs--;
+		}
+		zr__msg_unref(m);
+		return true;
+	default:
+		zr__msg_unref(m);
+		return true;
+	}
+}
+
+static void
+sock_route_pending(struct zr_socket *s)
+{
+	if (!s->queues_ready)
+		return;
+	for (;;) {
+		zr_msg *m = s->pending;
+
+		if (m == NULL) {
+			m = zr__spsc_pop(&s->tx);
+			if (m == NULL)
+				return;
+			sock_tx_taken(s);
+		}
+		s->pending = NULL;
+		if (!sock_route(s, m)) {
+			s->pending = m;
+			return;
+		}
+	}
+}
+
+void
+zr__sock_io_dirty(struct zr_socket *s)
+{
+	/* Room in rx: let the paused connections go on (each re-pauses if it
+	 * fills the queue again). Clear the flag first so a pause that happens
+	 * now sets it again. */
+	if (atomic_exchange(&s->rx_paused, 0)) {
+		for (struct zr__conn *c = s->conns, *next; c != NULL; c = next) {
+			next = c->next;
+			if (c->rx_paused)
+				zr__conn_resume(c);
+		}
+	}
+	sock_route_pending(s);
+}
+
+bool
+zr__sock_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m)
+{
+	size_t len;
+	const uint8_t *f0 = zr_msg_frame(m, 0, &len);
+
+	switch (s->type) {
+	case ZR_PUB:
+	case ZR_XPUB:
+		/* ZMTP 3.0 subscriptions arrive as messages: 0x01/0x00 + topic. */
+		if (m->nframes == 1 && len >= 1 && (f0[0] == 0 || f0[0] == 1))
+			zr__sock_subscription(s, c, f0[0] == 1, f0 + 1, len - 1);
+		zr_msg_free(m);
+		return true;
+	case ZR_SUB:
+		if (!zr__subs_match(&s->subs, f0, len)) {
+			zr_msg_free(m);
+			return true;
+		}
+		break;
+	case ZR_REQ:
+		if (c != s->req_peer) {
+			zr_msg_free(m); /* RFC 28: only from the peer we asked */
+			return true;
+		}
+		break;
+	case ZR_PUSH:
+		zr_msg_free(m);
+		return true;
+	default:
+		break;
+	}
+	if (!zr__spsc_push(&s->rx, m))
+		return false;
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load(&s->rx_armed) && atomic_exchange(&s->rx_armed, 0))
+		sock_signal(s->efd_rx);
+	return true;
+}
+
+void
+zr__sock_subscription(struct zr_socket *s, struct zr__conn *c, bool subscribe, const uint8_t *topic,
+                      size_t len)
+{
+	if (s->type != ZR_PUB && s->type != ZR_XPUB)
+		return;
+	if (subscribe)
+		zr__subs_add(&c->subs, topic, len);
+	else
+		zr__subs_remove(&c->subs, topic, len);
+	if (s->type == ZR_XPUB) {
+		zr_msg *m;
+
+		/* XPUB hands (un)subscriptions to the app in the 3.0 form. */
+		if (zr_msg_new(&m) == 0) {
+			if (zr__msg_frame_begin(m, len + 1) == 0) {
+				uint8_t flag = subscribe ? 1 : 0;
+
+				zr__msg_frame_append(m, &flag, 1);
+				zr__msg_frame_append(m, topic, len);
+				if (zr__spsc_push(&s->rx, m)) {
+					atomic_thread_fence(memory_order_seq_cst);
+					if (atomic_load(&s->rx_armed) && atomic_exchange(&s->rx_armed, 0))
+						sock_signal(s->efd_rx);
+					return;
+				}
+			}
+			zr_msg_free(m);
+		}
+	}
+}
+
+void
+zr__sock_conn_active(struct zr_socket *s, struct zr__conn *c)
+{
+	if (s->type == ZR_ROUTER || s->type == ZR_REP) {
+		/* The peer's Identity if it gave a usable one, else 0x00 + uint32
+		 * as libzmq generates (RFC 37 reserves the 0x00 prefix for this). */
+		if (c->rid_len == 0 || sock_find_rid(s, c->rid, c->rid_len) != NULL) {
+			uint32_t n = ++s->next_rid;
+
+			c->rid[0] = 0;
+			c->rid[1] = (uint8_t)(n >> 24);
+			c->rid[2] = (uint8_t)(n >> 16);
+			c->rid[3] = (uint8_t)(n >> 8);
+			c->rid[4] = (uint8_t)n;
+			c->rid_len = 5;
+		}
+	}
+	if (s->type == ZR_SUB || s->type == ZR_XSUB) {
+		for (size_t i = 0; i < s->subs.n; i++)
+			sock_send_sub(c, true, s->subs.v[i].topic, s->subs.v[i].len);
+	}
+	s->nconns_active++;
+	sock_route_pending(s);
+	zr__sock_close_kick(s);
+}
+
+void
+zr__sock_conn_lost(struct zr_socket *s, struct zr__conn *c)
+{
+	s->nconns_active--;
+	if (s->rr == c)
+		s->rr = NULL;
+	if (s->req_peer == c)
+		s->req_peer = NULL;
+	if (s->type == ZR_XPUB) {
+		/* The subscriber is gone: its subscriptions end (RFC 29). */
+		while (c->subs.n > 0) {
+			struct zr__sub *sub = &c->subs.v[0];
+			uint8_t *t = sub->topic;
+			size_t len = sub->len;
+
+			sub->count = 1;
+			sub->topic = NULL;
+			zr__subs_remove(&c->subs, t, len); /* frees NULL: fine */
+			zr__sock_subscription(s, c, false, t, len);
+			free(t);
+		}
+	}
+}
+
+void
+zr__sock_conn_room(struct zr_socket *s, struct zr__conn *c)
+{
+	(void)c;
+	sock_route_pending(s);
+}
+
+/* ---- listeners ---------------------------------------------------------- */
+
+static void
+sock_accept_done(struct zr__op *op, int res, uint32_t flags)
+{
+	struct zr__listener *l = (struct zr__listener *)op;
+	struct zr_socket *s = l->sock;
+
+	if (res >= 0) {
+		struct zr__conn *c;
+
+		if (s->io_closing) {
+			close(res);
+		} else if ((c = zr__conn_new(s)) == NULL) {
+			close(res);
+		} else {
+			c->ep.transport = l->transport;
+			zr__conn_start_accepted(c, res);
+		}
+	}
+	if (flags & IORING_CQE_F_MORE)
+		return;
+	if (l->closing || s->io_closing || res == -ECANCELED) {
+		l->closing = true;
+		if (l->op.inflight == 0 && l->fd >= 0) {
+			close(l->fd);
+			l->fd = -1;
+		}
+		return;
+	}
+	zr__op_accept(sock_loop(s), &l->op, l->fd);
+}
+
+static void
+sock_listen(struct zr_socket *s, struct zr__cmd *cmd)
+{
+	struct zr__listener *l = calloc(1, sizeof *l);
+	struct zr__listener **v;
+
+	if (l == NULL) {
+		close(cmd->fd);
+		return;
+	}
+	v = realloc(s->listeners, (s->nlisten + 1) * sizeof *v);
+	if (v == NULL) {
+		close(cmd->fd);
+		free(l);
+		return;
+	}
+	s->listeners = v;
+	v[s->nlisten++] = l;
+	l->op.cb = sock_accept_done;
+	l->sock = s;
+	l->fd = cmd->fd;
+	l->transport = cmd->ep.transport;
+	if (zr__op_accept(sock_loop(s), &l->op, l->fd) < 0)
+		l->closing = true;
+}
+
+/* ---- close -------------------------------------------------------------- */
+
+/*
+ * Closing with LINGER != 0: messages the app sent keep going to the peers,
+ * including connections still being made (as libzmq does for a connecter's
+ * queue). A connection goes when it has nothing left to send and no message
+ * waits for a peer; when LINGER runs out, everything goes.
+ */
+bool
+zr__sock_unsent(struct zr_socket *s)
+{
+	return s->pending != NULL || (s->queues_ready && zr__spsc_peek(&s->tx) != NULL);
+}
+
+static void
+sock_close_progress(struct zr__timer *t)
+{
+	struct zr_socket *s = (struct zr_socket *)((char *)t - offsetof(struct zr_socket, close_timer));
+	bool unsent;
+
+	sock_route_pending(s);
+	unsent = zr__sock_unsent(s);
+	for (struct zr__conn *c = s->conns, *next; c != NULL; c = next) {
+		next = c->next;
+		if (c->state == ZR__CONN_CLOSING)
+			continue;
+		if (c->state == ZR__CONN_ACTIVE ? zr__conn_drained(c) && !unsent : !unsent)
+			zr__conn_close(c);
+	}
+}
+
+void
+zr__sock_close_kick(struct zr_socket *s)
+{
+	if (s->io_closing)
+		zr__timer_start(sock_loop(s), &s->close_timer, 0);
+}
+
+static void
+sock_linger_fired(struct zr__timer *t)
+{
+	struct zr_socket *s = (struct zr_socket *)((char *)t - offsetof(struct zr_socket, linger_timer));
+
+	zr_msg_free(s->pending);
+	s->pending = NULL;
+	if (s->queues_ready) {
+		zr_msg *m;
+
+		while ((m = zr__spsc_pop(&s->tx)) != NULL)
+			zr_msg_free(m);
+	}
+	for (struct zr__conn *c = s->conns, *next; c != NULL; c = next) {
+		next = c->next;
+		zr__conn_close(c);
+	}
+}
+
+static void
+sock_io_close(struct zr_socket *s)
+{
+	struct zr__listener **ls = s->listeners;
+
+	s->io_closing = true;
+	for (size_t i = 0; i < s->nlisten; i++) {
+		ls[i]->closing = true;
+		if (ls[i]->op.inflight)
+			zr__op_cancel_fd(sock_loop(s), ls[i]->fd);
+		else if (ls[i]->fd >= 0) {
+			close(ls[i]->fd);
+			ls[i]->fd = -1;
+		}
+	}
+	s->close_timer.cb = sock_close_progress;
+	s->linger_timer.cb = sock_linger_fired;
+	if (s->opt.linger_ms == 0) {
+		sock_linger_fired(&s->linger_timer);
+		return;
+	}
+	if (s->opt.linger_ms > 0)
+		zr__timer_start(sock_loop(s), &s->linger_timer, zr__now_ms() + (uint64_t)s->opt.linger_ms);
+	zr__sock_close_kick(s);
+}
+
+void
+zr__sock_io_command(struct zr_socket *s, struct zr__cmd *cmd)
+{
+	struct zr__conn *c;
+
+	switch (cmd->type) {
+	case ZR__CMD_BIND:
+		if (s->io_closing) {
+			close(cmd->fd);
+			return;
+		}
+		sock_listen(s, cmd);
+		return;
+	case ZR__CMD_CONNECT:
+		if (s->io_closing || (c = zr__conn_new(s)) == NULL)
+			return;
+		c->connecter = true;
+		c->ep = cmd->ep;
+		zr__conn_start_connect(c);
+		return;
+	case ZR__CMD_SUBSCRIBE:
+	case ZR__CMD_UNSUBSCRIBE:
+		sock_xsub_subscription(s, cmd->type == ZR__CMD_SUBSCRIBE, cmd->data, cmd->len);
+		return;
+	case ZR__CMD_CLOSE:
+		if (!s->io_closing)
+			sock_io_close(s);
+		return;
+	default:
+		return;
+	}
+}
+
+bool
+zr__sock_io_done(struct zr_socket *s)
+{
+	struct zr__listener **ls = s->listeners;
+
+	if (!s->io_closing || s->conns != NULL || !atomic_load(&s->closed))
+		return false;
+	for (size_t i = 0; i < s->nlisten; i++) {
+		if (ls[i]->op.inflight)
+			return false;
+	}
+	return true;
+}
+
+void
+zr__sock_io_free(struct zr_socket *s)
+{
+	struct zr__listener **ls = s->listeners;
+	zr_msg *m;
+
+	zr__timer_stop(sock_loop(s), &s->linger_timer);
+	zr__timer_stop(sock_loop(s), &s->close_timer);
+	for (size_t i = 0; i < s->nlisten; i++) {
+		if (ls[i]->fd >= 0)
+			close(ls[i]->fd);
+		free(ls[i]);
+	}
+	free(ls);
+	zr_msg_free(s->pending);
+	if (s->queues_ready) {
+		while ((m = zr__spsc_pop(&s->tx)) != NULL)
+			zr_msg_free(m);
+		while ((m = zr__spsc_pop(&s->rx)) != NULL)
+			zr_msg_free(m);
+		zr__spsc_fini(&s->tx);
+		zr__spsc_fini(&s->rx);
+	}
+	zr__subs_fini(&s->subs);
+	zr_msg_free(s->rep_envelope);
+	close(s->efd_rx);
+	close(s->efd_tx);
+	free(s);
+}
