@@ -7,9 +7,14 @@ if(NOT CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
 endif()
 
 add_compile_options(
-	-Wall -Wextra -Wshadow -Wformat=2
+	-Wall -Wextra -Wshadow -Wformat=2 -Wconversion
 	-Wstrict-prototypes -Wmissing-prototypes
 	-Wpointer-arith -Wvla -Wundef)
+if(CMAKE_C_COMPILER_ID MATCHES "Clang")
+	# clang's -Wconversion includes -Wstring-conversion, which rejects the
+	# assert(!"why this cannot happen") idiom the house style asks for.
+	add_compile_options(-Wno-string-conversion)
+endif()
 if(ZR_WERROR)
 	add_compile_options(-Werror)
 endif()
