@@ -15,6 +15,8 @@
 /* ------------------------------------------------------------------ */
 /* Recording. */
 
+static void feed_violation(struct zt_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 static void
 feed_violation(struct zt_run *r, const char *fmt, ...)
 {
