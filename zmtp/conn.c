@@ -655,6 +655,14 @@ zr_zmtp_tick(struct zr_zmtp *z, uint64_t now_ms)
 }
 
 /* see zmtp.h */
+void
+zr_zmtp_touch(struct zr_zmtp *z, uint64_t now_ms)
+{
+	z->last_rx = now_ms;
+	z->ping_deadline = CONN_NEVER;
+}
+
+/* see zmtp.h */
 uint64_t
 zr_zmtp_deadline(const struct zr_zmtp *z)
 {

@@ -456,6 +456,14 @@ ZR_API void zr_zmtp_out_ack(struct zr_zmtp *z, size_t n);
  */
 ZR_API int zr_zmtp_tick(struct zr_zmtp *z, uint64_t now_ms);
 
+/*
+ * Counts as traffic from the peer at now_ms without any bytes. For a caller
+ * that stopped reading on purpose (backpressure): the peer's bytes, PINGs
+ * included, wait unread in the kernel, so its silence proves nothing and
+ * must not time it out.
+ */
+ZR_API void zr_zmtp_touch(struct zr_zmtp *z, uint64_t now_ms);
+
 /* When zr_zmtp_tick must run next (absolute ms), UINT64_MAX if never. */
 ZR_API uint64_t zr_zmtp_deadline(const struct zr_zmtp *z);
 
