@@ -1288,3 +1288,101 @@ Test(zmtp_conn, answers_a_ping_and_sends_its_own_in_one_output)
 	zt_run_free(&r);
 	free(z);
 }
+
+Test(zmtp_conn, accepts_the_3_1_subscribe_command_from_a_3_0_peer)
+{
+	struct zr_zmtp_config c = cfg_null(ZR_XPUB);
+	struct zt_run r;
+
+	TRANSCRIPT(c, G_NULL_30 READY_SUB "\x04\x0b" "\x09" "SUBSCRIBE" "t", &r);
+	cr_assert_eq(r.nev, 2);
+	cr_assert_eq(r.ev[1].type, ZR_ZMTP_EV_SUBSCRIBE);
+	BYTES_IS(r.ev[1].data, r.ev[1].len, "t");
+	zt_run_free(&r);
+}
+
+Test(zmtp_conn, keeps_output_order_across_partial_acknowledgements)
+{
+	struct zr_zmtp_config c = cfg_null(ZR_PUSH);
+	struct zr_zmtp *z = conn_new(&c, 0);
+	struct zt_run r = {0};
+	const uint8_t *p;
+	size_t n;
+
+	n = zr_zmtp_out(z, &p);
+	cr_assert_eq(n, 64);
+	zr_zmtp_out_ack(z, 30);
+	FEED(z, 1, G_NULL_31 READY_PULL "\x04\x08" "\x04" "PING" "\x00\x00" "z", &r);
+	{
+		static const char rest[] = READY_PUSH "\x04\x06" "\x04" "PONG" "z";
+		uint8_t want[34 + sizeof(rest) - 1];
+
+		memcpy(want, &G_NULL_31[30], 34);
+		memcpy(want + 34, rest, sizeof(rest) - 1);
+		conn_out_is(z, want, sizeof(want), __LINE__);
+	}
+	zt_run_free(&r);
+	free(z);
+}
+
+/* libzmq 4.3 writes its PLAIN ERROR from the C literal "\x05ERROR", where
+ * "\x05E" is one hex escape: the body is 5E 'RROR', reason length, reason.
+ * The codec header says it reads exactly that form as ERROR, in the PLAIN
+ * handshake only. */
+#define LIBZMQ_PLAIN_ERROR_400 "\x04\x09" "\x5e" "RROR" "\x03" "400"
+
+Test(zmtp_conn, reads_libzmq_malformed_plain_error_as_the_refusal)
+{
+	struct zr_zmtp_config c = cfg_plain_client(ZR_PUSH);
+	struct zt_run r;
+
+	TRANSCRIPT(c, G_PLAIN_31_SERVER LIBZMQ_PLAIN_ERROR_400, &r);
+	cr_assert_eq(r.rc, -ZR_EPEERERROR);
+	cr_assert_eq(r.nev, 1);
+	cr_assert_eq(r.ev[0].type, ZR_ZMTP_EV_PEER_ERROR);
+	BYTES_IS(r.ev[0].data, r.ev[0].len, "400");
+	BYTES_IS(r.out, r.out_len, G_PLAIN_31_CLIENT HELLO_ADMIN_SECRET);
+	zt_run_free(&r);
+}
+
+Test(zmtp_conn, reads_libzmq_malformed_error_only_in_the_plain_handshake)
+{
+	struct zr_zmtp_config n = cfg_null(ZR_PUSH), c = cfg_plain_client(ZR_PUSH);
+	struct zt_run r;
+
+	TRANSCRIPT(n, G_NULL_31 LIBZMQ_PLAIN_ERROR_400, &r);
+	cr_assert_eq(r.rc, -ZR_ECMDNAME, "NULL handshake: %d", r.rc);
+	cr_assert_eq(r.nev, 0);
+	zt_run_free(&r);
+	TRANSCRIPT(c, G_PLAIN_31_SERVER WELCOME READY_PULL LIBZMQ_PLAIN_ERROR_400, &r);
+	cr_assert_eq(r.rc, -ZR_ECMDNAME, "PLAIN traffic: %d", r.rc);
+	cr_assert_eq(r.nev, 1);
+	zt_run_free(&r);
+	/* The reason length must match the body exactly. */
+	TRANSCRIPT(c, G_PLAIN_31_SERVER "\x04\x09" "\x5e" "RROR" "\x04" "400", &r);
+	cr_assert_eq(r.rc, -ZR_ECMDNAME);
+	cr_assert_eq(r.nev, 0);
+	zt_run_free(&r);
+}
+
+Test(zmtp_conn, sends_abort_reasons_as_vchar)
+{
+	struct zr_zmtp_config c = cfg_null(ZR_PUSH);
+	struct zr_zmtp *z = ready_codec(&c, G_NULL_31, 0);
+
+	struct zt_run out;
+
+	cr_assert_eq(zr_zmtp_abort(z, -EPROTO, "a b\tc"), -EPROTO);
+	out = conn_take_out(z);
+	/* RFC 23 error-reason is VCHAR only; how SP and HT are replaced is the
+	 * codec's choice, so only the grammar and the kept octets are checked. */
+	cr_assert_eq(out.out_len, 14);
+	BYTES_IS(out.out, 9, "\x04\x0c" "\x05" "ERROR" "\x05");
+	cr_assert_eq(out.out[9], 'a');
+	cr_assert_eq(out.out[11], 'b');
+	cr_assert_eq(out.out[13], 'c');
+	for (size_t i = 9; i < 14; i++)
+		cr_assert(out.out[i] >= 0x21 && out.out[i] <= 0x7e, "octet %zu is 0x%02x", i, out.out[i]);
+	zt_run_free(&out);
+	free(z);
+}
