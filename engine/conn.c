@@ -142,6 +142,17 @@ conn_reconnect_delay(struct zr__conn *c)
 	return base + x % (base + 1);
 }
 
+/* Schedules the next connect attempt (connecters). */
+static void
+conn_retry(struct zr__conn *c)
+{
+	uint64_t delay = conn_reconnect_delay(c);
+
+	c->state = ZR__CONN_WAITING;
+	conn_timer_set(c, zr__now_ms() + delay);
+	zr__sock_event(c->sock, ZR_EVENT_CONNECT_RETRIED, (int)delay, c->endpoint);
+}
+
 /* ---- start -------------------------------------------------------------- */
 
 static void conn_rx_arm(struct zr__conn *c);
@@ -154,6 +165,7 @@ conn_start(struct zr__conn *c, int fd)
 
 	c->fd = fd;
 	c->in_len = 0;
+	c->peer_status = 0;
 	conn_codec_config(c);
 	rc = zr_zmtp_init(&c->z, &c->zcfg, zr__now_ms());
 	if (rc < 0) {
@@ -188,8 +200,7 @@ zr__conn_start_connect(struct zr__conn *c)
 	                             c->ep.addrlen) < 0) {
 		if (fd >= 0)
 			close(fd);
-		c->state = ZR__CONN_WAITING;
-		conn_timer_set(c, zr__now_ms() + conn_reconnect_delay(c));
+		conn_retry(c);
 		return;
 	}
 	zr__socket_tune(fd, c->ep.transport, o->sndbuf, o->rcvbuf);
@@ -215,10 +226,10 @@ conn_connect_done(struct zr__op *op, int res, uint32_t flags)
 			conn_teardown(c);
 			return;
 		}
-		c->state = ZR__CONN_WAITING;
-		conn_timer_set(c, zr__now_ms() + conn_reconnect_delay(c));
+		conn_retry(c);
 		return;
 	}
+	zr__sock_event(c->sock, ZR_EVENT_CONNECTED, c->fd, c->endpoint);
 	conn_start(c, c->fd);
 }
 
@@ -321,6 +332,7 @@ conn_decode(struct zr__conn *c)
 				memcpy(c->rid, ev.peer_identity, ev.peer_identity_len);
 				c->rid_len = ev.peer_identity_len;
 			}
+			zr__sock_event(c->sock, ZR_EVENT_HANDSHAKE_SUCCEEDED, 0, c->endpoint);
 			zr__sock_conn_active(c->sock, c);
 			break;
 		case ZR_ZMTP_EV_FRAME:
@@ -332,6 +344,11 @@ conn_decode(struct zr__conn *c)
 			break;
 		case ZR_ZMTP_EV_PEER_ERROR:
 			c->no_reconnect = true; /* RFC 23: ERROR is final for these credentials */
+			/* A three-digit reason is a ZAP status (RFC 27): an auth refusal. */
+			if (ev.len == 3 && ev.data[0] >= '1' && ev.data[0] <= '5' &&
+			    ev.data[1] >= '0' && ev.data[1] <= '9' && ev.data[2] >= '0' && ev.data[2] <= '9')
+				c->peer_status = (ev.data[0] - '0') * 100 + (ev.data[1] - '0') * 10 +
+				                 (ev.data[2] - '0');
 			break;
 		default:
 			break;
@@ -357,6 +374,14 @@ conn_fail(struct zr__conn *c, int err)
 	const uint8_t *p;
 	size_t n;
 
+	if (c->state == ZR__CONN_HANDSHAKE) {
+		if (err == -ZR_EAUTH)
+			zr__sock_event(c->sock, ZR_EVENT_HANDSHAKE_FAILED_AUTH, 400, c->endpoint);
+		else if (err == -ZR_EPEERERROR && c->peer_status > 0)
+			zr__sock_event(c->sock, ZR_EVENT_HANDSHAKE_FAILED_AUTH, c->peer_status, c->endpoint);
+		else
+			zr__sock_event(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, err, c->endpoint);
+	}
 	if (err <= -ZR_EBASE && err > -ZR_ELAST) {
 		c->no_reconnect = true;
 		if (!c->tx_busy && (n = zr_zmtp_out(&c->z, &p)) > 0)
@@ -658,6 +683,8 @@ conn_teardown(struct zr__conn *c)
 	bool was_active = c->state == ZR__CONN_ACTIVE;
 
 	if (c->state != ZR__CONN_CLOSING) {
+		if (c->state == ZR__CONN_HANDSHAKE || was_active)
+			zr__sock_event(s, ZR_EVENT_DISCONNECTED, c->fd, c->endpoint);
 		c->state = ZR__CONN_CLOSING;
 		zr__timer_stop(conn_loop(c), &c->timer);
 		if (was_active)
@@ -677,8 +704,7 @@ conn_teardown(struct zr__conn *c)
 	c->rx_armed = false;
 	c->tx_busy = false;
 	if (c->connecter && !c->no_reconnect && (!s->io_closing || zr__sock_unsent(s))) {
-		c->state = ZR__CONN_WAITING;
-		conn_timer_set(c, zr__now_ms() + conn_reconnect_delay(c));
+		conn_retry(c);
 		return;
 	}
 	conn_free(c);

@@ -170,6 +170,9 @@ struct zr__conn {
 	uint8_t tx_hdr[ZR__CONN_IOV_MAX][ZR_ZMTP_HEADER_MAX];
 	size_t tx_iov_start;   /* first iovec not yet fully written */
 
+	char endpoint[ZR__ENDPOINT_TEXT_MAX]; /* for monitor events */
+	int peer_status;                      /* ZAP status from the peer's ERROR */
+
 	/* routing */
 	uint8_t rid[ZR__SUB_MAX + 1];
 	size_t rid_len;
@@ -193,6 +196,13 @@ struct zr_socket {
 	atomic_int rx_paused;          /* some connection waits for room in rx */
 	atomic_int closed;             /* the app closed it (io frees it later) */
 	struct zr_socket *dirty_next;
+
+	/* monitoring: io thread produces, app consumes */
+	atomic_int mon_mask;
+	struct zr__spsc mon;
+	bool mon_ready;
+	int efd_mon;
+	atomic_int mon_armed;
 
 	/* app thread only */
 	bool req_waiting;         /* REQ: a request is out, waiting for its reply */
@@ -275,6 +285,8 @@ bool zr__sock_unsent(struct zr_socket *s);
 void zr__sock_close_kick(struct zr_socket *s);
 /* A whole message arrived on c; returns false if it must wait (rx full). */
 bool zr__sock_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m);
+/* Records a monitor event if the app asked for this type (io thread). */
+void zr__sock_event(struct zr_socket *s, int type, int value, const char *endpoint);
 /* A subscription (un)subscribe arrived on c (PUB/XPUB). */
 void zr__sock_subscription(struct zr_socket *s, struct zr__conn *c, bool subscribe,
                            const uint8_t *topic, size_t len);

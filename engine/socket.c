@@ -32,6 +32,7 @@ struct zr__listener {
 	int fd;
 	int transport;
 	bool closing;
+	char endpoint[ZR__ENDPOINT_TEXT_MAX];
 };
 
 /* ---- app side: helpers -------------------------------------------------- */
@@ -162,6 +163,9 @@ zr_socket_open(zr_ctx *ctx, int type, zr_socket **out)
 	atomic_init(&s->dirty, 0);
 	atomic_init(&s->rx_paused, 0);
 	atomic_init(&s->closed, 0);
+	atomic_init(&s->mon_mask, 0);
+	atomic_init(&s->mon_armed, 0);
+	s->efd_mon = -1;
 	cmd = sock_cmd(s, ZR__CMD_OPEN, 0);
 	if (cmd == NULL) {
 		close(s->efd_rx);
@@ -442,6 +446,84 @@ int
 zr_socket_fd(zr_socket *s)
 {
 	return s->efd_rx;
+}
+
+#define SOCK_MON_MAX 1024
+
+/* see zring.h */
+int
+zr_socket_monitor(zr_socket *s, int events)
+{
+	if (!s->mon_ready) {
+		int rc;
+
+		if (events == 0)
+			return 0;
+		s->efd_mon = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (s->efd_mon < 0)
+			return -errno;
+		rc = zr__spsc_init(&s->mon, SOCK_MON_MAX);
+		if (rc < 0) {
+			close(s->efd_mon);
+			return rc;
+		}
+		s->mon_ready = true;
+	}
+	/* Release: the io thread sees the queue ready once it sees the mask. */
+	atomic_store_explicit(&s->mon_mask, events, memory_order_release);
+	return 0;
+}
+
+/* see zring.h */
+int
+zr_monitor_recv(zr_socket *s, struct zr_event *ev, int timeout_ms)
+{
+	uint64_t deadline = sock_deadline(0, timeout_ms);
+
+	if (!s->mon_ready)
+		return -EINVAL;
+	for (;;) {
+		struct zr_event *e = zr__spsc_pop(&s->mon);
+		int rc;
+
+		if (e == NULL) {
+			atomic_store(&s->mon_armed, 1);
+			atomic_thread_fence(memory_order_seq_cst);
+			e = zr__spsc_pop(&s->mon);
+		}
+		if (e != NULL) {
+			*ev = *e;
+			free(e);
+			return 0;
+		}
+		rc = sock_wait(s, s->efd_mon, deadline);
+		if (rc < 0)
+			return rc;
+	}
+}
+
+void
+zr__sock_event(struct zr_socket *s, int type, int value, const char *endpoint)
+{
+	struct zr_event *e;
+
+	if (!(atomic_load_explicit(&s->mon_mask, memory_order_acquire) & type))
+		return;
+	e = calloc(1, sizeof *e);
+	if (e == NULL)
+		return;
+	e->type = type;
+	e->value = value;
+	if (endpoint != NULL) {
+		strncpy(e->endpoint, endpoint, sizeof e->endpoint - 1);
+	}
+	if (!zr__spsc_push(&s->mon, e)) {
+		free(e); /* the app is not reading its events: drop, never block */
+		return;
+	}
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load(&s->mon_armed) && atomic_exchange(&s->mon_armed, 0))
+		sock_signal(s->efd_mon);
 }
 
 static int
@@ -926,14 +1008,19 @@ sock_accept_done(struct zr__op *op, int res, uint32_t flags)
 			close(res);
 		} else {
 			c->ep.transport = l->transport;
+			memcpy(c->endpoint, l->endpoint, sizeof c->endpoint);
+			zr__sock_event(s, ZR_EVENT_ACCEPTED, res, l->endpoint);
 			zr__conn_start_accepted(c, res);
 		}
+	} else if (res != -ECANCELED) {
+		zr__sock_event(s, ZR_EVENT_ACCEPT_FAILED, res, l->endpoint);
 	}
 	if (flags & IORING_CQE_F_MORE)
 		return;
 	if (l->closing || s->io_closing || res == -ECANCELED) {
 		l->closing = true;
 		if (l->op.inflight == 0 && l->fd >= 0) {
+			zr__sock_event(s, ZR_EVENT_CLOSED, l->fd, l->endpoint);
 			close(l->fd);
 			l->fd = -1;
 		}
@@ -964,8 +1051,11 @@ sock_listen(struct zr_socket *s, struct zr__cmd *cmd)
 	l->sock = s;
 	l->fd = cmd->fd;
 	l->transport = cmd->ep.transport;
+	zr__endpoint_local(l->fd, l->transport, l->endpoint, sizeof l->endpoint);
 	if (zr__op_accept(sock_loop(s), &l->op, l->fd) < 0)
 		l->closing = true;
+	else
+		zr__sock_event(s, ZR_EVENT_LISTENING, l->fd, l->endpoint);
 }
 
 /* ---- close -------------------------------------------------------------- */
@@ -1069,6 +1159,7 @@ zr__sock_io_command(struct zr_socket *s, struct zr__cmd *cmd)
 			return;
 		c->connecter = true;
 		c->ep = cmd->ep;
+		zr__endpoint_format(&c->ep, c->endpoint, sizeof c->endpoint);
 		zr__conn_start_connect(c);
 		return;
 	case ZR__CMD_SUBSCRIBE:
@@ -1123,6 +1214,12 @@ zr__sock_io_free(struct zr_socket *s)
 	}
 	zr__subs_fini(&s->subs);
 	zr_msg_free(s->rep_envelope);
+	if (s->mon_ready) {
+		while ((m = zr__spsc_pop(&s->mon)) != NULL)
+			free(m);
+		zr__spsc_fini(&s->mon);
+		close(s->efd_mon);
+	}
 	close(s->efd_rx);
 	close(s->efd_tx);
 	free(s);

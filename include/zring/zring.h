@@ -125,6 +125,40 @@ ZR_API int zr_recv_bytes(zr_socket *s, void *buf, size_t cap, int flags);
  */
 ZR_API int zr_socket_fd(zr_socket *s);
 
+/* ---- monitoring: libzmq's event names and numbers ------------------------ */
+
+enum zr_event_type {
+	ZR_EVENT_CONNECTED = 0x0001,        /* value: the fd */
+	ZR_EVENT_CONNECT_RETRIED = 0x0004,  /* value: the delay before the next try, ms */
+	ZR_EVENT_LISTENING = 0x0008,        /* value: the fd */
+	ZR_EVENT_ACCEPTED = 0x0020,         /* value: the fd */
+	ZR_EVENT_ACCEPT_FAILED = 0x0040,    /* value: the negative errno */
+	ZR_EVENT_CLOSED = 0x0080,           /* value: the fd */
+	ZR_EVENT_DISCONNECTED = 0x0200,     /* value: the fd */
+	ZR_EVENT_HANDSHAKE_SUCCEEDED = 0x1000,
+	ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL = 0x2000, /* value: the negative zring code */
+	ZR_EVENT_HANDSHAKE_FAILED_AUTH = 0x4000,     /* value: the ZAP status (e.g. 400) */
+	ZR_EVENT_ALL = 0xffff,
+};
+
+#define ZR_EVENT_ENDPOINT_MAX 160
+
+struct zr_event {
+	int type;  /* one enum zr_event_type */
+	int value; /* see the type */
+	char endpoint[ZR_EVENT_ENDPOINT_MAX]; /* the connected-to or listening endpoint */
+};
+
+/*
+ * Starts recording the events in the mask (ZR_EVENT_ALL for all; 0 stops),
+ * for connections made from now on and the ones already there. At most 1024
+ * events wait unread; later ones are dropped until the app reads. Returns 0.
+ */
+ZR_API int zr_socket_monitor(zr_socket *s, int events);
+/* The next recorded event, waiting up to timeout_ms (-1: for ever, 0: not at
+ * all). Returns 0 or -EAGAIN. Same thread rules as zr_recv. */
+ZR_API int zr_monitor_recv(zr_socket *s, struct zr_event *ev, int timeout_ms);
+
 /* ---- options: libzmq's numbers, names, units and defaults ----------------- */
 
 enum zr_option {
