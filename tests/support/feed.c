@@ -208,7 +208,7 @@ feed_drive(struct feed_drv *drv, const uint8_t *in, size_t n, const size_t *cuts
 	uint8_t *pending = feed_xrealloc(NULL, n);
 	size_t npending = 0;
 	size_t pos = 0;
-	size_t max_calls = 8 * n + 64;
+	size_t max_calls = r->calls + 8 * n + 64; /* r may carry calls from earlier feeds */
 
 	zt_guard_init(&g, n + 1);
 	r->rc = ZR_NEED_MORE;
@@ -231,7 +231,7 @@ feed_drive(struct feed_drv *drv, const uint8_t *in, size_t n, const size_t *cuts
 			int rc;
 
 			if (r->calls >= max_calls) {
-				feed_violation(r, "no progress after %zu calls", r->calls);
+				feed_violation(r, "no progress after %zu calls", r->calls - (max_calls - 8 * n - 64));
 				r->rc = -1;
 				break;
 			}

@@ -1386,3 +1386,30 @@ Test(zmtp_conn, sends_abort_reasons_as_vchar)
 	zt_run_free(&out);
 	free(z);
 }
+
+Test(zmtp_conn, still_queues_error_after_many_pings_polled_but_not_acknowledged)
+{
+	/* A caller whose socket is full polls zr_zmtp_out without acknowledging
+	 * anything while the peer keeps pinging; a later abort must still queue
+	 * its ERROR (init promises appending never fails). */
+	struct zr_zmtp_config c = cfg_null(ZR_PUSH);
+	struct zr_zmtp *z = ready_codec(&c, G_NULL_31, 0);
+	struct zt_run r = {0}, out;
+	static const char err[] = "\x04\x0b" "\x05" "ERROR" "\x04" "full";
+	const uint8_t *p;
+	size_t n = 0;
+
+	for (int i = 0; i < 300; i++) {
+		FEED(z, (uint64_t)i, PING_TTL0, &r);
+		n = zr_zmtp_out(z, &p);
+		cr_assert_leq(n, ZR_ZMTP_OUT_MAX);
+	}
+	cr_assert_eq(zr_zmtp_abort(z, -EPROTO, "full"), -EPROTO);
+	out = conn_take_out(z);
+	cr_assert_geq(out.out_len, sizeof(err) - 1);
+	zt_assert_bytes("tail of the output", out.out + out.out_len - (sizeof(err) - 1), sizeof(err) - 1, err,
+	                sizeof(err) - 1, __LINE__);
+	zt_run_free(&out);
+	zt_run_free(&r);
+	free(z);
+}
