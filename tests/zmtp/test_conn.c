@@ -1413,3 +1413,32 @@ Test(zmtp_conn, still_queues_error_after_many_pings_polled_but_not_acknowledged)
 	zt_run_free(&r);
 	free(z);
 }
+
+Test(zmtp_conn, sends_no_identity_for_types_libzmq_sends_none_for)
+{
+	struct zr_zmtp_config c = cfg_null(ZR_PUSH);
+	struct zt_run r;
+
+	c.routing_id = (const uint8_t *)"id";
+	c.routing_id_len = 2;
+	TRANSCRIPT(c, G_NULL_31 READY_PULL, &r);
+	BYTES_IS(r.out, r.out_len, G_NULL_31 READY_PUSH);
+	zt_run_free(&r);
+}
+
+Test(zmtp_conn, plain_dealer_client_sends_its_identity_in_initiate)
+{
+	struct zr_zmtp_config c = cfg_plain_client(ZR_DEALER);
+	struct zt_run r;
+
+	c.routing_id = (const uint8_t *)"D7";
+	c.routing_id_len = 2;
+	/* INITIATE: 1 + 8 + (1 + 11 + 4 + 6) + (1 + 8 + 4 + 2) = 46 */
+	TRANSCRIPT(c, G_PLAIN_31_SERVER WELCOME READY_ROUTER, &r);
+	cr_assert_eq(r.nev, 1);
+	cr_assert_eq(r.ev[0].peer_type, ZR_ROUTER);
+	BYTES_IS(r.out, r.out_len,
+	         G_PLAIN_31_CLIENT HELLO_ADMIN_SECRET "\x04\x2e" "\x08" "INITIATE" PROP_ST("\x06", "DEALER")
+	                           "\x08" "Identity" "\x00\x00\x00\x02" "D7");
+	zt_run_free(&r);
+}
