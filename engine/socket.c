@@ -735,11 +735,13 @@ sock_next_ready(struct zr_socket *s)
 	return NULL;
 }
 
+/* The active connection with routing id rid, other than except. */
 static struct zr__conn *
-sock_find_rid(struct zr_socket *s, const void *rid, size_t len)
+sock_find_rid(struct zr_socket *s, const void *rid, size_t len, const struct zr__conn *except)
 {
 	for (struct zr__conn *c = s->conns; c != NULL; c = c->next) {
-		if (c->state == ZR__CONN_ACTIVE && c->rid_len == len && memcmp(c->rid, rid, len) == 0)
+		if (c != except && c->state == ZR__CONN_ACTIVE && c->rid_len == len &&
+		    memcmp(c->rid, rid, len) == 0)
 			return c;
 	}
 	return NULL;
@@ -782,7 +784,7 @@ sock_route(struct zr_socket *s, zr_msg *m)
 	case ZR_ROUTER:
 	case ZR_REP:
 		f0 = zr_msg_frame(m, 0, &len);
-		c = sock_find_rid(s, f0, len);
+		c = sock_find_rid(s, f0, len, NULL);
 		if (c == NULL || !zr__conn_has_room(c)) {
 			zr__msg_unref(m); /* unknown or full peer: dropped (RFC 28) */
 			return true;
@@ -940,7 +942,7 @@ zr__sock_conn_active(struct zr_socket *s, struct zr__conn *c)
 	if (s->type == ZR_ROUTER || s->type == ZR_REP) {
 		/* The peer's Identity if it gave a usable one, else 0x00 + uint32
 		 * as libzmq generates (RFC 37 reserves the 0x00 prefix for this). */
-		if (c->rid_len == 0 || sock_find_rid(s, c->rid, c->rid_len) != NULL) {
+		if (c->rid_len == 0 || sock_find_rid(s, c->rid, c->rid_len, c) != NULL) {
 			uint32_t n = ++s->next_rid;
 
 			c->rid[0] = 0;
