@@ -162,6 +162,11 @@ fz_log_diff(const char *what, const struct fz_log *a, const struct fz_log *b)
 		i++;
 	fprintf(stderr, "%s: logs differ at byte %zu (one-shot %zu bytes, chunked %zu bytes)\n", what,
 	        i, a->len, b->len);
+#ifdef FZ_TRACE
+	for (size_t k = 0; k < a->len || k < b->len; k++)
+		fprintf(stderr, "%4zu %c %02x %02x\n", k, k == i ? '*' : ' ', k < a->len ? a->p[k] : 0,
+		        k < b->len ? b->p[k] : 0);
+#endif
 }
 
 /* ------------------------------------------------------------------------ */

@@ -413,6 +413,11 @@ cd_data(struct cd_run *r, const uint8_t *p, size_t n)
 {
 	size_t off = 0;
 
+	/* Feed only when bytes arrive, in both runs: the codec counts any byte
+	 * presented as traffic, also unconsumed ones presented again, so an
+	 * extra call with nothing new would move the heartbeat in one run only. */
+	if (n == 0)
+		return;
 	if (!r->chunked) {
 		fz_buf_append(&r->in, p, n);
 		cd_feed_loop(r);
