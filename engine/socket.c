@@ -971,18 +971,16 @@ zr__sock_conn_lost(struct zr_socket *s, struct zr__conn *c)
 	if (s->req_peer == c)
 		s->req_peer = NULL;
 	if (s->type == ZR_XPUB) {
-		/* The subscriber is gone: its subscriptions end (RFC 29). */
-		while (c->subs.n > 0) {
-			struct zr__sub *sub = &c->subs.v[0];
-			uint8_t *t = sub->topic;
-			size_t len = sub->len;
+		/* The subscriber is gone: each of its subscriptions ends (RFC 29),
+		 * once per count, and the app hears every cancel. */
+		struct zr__subs gone = c->subs;
 
-			sub->count = 1;
-			sub->topic = NULL;
-			zr__subs_remove(&c->subs, t, len); /* frees NULL: fine */
-			zr__sock_subscription(s, c, false, t, len);
-			free(t);
+		memset(&c->subs, 0, sizeof c->subs);
+		for (size_t i = 0; i < gone.n; i++) {
+			for (uint32_t k = 0; k < gone.v[i].count; k++)
+				zr__sock_subscription(s, c, false, gone.v[i].topic, gone.v[i].len);
 		}
+		zr__subs_fini(&gone);
 	}
 }
 
