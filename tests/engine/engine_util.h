@@ -14,7 +14,9 @@
 #ifndef ZR_TESTS_ENGINE_UTIL_H
 #define ZR_TESTS_ENGINE_UTIL_H
 
-#define _GNU_SOURCE
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pipe2, vasprintf; first, before any system header */
+#endif
 #include <criterion/criterion.h>
 
 #include <errno.h>

@@ -26,10 +26,14 @@ Commands (stdin), each answered by one line:
                        -> "SKIPPED n" or "TIMEOUT n"
     echo N MS          receive and send back unchanged, N times
                        (gives up after MS without a message) -> "ECHOED n"
-    flood N MS         send N numbered messages (4-octet big-endian seq) with
-                       SNDTIMEO MS -> "FLOOD sent=k eagain=0|1"
-    drain N MS         receive N numbered messages -> "DRAIN got=k next=s bad=b"
-                       (next: the seq expected next; bad: out of order ones)
+    flood N MS [SIZE]  send N numbered single-frame messages of SIZE octets
+                       (default 4; a 4-octet big-endian seq, then zeros) with
+                       SNDTIMEO MS, stopping at the first EAGAIN
+                       -> "FLOOD sent=k eagain=0|1"
+    drain N MS [FIRST] receive N numbered messages, the first numbered FIRST
+                       (default 0) -> "DRAIN got=k next=s bad=b"
+                       (next: the seq expected next; bad: messages that were
+                       not the next seq in one frame)
     quit               exit
 End of file on stdin also exits, so no peer outlives its test.
 """
@@ -155,24 +159,25 @@ def main():
                 out("ECHOED %d" % n)
             elif cmd == "flood":
                 s.setsockopt(zmq.SNDTIMEO, int(words[2]))
+                pad = bytes(max(0, int(words[3]) - 4)) if len(words) > 3 else b""
                 sent, eagain = 0, 0
                 for i in range(int(words[1])):
                     try:
-                        s.send(i.to_bytes(4, "big"))
+                        s.send(i.to_bytes(4, "big") + pad)
                     except zmq.Again:
                         eagain = 1
                         break
                     sent += 1
                 out("FLOOD sent=%d eagain=%d" % (sent, eagain))
             elif cmd == "drain":
-                got, nxt, bad = 0, 0, 0
+                got, nxt, bad = 0, int(words[3]) if len(words) > 3 else 0, 0
                 while got < int(words[1]):
                     m = recv(int(words[2]))
                     if m is None:
                         break
                     got += 1
                     seq = int.from_bytes(m[0][:4], "big")
-                    if len(m) != 1 or len(m[0]) != 4 or seq != nxt:
+                    if len(m) != 1 or len(m[0]) < 4 or seq != nxt:
                         bad += 1
                     nxt = seq + 1
                 out("DRAIN got=%d next=%d bad=%d" % (got, nxt, bad))
