@@ -1,12 +1,13 @@
 /*
  * zring — the command-line tool.
  *
+ *   zring cat (-r|-w) ...    a ZeroMQ socket on stdin/stdout (zl_cat.c)
  *   zring demo [--count N]   check our ZMTP codec against a real libzmq peer
  *   zring version            print the version
  *   zring help               print the usage
  *
  * Uses only the public headers (<zring.h>) and the shared socket driver in
- * this directory (zl_link.c, zl_proc.c).
+ * this directory (zl_link.c, zl_proc.c); `cat` uses the socket API.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -21,6 +22,7 @@
 
 #include <zring.h>
 
+#include "zl_cat.h"
 #include "zl_link.h"
 #include "zl_proc.h"
 
@@ -38,6 +40,9 @@ static const char usage_text[] =
 	"usage: zring <command> [options]\n"
 	"\n"
 	"commands:\n"
+	"  cat (-r|-w) (-b|-c) TYPE ENDPOINT... [options]\n"
+	"                    a ZeroMQ socket on the command line: print what it\n"
+	"                    receives, or send the lines of stdin (zring cat --help)\n"
 	"  demo [--count N]  check the ZMTP codec against a real libzmq peer (pyzmq):\n"
 	"                    handshake both ways, N messages (default 1000) sent and\n"
 	"                    echoed back, byte-exact, with a transcript\n"
@@ -468,8 +473,9 @@ static const struct {
 	const char *name;
 	int (*run)(int argc, char **argv);
 } commands[] = {
-	{"demo", cmd_demo}, {"version", cmd_version}, {"--version", cmd_version},
-	{"help", cmd_help}, {"--help", cmd_help},     {"-h", cmd_help},
+	{"cat", zl_cat_main},       {"demo", cmd_demo}, {"version", cmd_version},
+	{"--version", cmd_version}, {"help", cmd_help}, {"--help", cmd_help},
+	{"-h", cmd_help},
 };
 
 int
