@@ -1,0 +1,703 @@
+/*
+ * `zring cat` end to end: the built tool as a subprocess against libzmq 4.3
+ * peers (pyzmq, tests/tools/peers/cat_peer.py), over TCP loopback.
+ *
+ * Every assertion is about what crossed the wire or the terminal: the exact
+ * bytes the tool printed, the exact frames libzmq received, exit statuses and
+ * the one-line messages on stderr. Every wait is bounded; the tool and the
+ * peer are killed at the end of each test (and by PR_SET_PDEATHSIG if the
+ * test process dies first).
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zring/error.h>
+
+/* The peer-process helper the zring tool and the interop tests share. */
+#include "tools/zl_proc.c"
+
+#ifndef ZR_SOURCE_DIR
+#error "tests/CMakeLists.txt defines ZR_SOURCE_DIR"
+#endif
+#ifndef ZR_BINARY_DIR
+#error "tests/CMakeLists.txt defines ZR_BINARY_DIR"
+#endif
+#ifndef ZR_PYTHON
+#define ZR_PYTHON "/usr/bin/python3"
+#endif
+
+#define ZRING ZR_BINARY_DIR "/tools/zring"
+#define PEER_SCRIPT ZR_SOURCE_DIR "/tests/tools/peers/cat_peer.py"
+/* Generous: two cores shared by every build and test of the project. */
+#define WAIT_MS 20000
+
+/* ---- the tool as a subprocess ------------------------------------------- */
+
+struct tool {
+	pid_t pid; /* 0: none, or reaped */
+	int in_fd, out_fd, err_fd;
+	char out[1 << 16];
+	size_t out_len;
+	char err[1 << 14];
+	size_t err_len;
+};
+
+/* Per test: Criterion runs each test in its own process. */
+static struct tool tool = {.in_fd = -1, .out_fd = -1, .err_fd = -1};
+static struct zl_proc peer;
+static char peer_line[ZL_PROC_LINE_MAX];
+
+static long long
+now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+fd_close(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+static void
+teardown(void)
+{
+	if (tool.pid > 0) {
+		kill(tool.pid, SIGKILL);
+		waitpid(tool.pid, NULL, 0);
+		tool.pid = 0;
+	}
+	fd_close(&tool.in_fd);
+	fd_close(&tool.out_fd);
+	fd_close(&tool.err_fd);
+	zl_proc_stop(&peer, 2000);
+}
+
+static void
+setup(void)
+{
+	signal(SIGPIPE, SIG_IGN); /* a tool that exited early must not kill us */
+	cr_assert(access(ZRING, X_OK) == 0, "%s is not built", ZRING);
+}
+
+TestSuite(cat, .init = setup, .fini = teardown, .timeout = 120);
+
+/* Starts `zring cat ARGS...` (NULL-terminated) with pipes on all three
+ * standard streams. */
+static void
+tool_start(const char *arg, ...)
+{
+	char *argv[40];
+	int argc = 0;
+	int in[2], out[2], err[2];
+	va_list ap;
+
+	argv[argc++] = (char *)ZRING;
+	argv[argc++] = (char *)"cat";
+	va_start(ap, arg);
+	for (const char *a = arg; a != NULL; a = va_arg(ap, const char *)) {
+		cr_assert(argc < 39);
+		argv[argc++] = (char *)a;
+	}
+	va_end(ap);
+	argv[argc] = NULL;
+
+	cr_assert(pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0 &&
+	          pipe2(err, O_CLOEXEC) == 0);
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	cr_assert(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		signal(SIGPIPE, SIG_DFL);
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		dup2(err[1], 2);
+		/* Not the pipes of the pyzmq peer: it must see its stdin close. */
+		for (int fd = 3; fd < 1024; fd++)
+			close(fd);
+		execv(ZRING, argv);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	tool.pid = pid;
+	tool.in_fd = in[1];
+	tool.out_fd = out[0];
+	tool.err_fd = err[0];
+	tool.out_len = tool.err_len = 0;
+	tool.out[0] = tool.err[0] = '\0';
+}
+
+/* Reads whatever the tool wrote within timeout_ms. Returns false once both
+ * its stdout and stderr are at end of file. */
+static bool
+tool_pump(int timeout_ms)
+{
+	struct pollfd p[2] = {{.fd = tool.out_fd, .events = POLLIN},
+	                      {.fd = tool.err_fd, .events = POLLIN}};
+	if (tool.out_fd < 0 && tool.err_fd < 0)
+		return false;
+	if (poll(p, 2, timeout_ms) <= 0)
+		return true;
+	for (int i = 0; i < 2; i++) {
+		int *fd = i == 0 ? &tool.out_fd : &tool.err_fd;
+		char *buf = i == 0 ? tool.out : tool.err;
+		size_t *len = i == 0 ? &tool.out_len : &tool.err_len;
+		size_t cap = i == 0 ? sizeof(tool.out) : sizeof(tool.err);
+
+		if (*fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		ssize_t n = read(*fd, buf + *len, cap - 1 - *len);
+		if (n <= 0) {
+			fd_close(fd);
+			continue;
+		}
+		*len += (size_t)n;
+		buf[*len] = '\0';
+	}
+	return true;
+}
+
+/* Writes data to the tool's stdin and closes it (end of input). */
+static void
+tool_input(const char *data, size_t len)
+{
+	size_t off = 0;
+	while (off < len) {
+		ssize_t n = write(tool.in_fd, data + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break; /* EPIPE: it exited; its status tells the test why */
+		off += (size_t)n;
+	}
+	fd_close(&tool.in_fd);
+}
+
+/* Waits for the tool to exit; returns its exit status. Fails the test (and
+ * kills the tool) if it is still running after timeout_ms. */
+static int
+tool_wait(int timeout_ms)
+{
+	long long deadline = now_ms() + timeout_ms;
+	int status;
+
+	fd_close(&tool.in_fd);
+	while (now_ms() < deadline) {
+		if (!tool_pump(20)) {
+			pid_t r = waitpid(tool.pid, &status, WNOHANG);
+			if (r == tool.pid) {
+				tool.pid = 0;
+				cr_assert(WIFEXITED(status), "zring cat died by signal %d",
+				          WIFSIGNALED(status) ? WTERMSIG(status) : -1);
+				return WEXITSTATUS(status);
+			}
+			usleep(10000);
+		}
+	}
+	cr_assert_fail("zring cat still running after %d ms; stdout: %s; stderr: %s", timeout_ms,
+	               tool.out, tool.err);
+	return -1;
+}
+
+/* The endpoint the tool reported binding to ("zring cat: bound to EP"). */
+static const char *
+tool_bound_endpoint(void)
+{
+	static char ep[256];
+	static const char tag[] = "zring cat: bound to ";
+	long long deadline = now_ms() + WAIT_MS;
+
+	while (now_ms() < deadline) {
+		const char *hit = strstr(tool.err, tag);
+		const char *nl = hit != NULL ? strchr(hit, '\n') : NULL;
+		if (nl != NULL) {
+			size_t n = (size_t)(nl - hit) - (sizeof(tag) - 1);
+			cr_assert(n < sizeof(ep));
+			memcpy(ep, hit + sizeof(tag) - 1, n);
+			ep[n] = '\0';
+			return ep;
+		}
+		if (!tool_pump(50))
+			break;
+	}
+	cr_assert_fail("zring cat did not report its endpoint; stderr: %s", tool.err);
+	return NULL;
+}
+
+static size_t
+count_char(const char *s, size_t len, char c)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < len; i++)
+		n += s[i] == c;
+	return n;
+}
+
+/* Runs `zring cat ARGS` on no input and expects a usage-type failure: the
+ * status, nothing on stdout, exactly one line on stderr. */
+#define expect_fails(status, ...)                                                                 \
+	do {                                                                                      \
+		tool_start(__VA_ARGS__, NULL);                                                    \
+		int rc_ = tool_wait(WAIT_MS);                                                     \
+		cr_expect_eq(rc_, (status), "zring cat %s: exit %d, want %d; stderr: %s",         \
+		             #__VA_ARGS__, rc_, (status), tool.err);                              \
+		cr_expect_eq(tool.out_len, 0, "%s: wrote to stdout: %s", #__VA_ARGS__, tool.out); \
+		cr_expect(strncmp(tool.err, "zring cat: ", 11) == 0 &&                            \
+		                  count_char(tool.err, tool.err_len, '\n') == 1 &&                \
+		                  tool.err[tool.err_len - 1] == '\n',                             \
+		          "%s: want one line on stderr, got: %s", #__VA_ARGS__, tool.err);        \
+	} while (0)
+
+/* ---- the pyzmq peer ----------------------------------------------------- */
+
+/* Starts cat_peer.py TYPE MODE ENDPOINT ACTIONS... (NULL-terminated) and
+ * returns the endpoint it reports. */
+static const char *
+peer_start(const char *type, const char *mode, const char *endpoint, ...)
+{
+	static char ep[256];
+	char *argv[40];
+	int argc = 0;
+	va_list ap;
+
+	argv[argc++] = (char *)ZR_PYTHON;
+	argv[argc++] = (char *)PEER_SCRIPT;
+	argv[argc++] = (char *)type;
+	argv[argc++] = (char *)mode;
+	argv[argc++] = (char *)endpoint;
+	va_start(ap, endpoint);
+	for (const char *a = va_arg(ap, const char *); a != NULL; a = va_arg(ap, const char *)) {
+		cr_assert(argc < 39);
+		argv[argc++] = (char *)a;
+	}
+	va_end(ap);
+	argv[argc] = NULL;
+
+	cr_assert(access(ZR_PYTHON, X_OK) == 0,
+	          "%s not found: install python3 and python3-zmq (scripts/deps.sh)", ZR_PYTHON);
+	int rc = zl_proc_spawn(&peer, argv);
+	cr_assert(rc == 0, "cannot start the pyzmq peer: %s", strerror(-rc));
+	rc = zl_proc_readline(&peer, peer_line, sizeof(peer_line), WAIT_MS);
+	cr_assert(rc >= 0, "the pyzmq peer said nothing: %s", strerror(-rc));
+	cr_assert(strncmp(peer_line, "READY ", 6) == 0, "pyzmq peer: %s", peer_line);
+	cr_assert(strlen(peer_line + 6) < sizeof(ep));
+	strcpy(ep, peer_line + 6);
+	return ep;
+}
+
+/* The peer's next line must be exactly want. */
+static void
+peer_expect(const char *want)
+{
+	int rc = zl_proc_readline(&peer, peer_line, sizeof(peer_line), WAIT_MS);
+	cr_assert(rc >= 0, "pyzmq peer: no line (want '%s'): %s", want, strerror(-rc));
+	cr_assert_str_eq(peer_line, want);
+}
+
+/* ---- -r: receiving ------------------------------------------------------ */
+
+Test(cat, pull_prints_each_message_from_a_pyzmq_push_and_stops_after_n)
+{
+	tool_start("-r", "-b", "PULL", "tcp://127.0.0.1:*", "-n", "3", NULL);
+	const char *ep = tool_bound_endpoint();
+	peer_start("PUSH", "connect", ep, "--send", "[\"hello\"]", "--send", "[\"two words\"]",
+	           "--send", "[\"\"]", "--send", "[\"not printed\"]", NULL);
+
+	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_str_eq(tool.out, "hello\ntwo words\n\n");
+}
+
+Test(cat, pull_joins_frames_with_the_f_separator)
+{
+	tool_start("-r", "-b", "PULL", "tcp://127.0.0.1:*", "-n", "4", "-F", "|", NULL);
+	const char *ep = tool_bound_endpoint();
+	peer_start("PUSH", "connect", ep, "--send", "[\"a\",\"b\",\"c\"]", "--send", "[\"\",\"x\"]",
+	           "--send", "[\"solo\"]", "--send", "[\"\",\"\"]", NULL);
+
+	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_str_eq(tool.out, "a|b|c\n|x\nsolo\n|\n");
+}
+
+Test(cat, pull_joins_frames_with_a_tab_by_default)
+{
+	tool_start("-rb", "PULL", "tcp://127.0.0.1:*", "-n1", NULL);
+	const char *ep = tool_bound_endpoint();
+	peer_start("PUSH", "connect", ep, "--send", "[\"key\",\"value\",\"more\"]", NULL);
+
+	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_str_eq(tool.out, "key\tvalue\tmore\n");
+}
+
+Test(cat, dash_zero_ends_each_printed_message_with_nul)
+{
+	tool_start("-r", "-0", "-b", "PULL", "tcp://127.0.0.1:*", "-n", "2", NULL);
+	const char *ep = tool_bound_endpoint();
+	peer_start("PUSH", "connect", ep, "--send", "[\"x\\ny\"]", "--send", "[\"z\"]", NULL);
+
+	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_eq(tool.out_len, 6);
+	cr_assert(memcmp(tool.out, "x\ny\0z\0", 6) == 0);
+}
+
+Test(cat, connecting_pull_receives_from_a_bound_pyzmq_push)
+{
+	const char *ep = peer_start("PUSH", "bind", "tcp://127.0.0.1:*", "--send", "[\"m1\"]",
+	                            "--send", "[\"m2\"]", NULL);
+	tool_start("-r", "-c", "PULL", ep, "-n", "2", "--timeout", "15000", NULL);
+
+	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_str_eq(tool.out, "m1\nm2\n");
+}
+
+/* ---- -w: sending -------------------------------------------------------- */
+
+Test(cat, push_sends_each_line_of_stdin_as_one_message)
+{
+	const char *ep = peer_start("PULL", "bind", "tcp://127.0.0.1:*", "--recv", "4", NULL);
+	/* The option names also go in libzmq's spelling and in any case. */
+	tool_start("-w", "-c", "PUSH", ep, "-o", "zmq_sndhwm=10", "-o", "Linger=-1", NULL);
+	static const char input[] = "one\na,b stays whole\n\nlast without newline";
+	tool_input(input, sizeof(input) - 1);
+
+	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	peer_expect("MSG [\"one\"]");
+	peer_expect("MSG [\"a,b stays whole\"]");
+	peer_expect("MSG [\"\"]");
+	peer_expect("MSG [\"last without newline\"]");
+	peer_expect("DONE");
+	cr_assert_eq(tool.out_len, 0);
+}
+
+Test(cat, push_splits_lines_into_frames_at_the_f_separator)
+{
+	const char *ep = peer_start("PULL", "bind", "tcp://127.0.0.1:*", "--recv", "3", NULL);
+	tool_start("-w", "-c", "PUSH", ep, "-F", ",", NULL);
+	static const char input[] = "a,b,c\n,x,\nplain\n";
+	tool_input(input, sizeof(input) - 1);
+
+	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	peer_expect("MSG [\"a\",\"b\",\"c\"]");
+	peer_expect("MSG [\"\",\"x\",\"\"]");
+	peer_expect("MSG [\"plain\"]");
+	peer_expect("DONE");
+}
+
+Test(cat, push_stops_after_n_lines)
+{
+	const char *ep = peer_start("PULL", "bind", "tcp://127.0.0.1:*", "--recv", "2", NULL);
+	tool_start("-w", "-c", "PUSH", ep, "-n", "2", NULL);
+	static const char input[] = "first\nsecond\nthird\n";
+	tool_input(input, sizeof(input) - 1);
+
+	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	peer_expect("MSG [\"first\"]");
+	peer_expect("MSG [\"second\"]");
+	peer_expect("DONE");
+}
+
+Test(cat, dash_zero_reads_nul_terminated_messages_from_stdin)
+{
+	const char *ep = peer_start("PULL", "bind", "tcp://127.0.0.1:*", "--recv", "3", NULL);
+	tool_start("-w", "-0", "-c", "PUSH", ep, "-F", "\\t", NULL);
+	static const char input[] = "one\ntwo\0k\tv\0\0";
+	tool_input(input, sizeof(input) - 1);
+
+	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	peer_expect("MSG [\"one\\ntwo\"]");
+	peer_expect("MSG [\"k\",\"v\"]");
+	peer_expect("MSG [\"\"]");
+	peer_expect("DONE");
+}
+
+Test(cat, binding_push_delivers_to_a_pyzmq_pull_that_connects_later)
+{
+	tool_start("-w", "-b", "PUSH", "tcp://127.0.0.1:*", "--timeout", "15000", NULL);
+	const char *ep = tool_bound_endpoint();
+	tool_input("early\n", 6); /* waits in the send until a peer is there */
+	usleep(200 * 1000);
+	peer_start("PULL", "connect", ep, "--recv", "1", NULL);
+
+	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	peer_expect("MSG [\"early\"]");
+	peer_expect("DONE");
+}
+
+/* ---- request-reply ------------------------------------------------------ */
+
+Test(cat, req_sends_each_line_as_a_request_and_prints_the_reply)
+{
+	const char *ep = peer_start("REP", "bind", "tcp://127.0.0.1:*", "--serve", "2", NULL);
+	tool_start("-w", "-c", "REQ", ep, "-F", "|", "--timeout", "15000", NULL);
+	static const char input[] = "a\nb|c\n";
+	tool_input(input, sizeof(input) - 1);
+
+	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_str_eq(tool.out, "RE:a\nRE:b|c\n");
+	peer_expect("MSG [\"a\"]");
+	peer_expect("MSG [\"b\",\"c\"]");
+	peer_expect("DONE");
+}
+
+Test(cat, rep_prints_each_request_and_answers_with_the_reply_text)
+{
+	tool_start("-r", "-b", "REP", "tcp://127.0.0.1:*", "-n", "2", "--reply", "pong", NULL);
+	const char *ep = tool_bound_endpoint();
+	peer_start("REQ", "connect", ep, "--request", "[\"one\"]", "--request",
+	           "[\"two\",\"three\"]", NULL);
+
+	peer_expect("MSG [\"pong\"]");
+	peer_expect("MSG [\"pong\"]");
+	peer_expect("DONE");
+	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_str_eq(tool.out, "one\ntwo\tthree\n");
+}
+
+Test(cat, rep_reply_text_is_split_into_frames_with_f)
+{
+	tool_start("-r", "-b", "REP", "tcp://127.0.0.1:*", "-n", "1", "-F", ",", "--reply",
+	           "ok,,done", NULL);
+	const char *ep = tool_bound_endpoint();
+	peer_start("REQ", "connect", ep, "--request", "[\"q\"]", NULL);
+
+	peer_expect("MSG [\"ok\",\"\",\"done\"]");
+	peer_expect("DONE");
+	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_str_eq(tool.out, "q\n");
+}
+
+Test(cat, rep_echoes_each_request_without_reply)
+{
+	tool_start("-r", "-b", "REP", "tcp://127.0.0.1:*", "-n", "1", NULL);
+	const char *ep = tool_bound_endpoint();
+	peer_start("REQ", "connect", ep, "--request", "[\"ping\",\"\",\"x\"]", NULL);
+
+	peer_expect("MSG [\"ping\",\"\",\"x\"]");
+	peer_expect("DONE");
+	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_str_eq(tool.out, "ping\t\tx\n");
+}
+
+/* ---- publish-subscribe -------------------------------------------------- */
+
+Test(cat, sub_prints_only_the_subscribed_prefixes_of_a_pyzmq_pub)
+{
+	/* The PUB repeats its round every 20 ms: whatever went out before our
+	 * subscriptions arrived is lost (slow joiner), the rest must be exact. */
+	const char *ep =
+		peer_start("PUB", "bind", "tcp://127.0.0.1:*", "--publish", "[\"apple {i}\"]",
+	                   "--publish", "[\"banana {i}\"]", "--publish", "[\"cherry {i}\"]",
+	                   "--publish", "[\"chat {i}\"]", "--publish", "[\"\"]", NULL);
+	tool_start("-r", "-c", "SUB", ep, "-s", "apple", "-s", "che", "-n", "10", "--timeout",
+	           "15000", NULL);
+
+	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	int apples = 0, cherries = 0;
+	char *save = NULL;
+	for (char *l = strtok_r(tool.out, "\n", &save); l != NULL;
+	     l = strtok_r(NULL, "\n", &save)) {
+		int n = 0, end = 0;
+		if (sscanf(l, "apple %d%n", &n, &end) == 1 && l[end] == '\0')
+			apples++;
+		else if (sscanf(l, "cherry %d%n", &n, &end) == 1 && l[end] == '\0')
+			cherries++;
+		else
+			cr_assert_fail("line '%s' does not match a subscription", l);
+	}
+	cr_assert_eq(apples + cherries, 10);
+	cr_assert(apples >= 3 && cherries >= 3, "apples %d, cherries %d", apples, cherries);
+}
+
+Test(cat, sub_without_s_receives_every_message)
+{
+	const char *ep = peer_start("PUB", "bind", "tcp://127.0.0.1:*", "--publish",
+	                            "[\"t\",\"{i}\"]", "--publish", "[\"\"]", NULL);
+	tool_start("-r", "-c", "SUB", ep, "-n", "6", "--timeout", "15000", "-F", " ", NULL);
+
+	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	int topics = 0, empties = 0;
+	char *l = tool.out;
+	for (int k = 0; k < 6; k++) {
+		char *nl = strchr(l, '\n');
+		cr_assert(nl != NULL, "only %d lines: %s", k, tool.out);
+		*nl = '\0';
+		int n = 0, end = 0;
+		if (*l == '\0')
+			empties++;
+		else if (sscanf(l, "t %d%n", &n, &end) == 1 && l[end] == '\0')
+			topics++;
+		else
+			cr_assert_fail("unexpected line '%s'", l);
+		l = nl + 1;
+	}
+	cr_assert(topics >= 2 && empties >= 2, "topics %d, empty %d", topics, empties);
+}
+
+/* ---- failures: exit statuses and messages ------------------------------- */
+
+Test(cat, receive_timeout_exits_3)
+{
+	long long t0 = now_ms();
+	tool_start("-r", "-b", "PULL", "tcp://127.0.0.1:*", "--timeout", "200", NULL);
+
+	cr_assert_eq(tool_wait(WAIT_MS), 3, "stderr: %s", tool.err);
+	long long took = now_ms() - t0;
+	cr_assert(took >= 200, "gave up after %lld ms, before the 200 ms", took);
+	cr_assert(strstr(tool.err, "zring cat: timed out after 200 ms waiting to receive\n") !=
+	                  NULL,
+	          "stderr: %s", tool.err);
+}
+
+Test(cat, send_timeout_exits_3)
+{
+	/* Nobody listens on port 1: with room for one message the second send
+	 * waits, the timeout ends it, and the capped LINGER lets the tool go. */
+	long long t0 = now_ms();
+	tool_start("-w", "-c", "PUSH", "tcp://127.0.0.1:1", "-o", "SNDHWM=1", "--timeout", "300",
+	           NULL);
+	tool_input("a\nb\nc\nd\n", 8);
+
+	cr_assert_eq(tool_wait(WAIT_MS), 3, "stderr: %s", tool.err);
+	cr_assert(now_ms() - t0 < 10000);
+	cr_assert(strstr(tool.err, "zring cat: timed out after 300 ms waiting to send") != NULL,
+	          "stderr: %s", tool.err);
+}
+
+Test(cat, timeout_caps_the_linger_after_stdin_ends)
+{
+	/* A connecting PUSH queues for the peer it is still trying to reach (as
+	 * libzmq does); LINGER -1 would wait for ever, --timeout bounds it. */
+	long long t0 = now_ms();
+	tool_start("-w", "-c", "PUSH", "tcp://127.0.0.1:1", "--timeout", "300", NULL);
+	tool_input("x\n", 2);
+
+	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	long long took = now_ms() - t0;
+	cr_assert(took >= 300 && took < 10000, "exited after %lld ms", took);
+}
+
+Test(cat, req_without_an_answer_times_out_with_3)
+{
+	/* The pyzmq REP takes the request and never answers. */
+	const char *rep = peer_start("REP", "bind", "tcp://127.0.0.1:*", "--recv", "1", NULL);
+	tool_start("-w", "-c", "REQ", rep, "--timeout", "300", NULL);
+	tool_input("question\n", 9);
+
+	cr_assert_eq(tool_wait(WAIT_MS), 3, "stderr: %s", tool.err);
+	peer_expect("MSG [\"question\"]");
+	cr_assert(strstr(tool.err, "waiting to receive") != NULL, "stderr: %s", tool.err);
+}
+
+Test(cat, unknown_transport_exits_2_naming_the_endpoint)
+{
+	expect_fails(2, "-r", "-b", "PULL", "foo://bar");
+	char want[256];
+	snprintf(want, sizeof(want), "zring cat: cannot bind to foo://bar: %s\n",
+	         zr_strerror(-EPROTONOSUPPORT));
+	cr_assert_str_eq(tool.err, want);
+}
+
+Test(cat, malformed_tcp_endpoint_exits_2)
+{
+	expect_fails(2, "-w", "-c", "PUSH", "tcp://127.0.0.1");
+	char want[256];
+	snprintf(want, sizeof(want), "zring cat: cannot connect to tcp://127.0.0.1: %s\n",
+	         zr_strerror(-EINVAL));
+	cr_assert_str_eq(tool.err, want);
+}
+
+Test(cat, binding_an_address_in_use_exits_2)
+{
+	const char *ep = peer_start("PULL", "bind", "tcp://127.0.0.1:*", "--hold", "", NULL);
+	char held[256];
+	snprintf(held, sizeof(held), "%s", ep);
+
+	expect_fails(2, "-r", "-b", "PULL", held);
+	char want[512];
+	snprintf(want, sizeof(want), "zring cat: cannot bind to %s: %s\n", held,
+	         zr_strerror(-EADDRINUSE));
+	cr_assert_str_eq(tool.err, want);
+}
+
+Test(cat, a_bad_command_line_exits_1_with_one_line)
+{
+	expect_fails(1, "-b", "PULL", "tcp://127.0.0.1:5555");                 /* no -r/-w */
+	expect_fails(1, "-r", "PULL", "tcp://127.0.0.1:5555");                 /* no -b/-c */
+	expect_fails(1, "-r", "-w", "-b", "PAIR", "tcp://127.0.0.1:5555");     /* both */
+	expect_fails(1, "-r", "-b", "-c", "PAIR", "tcp://127.0.0.1:5555");     /* both */
+	expect_fails(1, "-r", "-b", "PULL");                                   /* no endpoint */
+	expect_fails(1, "-r", "-b");                                           /* no type */
+	expect_fails(1, "-r", "-b", "STREAM", "tcp://127.0.0.1:5555");         /* no such type */
+	expect_fails(1, "-r", "-b", "WHATEVER", "tcp://127.0.0.1:5555");       /* no such type */
+	expect_fails(1, "-w", "-b", "PULL", "tcp://127.0.0.1:5555");           /* cannot send */
+	expect_fails(1, "-w", "-b", "SUB", "tcp://127.0.0.1:5555");            /* cannot send */
+	expect_fails(1, "-r", "-b", "PUSH", "tcp://127.0.0.1:5555");           /* cannot recv */
+	expect_fails(1, "-r", "-b", "PUB", "tcp://127.0.0.1:5555");            /* cannot recv */
+	expect_fails(1, "-r", "-c", "REQ", "tcp://127.0.0.1:5555");            /* sends first */
+	expect_fails(1, "-w", "-c", "REP", "tcp://127.0.0.1:5555");            /* recvs first */
+	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "-x");     /* option */
+	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "--nope"); /* option */
+	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "-n");     /* no value */
+	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "-n", "0");
+	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "-n", "3x");
+	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "--timeout", "soon");
+	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "--timeout", "-5");
+	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "-F", "");
+	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "-F", "\\q");
+	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "-s", "topic");
+	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "--reply", "x");
+}
+
+Test(cat, unknown_socket_option_exits_1_naming_it)
+{
+	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "-o", "NO_SUCH_OPTION=1");
+	cr_assert(strstr(tool.err, "'NO_SUCH_OPTION'") != NULL, "stderr: %s", tool.err);
+	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "-o", "ZMQ_IDENTITY=x");
+	cr_assert(strstr(tool.err, "'ZMQ_IDENTITY'") != NULL, "stderr: %s", tool.err);
+}
+
+Test(cat, socket_option_values_are_validated)
+{
+	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "-o", "LINGER=abc");
+	cr_assert(strstr(tool.err, "LINGER") != NULL && strstr(tool.err, "'abc'") != NULL,
+	          "stderr: %s", tool.err);
+	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "-o", "zmq_sndhwm=12x");
+	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "-o", "RCVHWM=99999999999");
+	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "-o", "RCVHWM");
+	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "-o", "=5");
+	/* The library refuses it: still a usage error, named. */
+	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "-o", "ROUTING_ID=");
+	cr_assert(strstr(tool.err, "ROUTING_ID") != NULL, "stderr: %s", tool.err);
+}
+
+Test(cat, help_prints_the_usage_on_stdout)
+{
+	tool_start("--help", NULL);
+	cr_assert_eq(tool_wait(WAIT_MS), 0);
+	cr_assert(strncmp(tool.out, "usage: zring cat (-r|-w) (-b|-c) TYPE ENDPOINT...", 49) == 0,
+	          "stdout: %s", tool.out);
+	cr_assert(strstr(tool.out, "slow joiner") != NULL);
+	cr_assert(strstr(tool.out, "--timeout MS") != NULL);
+	cr_assert_eq(tool.err_len, 0);
+}
