@@ -1442,3 +1442,37 @@ Test(zmtp_conn, plain_dealer_client_sends_its_identity_in_initiate)
 	                           "\x08" "Identity" "\x00\x00\x00\x02" "D7");
 	zt_run_free(&r);
 }
+
+Test(zmtp_conn, touch_counts_as_traffic_for_heartbeat_and_ttl)
+{
+	struct zr_zmtp_config c = cfg_null(ZR_PUSH);
+	struct zr_zmtp *z;
+	struct zt_run r = {0};
+
+	c.heartbeat_ivl_ms = 1000;
+	c.heartbeat_timeout_ms = 3000;
+	z = ready_codec(&c, G_NULL_31, 0);
+	cr_assert_eq(zr_zmtp_tick(z, 1000), 0); /* PING, answer due by 4000 */
+	zr_zmtp_touch(z, 3900);
+	cr_assert_eq(zr_zmtp_tick(z, 4000), 0, "touch at 3900 is traffic");
+	FEED(z, 4100, "\x04\x07" "\x04" "PING" "\x00\x0a", &r); /* peer TTL 1 s */
+	zr_zmtp_touch(z, 5000);
+	cr_assert_eq(zr_zmtp_tick(z, 5999), 0, "TTL counts from the touch at 5000");
+	cr_assert_eq(zr_zmtp_tick(z, 6000), -ZR_EHEARTBEAT_TIMEOUT, "and ends 1 s after it");
+	zt_run_free(&r);
+	free(z);
+}
+
+Test(zmtp_conn, times_out_without_touch_or_traffic)
+{
+	/* The control case for the test above. */
+	struct zr_zmtp_config c = cfg_null(ZR_PUSH);
+	struct zr_zmtp *z;
+
+	c.heartbeat_ivl_ms = 1000;
+	c.heartbeat_timeout_ms = 3000;
+	z = ready_codec(&c, G_NULL_31, 0);
+	cr_assert_eq(zr_zmtp_tick(z, 1000), 0);
+	cr_assert_eq(zr_zmtp_tick(z, 4000), -ZR_EHEARTBEAT_TIMEOUT);
+	free(z);
+}
