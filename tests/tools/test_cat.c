@@ -499,6 +499,58 @@ Test(cat, rep_echoes_each_request_without_reply)
 	cr_assert_str_eq(tool.out, "ping\t\tx\n");
 }
 
+/* ---- options, routing, transports -------------------------------------- */
+
+Test(cat, dealer_announces_the_routing_id_set_with_o)
+{
+	const char *ep = peer_start("ROUTER", "bind", "tcp://127.0.0.1:*", "--recv", "1", NULL);
+	tool_start("-w", "-c", "DEALER", ep, "-o", "ZMQ_ROUTING_ID=cat-1", NULL);
+	tool_input("hello\n", 6);
+
+	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	peer_expect("MSG [\"cat-1\",\"hello\"]");
+	peer_expect("DONE");
+}
+
+Test(cat, router_prints_the_routing_id_of_the_sender_as_frame_0)
+{
+	tool_start("-r", "-b", "ROUTER", "tcp://127.0.0.1:*", "-n", "1", "-F", "|", NULL);
+	const char *ep = tool_bound_endpoint();
+	peer_start("DEALER", "connect", ep, "--routing-id", "d1", "--send", "[\"hi\",\"there\"]",
+	           NULL);
+
+	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_str_eq(tool.out, "d1|hi|there\n");
+}
+
+Test(cat, plain_credentials_set_with_o_pass_a_libzmq_zap_check)
+{
+	const char *ep = peer_start("PULL", "bind", "tcp://127.0.0.1:*", "--plain-server",
+	                            "admin:secret", "--recv", "1", NULL);
+	tool_start("-w", "-c", "PUSH", ep, "-o", "plain_username=admin", "-o",
+	           "PLAIN_PASSWORD=secret", "--timeout", "15000", NULL);
+	tool_input("authenticated\n", 14);
+
+	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	peer_expect("MSG [\"authenticated\"]");
+	peer_expect("DONE");
+}
+
+Test(cat, pull_binds_and_receives_over_ipc)
+{
+	char ep[128];
+	snprintf(ep, sizeof(ep), "ipc:///tmp/zring-cat-test-%d.sock", (int)getpid());
+	unlink(ep + 6);
+	tool_start("-r", "-b", "PULL", ep, "-n", "2", NULL);
+	/* libzmq retries an ipc connect until the path exists: no race. */
+	peer_start("PUSH", "connect", ep, "--send", "[\"over\"]", "--send", "[\"ipc\"]", NULL);
+
+	int rc = tool_wait(WAIT_MS);
+	unlink(ep + 6);
+	cr_assert_eq(rc, 0, "stderr: %s", tool.err);
+	cr_assert_str_eq(tool.out, "over\nipc\n");
+}
+
 /* ---- publish-subscribe -------------------------------------------------- */
 
 Test(cat, sub_prints_only_the_subscribed_prefixes_of_a_pyzmq_pub)

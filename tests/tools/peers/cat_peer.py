@@ -7,6 +7,11 @@ It binds (to ENDPOINT; port * picks a free one) or connects one socket of
 TYPE, prints "READY <endpoint>", does its actions in this order, prints
 "DONE" and exits.
 
+Set up before binding or connecting (anywhere among the actions):
+    --routing-id ID     ZMQ_ROUTING_ID
+    --plain-server U:P  PLAIN server; a ZAP handler admits only user U with
+                        password P
+
 Actions:
     --send FRAMES       send one message (repeatable)
     --recv N            receive N messages, print each
@@ -65,6 +70,19 @@ def main(argv):
     sock.rcvtimeo = WAIT_MS
     sock.sndtimeo = WAIT_MS
     sock.linger = WAIT_MS
+    args = argv[3:]
+    auth = None
+    for opt, val in zip(args[::2], args[1::2]):
+        if opt == "--routing-id":
+            sock.setsockopt(zmq.ROUTING_ID, val.encode("latin-1"))
+        elif opt == "--plain-server":
+            from zmq.auth.thread import ThreadAuthenticator
+
+            user, password = val.split(":", 1)
+            auth = ThreadAuthenticator(ctx)
+            auth.start()
+            auth.configure_plain(domain="*", passwords={user: password})
+            sock.plain_server = True
     if argv[1] == "bind":
         sock.bind(argv[2])
         endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT)
@@ -73,7 +91,6 @@ def main(argv):
         endpoint = argv[2]
     print("READY " + endpoint, flush=True)
 
-    args = argv[3:]
     prefix = b"RE:"
     publish = []
     hold = False
@@ -100,6 +117,8 @@ def main(argv):
             publish.append(val)
         elif opt == "--hold":
             hold = True
+        elif opt in ("--routing-id", "--plain-server"):
+            pass
         else:
             print("FATAL unknown action " + opt, flush=True)
             return 3
@@ -123,6 +142,8 @@ def main(argv):
                 break
     print("DONE", flush=True)
     sock.close()
+    if auth is not None:
+        auth.stop()
     ctx.term()
     return 0
 
