@@ -141,17 +141,18 @@ conn_out_worst(const struct zr_zmtp_config *cfg, size_t meta)
 	return n + CONN_ERROR_CMD_MAX + CONN_PING_CMD_MAX + CONN_PONG_CMD_MAX;
 }
 
-/* Appends n bytes to the output; the size check at init makes room certain. */
+/*
+ * Appends n bytes to the output. Nothing already queued ever moves: the
+ * caller may have handed those bytes to an asynchronous send. Room is
+ * certain: the buffer empties back to offset 0 whenever all is acked
+ * (zr_zmtp_out_ack), PING and PONG are laid out only then, and between two
+ * such moments the most that can be queued is conn_out_worst, checked at init.
+ */
 static uint8_t *
 conn_out_reserve(struct zr_zmtp *z, size_t n)
 {
 	uint8_t *p;
 
-	if (z->out_len + n > sizeof z->out && z->out_head > 0) {
-		memmove(z->out, z->out + z->out_head, z->out_len - z->out_head);
-		z->out_len -= z->out_head;
-		z->out_head = 0;
-	}
 	if (z->out_len + n > sizeof z->out)
 		return NULL;
 	p = z->out + z->out_len;
@@ -597,11 +598,16 @@ zr_zmtp_want(const struct zr_zmtp *z, const uint8_t *buf, size_t len)
 size_t
 zr_zmtp_out(struct zr_zmtp *z, const uint8_t **data)
 {
-	if (z->pong_pending) {
+	/* PONG and PING are laid out only once everything before them went:
+	 * a caller that polls without acking (its socket is full) must not pile
+	 * up PONGs until an ERROR no longer fits. The pending flags keep them. */
+	bool idle = z->out_head == z->out_len;
+
+	if (idle && z->pong_pending) {
 		conn_queue_cmd(z, "PONG", z->pong_ctx, z->pong_ctx_len);
 		z->pong_pending = false;
 	}
-	if (z->ping_pending) {
+	if (idle && z->ping_pending) {
 		uint8_t ttl[2];
 
 		wire_put16(ttl, (uint16_t)(z->cfg.heartbeat_ttl_ms / 100u > 0xffffu

@@ -440,7 +440,9 @@ ZR_API size_t zr_zmtp_want(const struct zr_zmtp *z, const uint8_t *buf, size_t l
 
 /*
  * The bytes the codec wants written, in order: sets *data and returns their
- * length (0 when none). Write them before any message frame you write next,
+ * length (0 when none). They stay at that address, unchanged, until acked,
+ * even if the codec queues more meanwhile (so they may go to an asynchronous
+ * send as they are). Write them before any message frame you write next,
  * and only between messages (never inside a multipart message). Then call
  * zr_zmtp_out_ack with how many were written. A pending PONG or PING is laid
  * out here, so a burst of PINGs costs one PONG (answering the latest).
