@@ -382,7 +382,9 @@ conn_fail(struct zr__conn *c, int err)
 		else
 			zr__sock_event(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, err, c->endpoint);
 	}
-	if (err <= -ZR_EBASE && err > -ZR_ELAST) {
+	/* A protocol error (or the peer's ERROR) is final; a timeout is not. */
+	if (err <= -ZR_EBASE && err > -ZR_ELAST && err != -ZR_EHEARTBEAT_TIMEOUT &&
+	    err != -ZR_EHANDSHAKE_TIMEOUT) {
 		c->no_reconnect = true;
 		if (!c->tx_busy && (n = zr_zmtp_out(&c->z, &p)) > 0)
 			(void)!send(c->fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -669,6 +671,8 @@ conn_free(struct zr__conn *c)
 	if (c->next != NULL)
 		c->next->prev = c->prev;
 	zr__timer_stop(conn_loop(c), &c->timer);
+	if (c->connecter)
+		zr__sock_pipes_add(s, -1);
 	zr__subs_fini(&c->subs);
 	free(c->outq);
 	free(c->in);

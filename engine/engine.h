@@ -195,6 +195,9 @@ struct zr_socket {
 	atomic_int dirty;              /* queued on the ctx's dirty stack */
 	atomic_int rx_paused;          /* some connection waits for room in rx */
 	atomic_int closed;             /* the app closed it (io frees it later) */
+	atomic_int npipes;             /* peers a send could go to, counted as libzmq
+	                                  counts pipes: a connecter from zr_connect on,
+	                                  an accepted peer once its handshake is done */
 	struct zr_socket *dirty_next;
 
 	/* monitoring: io thread produces, app consumes */
@@ -279,6 +282,8 @@ bool zr__sock_io_done(struct zr_socket *s);
 void zr__sock_conn_active(struct zr_socket *s, struct zr__conn *c);
 void zr__sock_conn_lost(struct zr_socket *s, struct zr__conn *c);
 void zr__sock_conn_room(struct zr_socket *s, struct zr__conn *c);
+/* The count of pipes (see zr_socket.npipes) moved by delta. */
+void zr__sock_pipes_add(struct zr_socket *s, int delta);
 /* Closing: messages still waiting for a peer? */
 bool zr__sock_unsent(struct zr_socket *s);
 /* Closing: look again (next loop turn) whether connections can go. */

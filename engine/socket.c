@@ -163,6 +163,7 @@ zr_socket_open(zr_ctx *ctx, int type, zr_socket **out)
 	atomic_init(&s->dirty, 0);
 	atomic_init(&s->rx_paused, 0);
 	atomic_init(&s->closed, 0);
+	atomic_init(&s->npipes, 0);
 	atomic_init(&s->mon_mask, 0);
 	atomic_init(&s->mon_armed, 0);
 	s->efd_mon = -1;
@@ -289,6 +290,12 @@ sock_send_done(zr_socket *s)
 	}
 }
 
+static bool
+sock_blocks_without_peer(const zr_socket *s)
+{
+	return s->type == ZR_PUSH || s->type == ZR_DEALER || s->type == ZR_REQ || s->type == ZR_PAIR;
+}
+
 /* see zring.h */
 int
 zr_send(zr_socket *s, zr_msg **msg, int flags)
@@ -307,6 +314,21 @@ zr_send(zr_socket *s, zr_msg **msg, int flags)
 	if (rc < 0)
 		return rc;
 	for (;;) {
+		/* Types that never drop wait while there is no peer at all, as
+		 * libzmq's do while they have no pipe: a bound PUSH with nobody
+		 * connected blocks (and times out) instead of queueing. */
+		if (sock_blocks_without_peer(s) && atomic_load(&s->npipes) == 0) {
+			atomic_store(&s->tx_armed, 1);
+			atomic_thread_fence(memory_order_seq_cst);
+			if (atomic_load(&s->npipes) == 0) {
+				rc = sock_wait(s, s->efd_tx, deadline);
+				if (rc < 0) {
+					zr__msg_drop_front(m, added);
+					return rc;
+				}
+				continue;
+			}
+		}
 		if (zr__spsc_push(&s->tx, m)) {
 			*msg = NULL;
 			sock_send_done(s);
@@ -936,6 +958,20 @@ zr__sock_subscription(struct zr_socket *s, struct zr__conn *c, bool subscribe, c
 	}
 }
 
+/* io thread: the pipe count moved; a sender waiting for its first peer wakes. */
+static void
+sock_pipes_add(struct zr_socket *s, int delta)
+{
+	if (atomic_fetch_add(&s->npipes, delta) == 0 && delta > 0)
+		sock_tx_taken(s);
+}
+
+void
+zr__sock_pipes_add(struct zr_socket *s, int delta)
+{
+	sock_pipes_add(s, delta);
+}
+
 void
 zr__sock_conn_active(struct zr_socket *s, struct zr__conn *c)
 {
@@ -958,6 +994,8 @@ zr__sock_conn_active(struct zr_socket *s, struct zr__conn *c)
 			sock_send_sub(c, true, s->subs.v[i].topic, s->subs.v[i].len);
 	}
 	s->nconns_active++;
+	if (!c->connecter)
+		sock_pipes_add(s, 1);
 	sock_route_pending(s);
 	zr__sock_close_kick(s);
 }
@@ -966,6 +1004,8 @@ void
 zr__sock_conn_lost(struct zr_socket *s, struct zr__conn *c)
 {
 	s->nconns_active--;
+	if (!c->connecter)
+		sock_pipes_add(s, -1);
 	if (s->rr == c)
 		s->rr = NULL;
 	if (s->req_peer == c)
@@ -1158,6 +1198,7 @@ zr__sock_io_command(struct zr_socket *s, struct zr__cmd *cmd)
 		if (s->io_closing || (c = zr__conn_new(s)) == NULL)
 			return;
 		c->connecter = true;
+		sock_pipes_add(s, 1);
 		c->ep = cmd->ep;
 		zr__endpoint_format(&c->ep, c->endpoint, sizeof c->endpoint);
 		zr__conn_start_connect(c);

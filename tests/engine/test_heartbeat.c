@@ -1,0 +1,125 @@
+/*
+ * Heartbeats against a real libzmq peer: a peer frozen with SIGSTOP answers
+ * no PING, so the connection is dropped within HEARTBEAT_TIMEOUT (plus one
+ * interval); after SIGCONT the connecter comes back and traffic flows.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <zring/zring.h>
+
+/* A pyzmq REP on a given port that answers "pong" to anything, polling so
+ * libzmq keeps processing its commands. */
+static const char peer_script[] =
+	"import sys, zmq\n"
+	"c = zmq.Context(); s = c.socket(zmq.REP); s.bind('tcp://127.0.0.1:' + sys.argv[1])\n"
+	"print('up', flush=True)\n"
+	"while True:\n"
+	"    if s.poll(50):\n"
+	"        s.recv(); s.send(b'pong')\n";
+
+static pid_t
+peer_start(int port)
+{
+	int fds[2];
+	pid_t pid;
+	char buf[8] = {0};
+
+	cr_assert_eq(pipe(fds), 0);
+	pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		char p[16];
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(fds[1], 1);
+		close(fds[0]);
+		snprintf(p, sizeof p, "%d", port);
+		execl(ZR_PYTHON, ZR_PYTHON, "-c", peer_script, p, (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	/* Python may write "up" and the newline separately: read to the newline. */
+	for (size_t n = 0; n < 3;) {
+		ssize_t got = read(fds[0], buf + n, 3 - n);
+
+		cr_assert_gt(got, 0, "the pyzmq peer did not start (is python3-zmq installed?)");
+		n += (size_t)got;
+	}
+	cr_assert_str_eq(buf, "up\n");
+	close(fds[0]);
+	return pid;
+}
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static int
+next_event(zr_socket *s, int type, int timeout_ms)
+{
+	struct zr_event ev;
+	uint64_t end = now_ms() + (uint64_t)timeout_ms;
+
+	while (now_ms() < end) {
+		if (zr_monitor_recv(s, &ev, (int)(end - now_ms())) == 0 && ev.type == type)
+			return 0;
+	}
+	return -ETIMEDOUT;
+}
+
+Test(engine_heartbeat, a_frozen_libzmq_peer_is_dropped_within_the_timeout_and_comes_back, .timeout = 60)
+{
+	zr_ctx *ctx;
+	zr_socket *req;
+	char ep[64], buf[8];
+	int port = 30000 + (int)(getpid() % 20000), ivl = 100, timeout = 400, rto = 5000, zero = 0;
+	pid_t peer = peer_start(port);
+	uint64_t t0, dt;
+
+	cr_assert_eq(zr_ctx_new(&ctx), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_REQ, &req), 0);
+	cr_assert_eq(zr_setsockopt(req, ZR_HEARTBEAT_IVL, &ivl, sizeof ivl), 0);
+	cr_assert_eq(zr_setsockopt(req, ZR_HEARTBEAT_TIMEOUT, &timeout, sizeof timeout), 0);
+	cr_assert_eq(zr_setsockopt(req, ZR_RCVTIMEO, &rto, sizeof rto), 0);
+	cr_assert_eq(zr_socket_monitor(req, ZR_EVENT_HANDSHAKE_SUCCEEDED | ZR_EVENT_DISCONNECTED), 0);
+	snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
+	cr_assert_eq(zr_connect(req, ep), 0);
+	cr_assert_eq(next_event(req, ZR_EVENT_HANDSHAKE_SUCCEEDED, 5000), 0);
+	cr_assert_eq(zr_send_bytes(req, "ping", 4, 0), 0);
+	cr_assert_eq(zr_recv_bytes(req, buf, sizeof buf, 0), 4);
+
+	/* Alive and answering PONGs: no disconnect over several timeouts. */
+	cr_assert_eq(next_event(req, ZR_EVENT_DISCONNECTED, 3 * timeout), -ETIMEDOUT);
+
+	cr_assert_eq(kill(peer, SIGSTOP), 0);
+	t0 = now_ms();
+	cr_assert_eq(next_event(req, ZR_EVENT_DISCONNECTED, 5000), 0, "the frozen peer was never dropped");
+	dt = now_ms() - t0;
+	/* Detected after the first unanswered PING times out: at most one
+	 * interval to send it plus the timeout (slack for a loaded machine). */
+	cr_assert_leq(dt, (uint64_t)(ivl + timeout + 1000), "took %llu ms", (unsigned long long)dt);
+
+	cr_assert_eq(kill(peer, SIGCONT), 0);
+	cr_assert_eq(next_event(req, ZR_EVENT_HANDSHAKE_SUCCEEDED, 10000), 0, "no reconnect after SIGCONT");
+
+	kill(peer, SIGKILL);
+	waitpid(peer, NULL, 0);
+	zr_setsockopt(req, ZR_LINGER, &zero, sizeof zero);
+	zr_socket_close(req);
+	zr_ctx_free(ctx);
+}
