@@ -21,7 +21,8 @@
  * zr_zmtp_want bounded by the command limits + 9 (64 for the greeting) and
  * larger than what is held after NEED_MORE; errors sticky across feed and
  * tick, zr_zmtp_error and zr_zmtp_state consistent with them; zr_zmtp_out at
- * most ZR_ZMTP_OUT_MAX and never losing or reordering unacked bytes; after a
+ * most ZR_ZMTP_OUT_MAX, its unacked bytes never lost, changed or moved (an
+ * asynchronous send may hold their address); after a
  * clean tick the next deadline lies in the future. At the end the bytes the
  * codec wrote are decoded as a ZMTP stream and must be our greeting followed
  * by well-formed commands fit for the role (READY / HELLO / INITIATE /
@@ -34,7 +35,8 @@
  *   2  DATA  the rest of the stream     3  ADVANCE the clock by dt[param]
  *   4  TICK                             5  ADVANCE by dt[param], then TICK
  *   6  OUT   take zr_zmtp_out, ack an amount picked by param
- *   7  param 31: zr_zmtp_abort; otherwise an empty feed and the accessors
+ *   7  param 31: zr_zmtp_abort; 30: zr_zmtp_touch; otherwise an empty feed
+ *      and the accessors
  * After the script: the rest of the stream, then output drained, then a tick.
  */
 #ifndef ZR_FUZZ_FUZZ_CONN_DRIVER_H
@@ -100,6 +102,10 @@ struct cd_run {
 	uint64_t sum;
 	size_t want_bound;
 	unsigned zero_progress;
+	/* Output handed out and not acked: it must stay put, unchanged. */
+	const uint8_t *held;
+	size_t held_len;
+	uint8_t held_copy[ZR_ZMTP_OUT_MAX];
 };
 
 static int
@@ -341,6 +347,12 @@ cd_out(struct cd_run *r, unsigned param, bool logged)
 	uint8_t keep[ZR_ZMTP_OUT_MAX];
 
 	FZ_CHECK(n <= ZR_ZMTP_OUT_MAX);
+	/* "They stay at that address, unchanged, until acked, even if the codec
+	 * queues more meanwhile" (an asynchronous send may be reading them). */
+	if (r->held_len > 0) {
+		FZ_CHECK(d == r->held && n >= r->held_len);
+		FZ_CHECK(memcmp(d, r->held_copy, r->held_len) == 0);
+	}
 	r->sum += fz_touch(d, n);
 	if (param == 0)
 		k = 0;
@@ -362,8 +374,15 @@ cd_out(struct cd_run *r, unsigned param, bool logged)
 	/* What was not acked is still there, first, in order. */
 	n2 = zr_zmtp_out(&r->z, &d2);
 	FZ_CHECK(n2 >= n - k && n2 <= ZR_ZMTP_OUT_MAX);
-	FZ_CHECK(n - k == 0 || memcmp(d2, keep, n - k) == 0);
+	if (n > k) {
+		FZ_CHECK(d2 == d + k);
+		FZ_CHECK(memcmp(d2, keep, n - k) == 0);
+	}
 	r->sum += fz_touch(d2, n2);
+	r->held = d2;
+	r->held_len = n2;
+	if (n2 > 0)
+		memcpy(r->held_copy, d2, n2);
 }
 
 static void
@@ -677,6 +696,12 @@ cd_run_script(struct cd_run *r)
 					cd_check_consistent(r);
 					cd_check_sticky(r);
 				}
+			} else if (param == 30) {
+				/* Traffic without bytes (a caller paused on purpose). */
+				zr_zmtp_touch(&r->z, r->now);
+				cd_check_consistent(r);
+				fz_log_u8(&r->log, 'H');
+				fz_log_u64(&r->log, zr_zmtp_deadline(&r->z));
 			} else {
 				struct zr_zmtp_event ev;
 				size_t consumed = 7;
