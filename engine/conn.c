@@ -333,7 +333,13 @@ conn_decode(struct zr__conn *c)
 				c->rid_len = ev.peer_identity_len;
 			}
 			zr__sock_event(c->sock, ZR_EVENT_HANDSHAKE_SUCCEEDED, 0, c->endpoint);
-			zr__sock_conn_active(c->sock, c);
+			rc = zr__sock_conn_active(c->sock, c);
+			if (rc < 0) {
+				/* Refused by the socket: not active after all, never reconnect
+				 * to a peer that already has its one partner. */
+				c->state = ZR__CONN_HANDSHAKE;
+				c->no_reconnect = true;
+			}
 			break;
 		case ZR_ZMTP_EV_FRAME:
 			rc = conn_frame(c, &ev);
@@ -488,12 +494,14 @@ static void
 conn_tx_kick(struct zr__conn *c)
 {
 	size_t niov = 0, bytes = 0, nmsg = 0, n;
+	uint32_t f = c->tx_frame;
 	const uint8_t *ctl;
 
 	if (c->tx_busy || c->fd < 0 ||
 	    (c->state != ZR__CONN_HANDSHAKE && c->state != ZR__CONN_ACTIVE))
 		return;
-	n = zr_zmtp_out(&c->z, &ctl);
+	/* The codec's own bytes go only between messages, never inside one. */
+	n = f == 0 ? zr_zmtp_out(&c->z, &ctl) : 0;
 	c->tx_ctl = n;
 	if (n > 0) {
 		c->tx_iov[niov].iov_base = (void *)ctl;
@@ -501,42 +509,39 @@ conn_tx_kick(struct zr__conn *c)
 		niov++;
 		bytes += n;
 	}
+	c->tx_end_frame = 0;
 	if (c->state == ZR__CONN_ACTIVE && zr_zmtp_state(&c->z) == ZR_ZMTP_TRAFFIC) {
 		while (nmsg < c->out_n && bytes < ZR__CONN_TX_BATCH) {
 			zr_msg *m = conn_outq_at(c, nmsg);
-			size_t need = m->raw ? 1 : 2 * (size_t)m->nframes;
 
-			if (niov + need > ZR__CONN_IOV_MAX) {
-				if (nmsg > 0 || niov > 0)
-					break;
-				/* One message with more frames than an iovec takes: the
-				 * kernel's limit, not a peer's. Refuse it rather than split
-				 * a message across sends with control bytes in between. */
-				c->out_head = (c->out_head + 1) % c->out_cap;
-				c->out_n--;
-				zr__msg_unref(m);
-				continue;
-			}
 			if (m->raw) {
+				if (niov == ZR__CONN_IOV_MAX)
+					break;
 				c->tx_iov[niov].iov_base = m->data;
 				c->tx_iov[niov].iov_len = m->len;
 				niov++;
 				bytes += m->len;
-			} else {
-				for (uint32_t f = 0; f < m->nframes; f++) {
-					size_t len = m->frames[f].len;
-					int h = zr_zmtp_frame_header(c->tx_hdr[niov], len,
-					                             f + 1 < m->nframes ? ZR_ZMTP_MORE : 0);
-
-					c->tx_iov[niov].iov_base = c->tx_hdr[niov];
-					c->tx_iov[niov].iov_len = (size_t)h;
-					niov++;
-					c->tx_iov[niov].iov_base = m->data + m->frames[f].off;
-					c->tx_iov[niov].iov_len = len;
-					niov++;
-					bytes += (size_t)h + len;
-				}
+				nmsg++;
+				continue;
 			}
+			for (; f < m->nframes && niov + 2 <= ZR__CONN_IOV_MAX; f++) {
+				size_t len = m->frames[f].len;
+				int h = zr_zmtp_frame_header(c->tx_hdr[niov], len,
+				                             f + 1 < m->nframes ? ZR_ZMTP_MORE : 0);
+
+				c->tx_iov[niov].iov_base = c->tx_hdr[niov];
+				c->tx_iov[niov].iov_len = (size_t)h;
+				niov++;
+				c->tx_iov[niov].iov_base = m->data + m->frames[f].off;
+				c->tx_iov[niov].iov_len = len;
+				niov++;
+				bytes += (size_t)h + len;
+			}
+			if (f < m->nframes) {
+				c->tx_end_frame = f; /* the iovec is full: go on from here next time */
+				break;
+			}
+			f = 0;
 			nmsg++;
 		}
 	}
@@ -595,6 +600,8 @@ conn_tx_done(struct zr__op *op, int res, uint32_t flags)
 	}
 	c->tx_msgs = 0;
 	c->tx_ctl = 0;
+	c->tx_frame = c->tx_end_frame;
+	c->tx_end_frame = 0;
 	conn_tx_kick(c);
 	if (was_full && zr__conn_has_room(c))
 		zr__sock_conn_room(c->sock, c);
@@ -645,13 +652,21 @@ conn_reset_buffers(struct zr__conn *c)
 	c->in_len = 0;
 	/* Messages of a batch that was in flight may be half on the wire: they
 	 * are lost with the connection (the peer drops a partial message). */
-	for (size_t i = 0; i < c->tx_msgs && c->out_n > 0; i++) {
+	/* A batch still counted here was cut off: its whole messages and the one
+	 * it stopped inside are lost. Otherwise only a half-written head is. */
+	size_t lost = c->tx_msgs > 0 || c->tx_end_frame > 0
+	                  ? c->tx_msgs + (c->tx_end_frame > 0 ? 1u : 0u)
+	                  : (c->tx_frame > 0 ? 1u : 0u);
+
+	for (size_t i = 0; i < lost && c->out_n > 0; i++) {
 		zr__msg_unref(c->outq[c->out_head]);
 		c->out_head = (c->out_head + 1) % c->out_cap;
 		c->out_n--;
 	}
 	c->tx_msgs = 0;
 	c->tx_ctl = 0;
+	c->tx_frame = 0;
+	c->tx_end_frame = 0;
 }
 
 static void

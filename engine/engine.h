@@ -163,7 +163,10 @@ struct zr__conn {
 	zr_msg **outq;
 	size_t out_head, out_n, out_cap;
 	bool tx_busy;
-	size_t tx_msgs;        /* messages at the head of outq in the batch in flight */
+	size_t tx_msgs;        /* whole messages at the head of outq the batch finishes */
+	uint32_t tx_frame;     /* next frame of the head message to write (a message
+	                          with more frames than an iovec spans batches) */
+	uint32_t tx_end_frame; /* where the batch in flight stops in the next message */
 	size_t tx_ctl;         /* codec control bytes in the batch */
 	struct msghdr tx_mh;
 	struct iovec tx_iov[ZR__CONN_IOV_MAX];
@@ -180,6 +183,11 @@ struct zr__conn {
 };
 
 /* ---- sockets ------------------------------------------------------------ */
+
+struct zr__rid {
+	uint8_t len;
+	uint8_t id[ZR__SUB_MAX];
+};
 
 struct zr_socket {
 	struct zr_ctx *ctx;
@@ -206,6 +214,13 @@ struct zr_socket {
 	bool mon_ready;
 	int efd_mon;
 	atomic_int mon_armed;
+
+	/* ROUTER: the routing ids of the connected peers, for ROUTER_MANDATORY's
+	 * synchronous answer. io thread writes, app reads, under rid_lock (taken
+	 * on send only when the option is set). */
+	pthread_mutex_t rid_lock;
+	struct zr__rid *rids;
+	size_t nrids, rids_cap;
 
 	/* app thread only */
 	bool req_waiting;         /* REQ: a request is out, waiting for its reply */
@@ -278,8 +293,9 @@ void zr__sock_io_command(struct zr_socket *s, struct zr__cmd *cmd);
 void zr__sock_io_dirty(struct zr_socket *s);
 void zr__sock_io_free(struct zr_socket *s);
 bool zr__sock_io_done(struct zr_socket *s);
-/* A connection finished its handshake / went away / has room again. */
-void zr__sock_conn_active(struct zr_socket *s, struct zr__conn *c);
+/* A connection finished its handshake (returns <0 if the socket refuses it,
+ * e.g. a second PAIR peer) / went away / has room again. */
+int zr__sock_conn_active(struct zr_socket *s, struct zr__conn *c);
 void zr__sock_conn_lost(struct zr_socket *s, struct zr__conn *c);
 void zr__sock_conn_room(struct zr_socket *s, struct zr__conn *c);
 /* The count of pipes (see zr_socket.npipes) moved by delta. */

@@ -164,6 +164,7 @@ zr_socket_open(zr_ctx *ctx, int type, zr_socket **out)
 	atomic_init(&s->rx_paused, 0);
 	atomic_init(&s->closed, 0);
 	atomic_init(&s->npipes, 0);
+	pthread_mutex_init(&s->rid_lock, NULL);
 	atomic_init(&s->mon_mask, 0);
 	atomic_init(&s->mon_armed, 0);
 	s->efd_mon = -1;
@@ -290,6 +291,21 @@ sock_send_done(zr_socket *s)
 	}
 }
 
+/* ROUTER_MANDATORY: is frame 0 the routing id of a connected peer? */
+static bool
+sock_rid_known(zr_socket *s, const zr_msg *m)
+{
+	size_t len;
+	const uint8_t *id = zr_msg_frame(m, 0, &len);
+	bool found = false;
+
+	pthread_mutex_lock(&s->rid_lock);
+	for (size_t i = 0; i < s->nrids && !found; i++)
+		found = s->rids[i].len == len && memcmp(s->rids[i].id, id, len) == 0;
+	pthread_mutex_unlock(&s->rid_lock);
+	return found;
+}
+
 static bool
 sock_blocks_without_peer(const zr_socket *s)
 {
@@ -310,6 +326,8 @@ zr_send(zr_socket *s, zr_msg **msg, int flags)
 	rc = sock_queues(s);
 	if (rc < 0)
 		return rc;
+	if (s->type == ZR_ROUTER && s->opt.router_mandatory && !sock_rid_known(s, m))
+		return -EHOSTUNREACH;
 	rc = sock_send_prepare(s, m, &added);
 	if (rc < 0)
 		return rc;
@@ -958,6 +976,37 @@ zr__sock_subscription(struct zr_socket *s, struct zr__conn *c, bool subscribe, c
 	}
 }
 
+/* io thread: publish or withdraw a ROUTER peer's id for ROUTER_MANDATORY. */
+static void
+sock_rid_publish(struct zr_socket *s, const struct zr__conn *c, bool add)
+{
+	pthread_mutex_lock(&s->rid_lock);
+	if (add) {
+		if (s->nrids == s->rids_cap) {
+			size_t cap = s->rids_cap ? s->rids_cap * 2 : 16;
+			struct zr__rid *v = realloc(s->rids, cap * sizeof *v);
+
+			if (v != NULL) {
+				s->rids = v;
+				s->rids_cap = cap;
+			}
+		}
+		if (s->nrids < s->rids_cap) {
+			s->rids[s->nrids].len = (uint8_t)c->rid_len;
+			memcpy(s->rids[s->nrids].id, c->rid, c->rid_len);
+			s->nrids++;
+		}
+	} else {
+		for (size_t i = 0; i < s->nrids; i++) {
+			if (s->rids[i].len == c->rid_len && memcmp(s->rids[i].id, c->rid, c->rid_len) == 0) {
+				s->rids[i] = s->rids[--s->nrids];
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&s->rid_lock);
+}
+
 /* io thread: the pipe count moved; a sender waiting for its first peer wakes. */
 static void
 sock_pipes_add(struct zr_socket *s, int delta)
@@ -972,9 +1021,12 @@ zr__sock_pipes_add(struct zr_socket *s, int delta)
 	sock_pipes_add(s, delta);
 }
 
-void
+int
 zr__sock_conn_active(struct zr_socket *s, struct zr__conn *c)
 {
+	/* RFC 31: a PAIR talks to one peer; a second one is turned away. */
+	if (s->type == ZR_PAIR && s->nconns_active > 0)
+		return -EISCONN;
 	if (s->type == ZR_ROUTER || s->type == ZR_REP) {
 		/* The peer's Identity if it gave a usable one, else 0x00 + uint32
 		 * as libzmq generates (RFC 37 reserves the 0x00 prefix for this). */
@@ -989,6 +1041,8 @@ zr__sock_conn_active(struct zr_socket *s, struct zr__conn *c)
 			c->rid_len = 5;
 		}
 	}
+	if (s->type == ZR_ROUTER)
+		sock_rid_publish(s, c, true);
 	if (s->type == ZR_SUB || s->type == ZR_XSUB) {
 		for (size_t i = 0; i < s->subs.n; i++)
 			sock_send_sub(c, true, s->subs.v[i].topic, s->subs.v[i].len);
@@ -998,6 +1052,7 @@ zr__sock_conn_active(struct zr_socket *s, struct zr__conn *c)
 		sock_pipes_add(s, 1);
 	sock_route_pending(s);
 	zr__sock_close_kick(s);
+	return 0;
 }
 
 void
@@ -1006,10 +1061,14 @@ zr__sock_conn_lost(struct zr_socket *s, struct zr__conn *c)
 	s->nconns_active--;
 	if (!c->connecter)
 		sock_pipes_add(s, -1);
+	if (s->type == ZR_ROUTER)
+		sock_rid_publish(s, c, false);
 	if (s->rr == c)
 		s->rr = NULL;
 	if (s->req_peer == c)
 		s->req_peer = NULL;
+	if (s->type == ZR_PUB)
+		zr__subs_fini(&c->subs); /* a reconnected subscriber subscribes afresh */
 	if (s->type == ZR_XPUB) {
 		/* The subscriber is gone: each of its subscriptions ends (RFC 29),
 		 * once per count, and the app hears every cancel. */
@@ -1261,6 +1320,8 @@ zr__sock_io_free(struct zr_socket *s)
 		zr__spsc_fini(&s->mon);
 		close(s->efd_mon);
 	}
+	pthread_mutex_destroy(&s->rid_lock);
+	free(s->rids);
 	close(s->efd_rx);
 	close(s->efd_tx);
 	free(s);

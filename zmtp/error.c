@@ -86,6 +86,8 @@ static const struct error_errno_text error_errno_text[] = {
 	{EINPROGRESS, "operation in progress"},
 	{ECANCELED, "operation cancelled"},
 	{ESHUTDOWN, "shut down"},
+	{EFSM, "operation not valid in the socket's current state"},
+	{ETERM, "the context was terminated"},
 };
 
 /* see error.h */

@@ -17,6 +17,14 @@
 extern "C" {
 #endif
 
+/* libzmq's own errno values, for the socket API (returned negated). */
+#ifndef EFSM
+#define EFSM 156384763 /* operation not valid in the socket's state (REQ sending twice) */
+#endif
+#ifndef ETERM
+#define ETERM 156384765 /* the context was terminated */
+#endif
+
 /* Non-error outcomes of the codec's feed calls (never negative). */
 enum {
 	ZR_OK = 0,        /* progress: an event was produced */
@@ -29,7 +37,8 @@ enum {
  * line can say exactly what happened.
  */
 enum zr_err {
-	ZR_EBASE = 2000, /* first protocol code; every errno is below it */
+	ZR_EBASE = 2000, /* first protocol code; every system errno is below it
+	                    (EFSM and ETERM, libzmq's, sit far above and are not protocol codes) */
 
 	/* greeting (RFC 23 "Greeting", RFC 37) */
 	ZR_ESIGNATURE = ZR_EBASE, /* octet 0 is not 0xFF or octet 9 not 0x7F: not ZMTP 3 */

@@ -36,12 +36,6 @@ typedef struct zr_ctx zr_ctx;
 typedef struct zr_socket zr_socket;
 typedef struct zr_msg zr_msg;
 
-#ifndef EFSM
-#define EFSM 156384763 /* libzmq's value: operation not valid in the socket's state */
-#endif
-#ifndef ETERM
-#define ETERM 156384765 /* libzmq's value: the context was terminated */
-#endif
 
 /* ---- messages: multipart, each frame a byte string ---------------------- */
 
