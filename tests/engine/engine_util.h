@@ -102,7 +102,7 @@ struct et_str {
 	size_t len, cap;
 };
 
-static inline void
+static inline void __attribute__((format(printf, 2, 3)))
 et_str_add(struct et_str *s, const char *fmt, ...)
 {
 	va_list ap;
@@ -382,7 +382,7 @@ et_peer_start(const char *type, const char *how, const char *ep, const char *con
 }
 
 /* Sends a command line and returns the answer line (asserts one came). */
-static inline const char *
+static inline const char *__attribute__((format(printf, 3, 4)))
 et_peer_ask(struct et_peer *p, int timeout_ms, const char *fmt, ...)
 {
 	struct et_str s = {0};
