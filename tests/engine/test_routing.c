@@ -1,7 +1,7 @@
 /*
  * Routing details, each in its smallest form: ROUTER routing ids (the peer's
- * own, or one generated for a peer without one), XPUB unsubscriptions when a
- * subscriber leaves, messages of many frames.
+ * own, or one generated for a peer without one), ROUTER_MANDATORY, XPUB
+ * unsubscriptions when a subscriber leaves, messages of many frames.
  */
 #include "scenarios.h"
 
@@ -81,6 +81,31 @@ Test(router, routes_each_reply_to_the_peer_it_names)
 	et_expect_none(&d2, 50);
 }
 
+/* zring.h: "ROUTER_MANDATORY: unknown peer -> -EHOSTUNREACH". */
+Test(router, mandatory_refuses_an_unknown_peer_with_ehostunreach)
+{
+	zr_socket *r = et_zopen(0, ZR_ROUTER);
+
+	et_zopt_int(r, ZR_ROUTER_MANDATORY, 1);
+	et_zbind(r, false);
+	int rc = zr_send_bytes(r, "nobody", 6, ZR_DONTWAIT);
+
+	cr_assert_eq(rc, -EHOSTUNREACH, "send to an unknown peer: %d (%s)", rc, zr_strerror(rc));
+}
+
+/* With ROUTER_MANDATORY a known peer is still reached. */
+Test(router, mandatory_still_routes_to_a_known_peer)
+{
+	struct et_side d, r;
+
+	et_pair(&d, ZR_DEALER, true, sc_opt_d1, &r, ZR_ROUTER, false, NULL, false, false);
+	et_zopt_int(r.z, ZR_ROUTER_MANDATORY, 1);
+	et_send(&d, "6869");
+	et_expect(&r, "4431:6869");
+	et_send(&r, "4431:6f6b");
+	et_expect(&d, "6f6b");
+}
+
 /* Without ROUTER_MANDATORY a message for an unknown peer is dropped quietly
  * and does not reach anyone else. */
 Test(router, drops_a_message_for_an_unknown_peer)
@@ -149,6 +174,16 @@ many_frames(bool py_receiver, int n)
 Test(frames, a_message_of_64_frames_reaches_zring)
 {
 	many_frames(false, 64);
+}
+
+Test(frames, a_message_of_200_frames_reaches_zring)
+{
+	many_frames(false, 200);
+}
+
+Test(frames, a_message_of_200_frames_reaches_libzmq)
+{
+	many_frames(true, 200);
 }
 
 /* libzmq -> zring, 200 frames. */
