@@ -117,6 +117,8 @@ conn_timer_set(struct zr__conn *c, uint64_t deadline)
 static void
 conn_timer_codec(struct zr__conn *c)
 {
+	if (c->kick_out)
+		return; /* the timer is set to close it now: keep it so */
 	if (c->state == ZR__CONN_HANDSHAKE || c->state == ZR__CONN_ACTIVE)
 		conn_timer_set(c, zr_zmtp_deadline(&c->z));
 }
@@ -450,8 +452,45 @@ zr__conn_resume(struct zr__conn *c)
 bool
 zr__conn_has_room(const struct zr__conn *c)
 {
-	return c->state == ZR__CONN_ACTIVE &&
-	       (c->sock->opt.sndhwm <= 0 || c->out_n < (size_t)c->sock->opt.sndhwm);
+	const struct zr__options *o = &c->sock->opt;
+
+	return c->state == ZR__CONN_ACTIVE && (o->sndhwm <= 0 || c->out_n < (size_t)o->sndhwm) &&
+	       (c->out_n == 0 || o->sndbytes <= 0 || c->out_bytes < (uint64_t)o->sndbytes);
+}
+
+/* How many messages at the head of outq are being written (or half written). */
+static size_t
+conn_out_busy(const struct zr__conn *c)
+{
+	if (c->tx_busy)
+		return c->tx_msgs + (c->tx_end_frame > 0 ? 1u : 0u);
+	return c->tx_frame > 0 ? 1u : 0u;
+}
+
+bool
+zr__conn_drop_oldest(struct zr__conn *c)
+{
+	size_t k = conn_out_busy(c);
+	zr_msg *m;
+
+	if (k >= c->out_n)
+		return false;
+	m = c->outq[(c->out_head + k) % c->out_cap];
+	for (size_t i = k; i + 1 < c->out_n; i++)
+		c->outq[(c->out_head + i) % c->out_cap] = c->outq[(c->out_head + i + 1) % c->out_cap];
+	c->out_n--;
+	c->out_bytes -= m->len;
+	zr__msg_unref(m);
+	return true;
+}
+
+void
+zr__conn_kick_out(struct zr__conn *c)
+{
+	if (c->kick_out || c->state == ZR__CONN_CLOSING)
+		return;
+	c->kick_out = true;
+	conn_timer_set(c, 0);
 }
 
 bool
@@ -474,6 +513,7 @@ zr__conn_send(struct zr__conn *c, zr_msg *m, bool force)
 	}
 	c->outq[(c->out_head + c->out_n) % c->out_cap] = m;
 	c->out_n++;
+	c->out_bytes += m->len;
 	conn_tx_kick(c);
 	return true;
 }
@@ -594,7 +634,10 @@ conn_tx_done(struct zr__op *op, int res, uint32_t flags)
 	zr_zmtp_out_ack(&c->z, c->tx_ctl);
 	was_full = !zr__conn_has_room(c);
 	for (size_t i = 0; i < c->tx_msgs; i++) {
-		zr__msg_unref(c->outq[c->out_head]);
+		zr_msg *m = c->outq[c->out_head];
+
+		c->out_bytes -= m->len;
+		zr__msg_unref(m);
 		c->out_head = (c->out_head + 1) % c->out_cap;
 		c->out_n--;
 	}
@@ -617,6 +660,10 @@ conn_timer_fired(struct zr__timer *t)
 	struct zr__conn *c = (struct zr__conn *)((char *)t - offsetof(struct zr__conn, timer));
 	int rc;
 
+	if (c->kick_out) {
+		zr__conn_close(c); /* may free c */
+		return;
+	}
 	if (c->state == ZR__CONN_WAITING) {
 		if (c->sock->io_closing && !zr__sock_unsent(c->sock)) {
 			c->state = ZR__CONN_CLOSING;
@@ -659,10 +706,14 @@ conn_reset_buffers(struct zr__conn *c)
 	                  : (c->tx_frame > 0 ? 1u : 0u);
 
 	for (size_t i = 0; i < lost && c->out_n > 0; i++) {
-		zr__msg_unref(c->outq[c->out_head]);
+		zr_msg *m = c->outq[c->out_head];
+
+		c->out_bytes -= m->len;
+		zr__msg_unref(m);
 		c->out_head = (c->out_head + 1) % c->out_cap;
 		c->out_n--;
 	}
+	c->kick_out = false;
 	c->tx_msgs = 0;
 	c->tx_ctl = 0;
 	c->tx_frame = 0;

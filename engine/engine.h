@@ -94,6 +94,8 @@ struct zr__options {
 	int heartbeat_ivl_ms, heartbeat_ttl_ms, heartbeat_timeout_ms;
 	int sndbuf, rcvbuf;
 	int64_t maxmsgsize;
+	int64_t sndbytes, rcvbytes; /* byte budgets beside the HWMs */
+	int pub_policy;             /* enum zr_pub_policy */
 	bool router_mandatory;
 	bool plain_server;
 	uint8_t routing_id[ZR__SUB_MAX];
@@ -162,6 +164,8 @@ struct zr__conn {
 	/* send: a ring of messages routed here, then one sendmsg in flight */
 	zr_msg **outq;
 	size_t out_head, out_n, out_cap;
+	size_t out_bytes;      /* bytes of the messages in outq (SNDBYTES) */
+	bool kick_out;         /* PUB_DISCONNECT: close me at the next timer turn */
 	bool tx_busy;
 	size_t tx_msgs;        /* whole messages at the head of outq the batch finishes */
 	uint32_t tx_frame;     /* next frame of the head message to write (a message
@@ -202,6 +206,7 @@ struct zr_socket {
 	atomic_int rx_armed, tx_armed; /* the app waits: signal its eventfd */
 	atomic_int dirty;              /* queued on the ctx's dirty stack */
 	atomic_int rx_paused;          /* some connection waits for room in rx */
+	atomic_size_t rx_bytes;        /* bytes of the messages in rx */
 	atomic_int closed;             /* the app closed it (io frees it later) */
 	atomic_int npipes;             /* peers a send could go to, counted as libzmq
 	                                  counts pipes: a connecter from zr_connect on,
@@ -319,6 +324,10 @@ void zr__conn_start_connect(struct zr__conn *c);
 /* Queues a message (takes a reference). Returns false when full (HWM). */
 bool zr__conn_send(struct zr__conn *c, zr_msg *m, bool force);
 bool zr__conn_has_room(const struct zr__conn *c);
+/* PUB_DROP_OLD: drops the oldest message not yet being written. */
+bool zr__conn_drop_oldest(struct zr__conn *c);
+/* PUB_DISCONNECT: closes c on its next timer turn (never inside a callback). */
+void zr__conn_kick_out(struct zr__conn *c);
 /* Resumes reading after the socket's rx queue got room. */
 void zr__conn_resume(struct zr__conn *c);
 /* Begins teardown (no reconnect); frees itself when its operations are done. */

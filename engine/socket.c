@@ -26,6 +26,8 @@
 
 #include "engine.h"
 
+#define SOCK_BYTES_DEFAULT ((int64_t)8 << 20)
+
 struct zr__listener {
 	struct zr__op op;
 	struct zr_socket *sock;
@@ -60,9 +62,18 @@ sock_queues(struct zr_socket *s)
 {
 	int rc;
 
+	size_t tx_cap = s->opt.sndhwm > 0 ? (size_t)s->opt.sndhwm : 1024;
+
 	if (s->queues_ready)
 		return 0;
-	rc = zr__spsc_init(&s->tx, s->opt.sndhwm > 0 ? (size_t)s->opt.sndhwm : 1024);
+	/* The app -> io handoff. Types that wait for room (PUSH, DEALER, ...)
+	 * get SNDHWM slots, so what waits there stays near libzmq's bound. PUB,
+	 * XPUB and ROUTER never wait: their limit is each peer's own queue, and
+	 * the io thread empties the handoff at once, so it only has to absorb a
+	 * burst between two turns of the loop. */
+	if ((s->type == ZR_PUB || s->type == ZR_XPUB || s->type == ZR_ROUTER) && tx_cap < 1024)
+		tx_cap = 1024;
+	rc = zr__spsc_init(&s->tx, tx_cap);
 	if (rc < 0)
 		return rc;
 	rc = zr__spsc_init(&s->rx, s->opt.rcvhwm > 0 ? (size_t)s->opt.rcvhwm : 1024);
@@ -145,6 +156,7 @@ zr_socket_open(zr_ctx *ctx, int type, zr_socket **out)
 		.sndhwm = 1000, .rcvhwm = 1000, .linger_ms = -1, .sndtimeo_ms = -1, .rcvtimeo_ms = -1,
 		.reconnect_ivl_ms = 100, .handshake_ivl_ms = 30000,
 		.maxmsgsize = (int64_t)ZR_ZMTP_DEFAULT_MAX_MSG_SIZE,
+		.sndbytes = SOCK_BYTES_DEFAULT, .rcvbytes = SOCK_BYTES_DEFAULT,
 	};
 	s->efd_rx = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->efd_tx = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -164,6 +176,7 @@ zr_socket_open(zr_ctx *ctx, int type, zr_socket **out)
 	atomic_init(&s->rx_paused, 0);
 	atomic_init(&s->closed, 0);
 	atomic_init(&s->npipes, 0);
+	atomic_init(&s->rx_bytes, 0);
 	pthread_mutex_init(&s->rid_lock, NULL);
 	atomic_init(&s->mon_mask, 0);
 	atomic_init(&s->mon_armed, 0);
@@ -432,6 +445,7 @@ zr_recv(zr_socket *s, zr_msg **msg, int flags)
 			m = zr__spsc_pop(&s->rx);
 		}
 		if (m != NULL) {
+			atomic_fetch_sub(&s->rx_bytes, m->len);
 			/* A connection may be waiting for exactly this slot. */
 			if (atomic_load(&s->rx_paused))
 				zr__ctx_dirty(s->ctx, s);
@@ -623,10 +637,17 @@ zr_setsockopt(zr_socket *s, int option, const void *v, size_t len)
 	case ZR_PLAIN_PASSWORD:
 		return sock_opt_bytes(v, len, o->password, &o->password_len, ZR__SUB_MAX);
 	case ZR_MAXMSGSIZE:
+	case ZR_SNDBYTES:
+	case ZR_RCVBYTES: {
+		int64_t *dst = option == ZR_MAXMSGSIZE ? &o->maxmsgsize
+		               : option == ZR_SNDBYTES ? &o->sndbytes
+		                                       : &o->rcvbytes;
+
 		if (len != sizeof(int64_t))
 			return -EINVAL;
-		memcpy(&o->maxmsgsize, v, sizeof o->maxmsgsize);
+		memcpy(dst, v, sizeof *dst);
 		return 0;
+	}
 	default:
 		break;
 	}
@@ -652,6 +673,11 @@ zr_setsockopt(zr_socket *s, int option, const void *v, size_t len)
 	case ZR_HEARTBEAT_IVL: o->heartbeat_ivl_ms = i; return 0;
 	case ZR_HEARTBEAT_TTL: o->heartbeat_ttl_ms = i; return 0;
 	case ZR_HEARTBEAT_TIMEOUT: o->heartbeat_timeout_ms = i; return 0;
+	case ZR_PUB_POLICY:
+		if (i < ZR_PUB_DROP_NEW || i > ZR_PUB_DISCONNECT)
+			return -EINVAL;
+		o->pub_policy = i;
+		return 0;
 	default: return -EINVAL;
 	}
 }
@@ -680,11 +706,19 @@ zr_getsockopt(zr_socket *s, int option, void *v, size_t *len)
 		*len = o->routing_id_len;
 		return 0;
 	case ZR_MAXMSGSIZE:
+	case ZR_SNDBYTES:
+	case ZR_RCVBYTES: {
+		const int64_t *src = option == ZR_MAXMSGSIZE ? &o->maxmsgsize
+		                     : option == ZR_SNDBYTES ? &o->sndbytes
+		                                             : &o->rcvbytes;
+
 		if (*len < sizeof(int64_t))
 			return -EINVAL;
-		memcpy(v, &o->maxmsgsize, sizeof o->maxmsgsize);
-		*len = sizeof o->maxmsgsize;
+		memcpy(v, src, sizeof *src);
+		*len = sizeof *src;
 		return 0;
+	}
+	case ZR_PUB_POLICY: i = o->pub_policy; break;
 	case ZR_SNDHWM: i = o->sndhwm; break;
 	case ZR_RCVHWM: i = o->rcvhwm; break;
 	case ZR_SNDBUF: i = o->sndbuf; break;
@@ -800,6 +834,49 @@ sock_xsub_subscription(struct zr_socket *s, bool subscribe, const uint8_t *t, si
 	}
 }
 
+/*
+ * PUB/XPUB: a copy to every subscriber whose subscriptions match frame 0.
+ * A matching subscriber with a full queue is handled by ZR_PUB_POLICY; one
+ * that does not match never holds the publisher back, whatever its state.
+ */
+static bool
+sock_route_fanout(struct zr_socket *s, zr_msg *m)
+{
+	size_t len;
+	const uint8_t *f0 = zr_msg_frame(m, 0, &len);
+	int policy = s->opt.pub_policy;
+	struct zr__conn *c, *next;
+
+	if (policy == ZR_PUB_BLOCK) {
+		/* Lossless: all or nothing, so a retry never duplicates. */
+		for (c = s->conns; c != NULL; c = c->next) {
+			if (c->state == ZR__CONN_ACTIVE && zr__subs_match(&c->subs, f0, len) &&
+			    !zr__conn_has_room(c))
+				return false;
+		}
+	}
+	for (c = s->conns; c != NULL; c = next) {
+		bool room;
+
+		next = c->next;
+		if (c->state != ZR__CONN_ACTIVE || !zr__subs_match(&c->subs, f0, len))
+			continue;
+		room = zr__conn_has_room(c);
+		if (!room && policy == ZR_PUB_DROP_OLD)
+			room = zr__conn_drop_oldest(c);
+		if (!room) {
+			if (policy == ZR_PUB_DISCONNECT)
+				zr__conn_kick_out(c);
+			continue; /* DROP_NEW: this subscriber misses this message */
+		}
+		m->refs++;
+		if (!zr__conn_send(c, m, true))
+			m->refs--;
+	}
+	zr__msg_unref(m);
+	return true;
+}
+
 /* Routes one message; false when it must wait for room (PUSH-like types). */
 static bool
 sock_route(struct zr_socket *s, zr_msg *m)
@@ -834,16 +911,7 @@ sock_route(struct zr_socket *s, zr_msg *m)
 		return true;
 	case ZR_PUB:
 	case ZR_XPUB:
-		f0 = zr_msg_frame(m, 0, &len);
-		for (c = s->conns; c != NULL; c = c->next) {
-			if (c->state != ZR__CONN_ACTIVE || !zr__subs_match(&c->subs, f0, len))
-				continue;
-			m->refs++;
-			if (!zr__conn_send(c, m, false))
-				m->refs--; /* this subscriber is full: its copy is dropped */
-		}
-		zr__msg_unref(m);
-		return true;
+		return sock_route_fanout(s, m);
 	case ZR_XSUB:
 		f0 = zr_msg_frame(m, 0, &len);
 		if (m->nframes == 1 && len >= 1 && (f0[0] == 0 || f0[0] == 1)) {
@@ -904,6 +972,25 @@ zr__sock_io_dirty(struct zr_socket *s)
 	sock_route_pending(s);
 }
 
+/* io thread: into the app's queue, within RCVHWM and RCVBYTES. */
+static bool
+sock_rx_push(struct zr_socket *s, zr_msg *m)
+{
+	if (s->opt.rcvbytes > 0 && zr__spsc_count(&s->rx) > 0 &&
+	    atomic_load(&s->rx_bytes) + m->len > (uint64_t)s->opt.rcvbytes)
+		return false;
+	/* Count the bytes before the app can see (and subtract) the message. */
+	atomic_fetch_add(&s->rx_bytes, m->len);
+	if (!zr__spsc_push(&s->rx, m)) {
+		atomic_fetch_sub(&s->rx_bytes, m->len);
+		return false;
+	}
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load(&s->rx_armed) && atomic_exchange(&s->rx_armed, 0))
+		sock_signal(s->efd_rx);
+	return true;
+}
+
 bool
 zr__sock_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m)
 {
@@ -936,12 +1023,7 @@ zr__sock_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m)
 	default:
 		break;
 	}
-	if (!zr__spsc_push(&s->rx, m))
-		return false;
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load(&s->rx_armed) && atomic_exchange(&s->rx_armed, 0))
-		sock_signal(s->efd_rx);
-	return true;
+	return sock_rx_push(s, m);
 }
 
 void
@@ -964,12 +1046,8 @@ zr__sock_subscription(struct zr_socket *s, struct zr__conn *c, bool subscribe, c
 
 				zr__msg_frame_append(m, &flag, 1);
 				zr__msg_frame_append(m, topic, len);
-				if (zr__spsc_push(&s->rx, m)) {
-					atomic_thread_fence(memory_order_seq_cst);
-					if (atomic_load(&s->rx_armed) && atomic_exchange(&s->rx_armed, 0))
-						sock_signal(s->efd_rx);
+				if (sock_rx_push(s, m))
 					return;
-				}
 			}
 			zr_msg_free(m);
 		}

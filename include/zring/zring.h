@@ -178,6 +178,28 @@ enum zr_option {
 	ZR_HEARTBEAT_IVL = 75,     /* int, ms: 0 */
 	ZR_HEARTBEAT_TTL = 76,     /* int, ms: 0 */
 	ZR_HEARTBEAT_TIMEOUT = 77, /* int, ms: 0 = HEARTBEAT_IVL */
+
+	/* zring's own (no libzmq equivalent) */
+	ZR_SNDBYTES = 1001,   /* int64, bytes per peer's send queue: 8 MiB */
+	ZR_RCVBYTES = 1002,   /* int64, bytes in the receive queue: 8 MiB */
+	ZR_PUB_POLICY = 1003, /* int: what PUB/XPUB do with a subscriber whose queue is full */
+};
+
+/*
+ * Byte budgets sit beside the message high-water marks, so memory is bounded
+ * whatever the message size: a queue takes a message while it holds fewer than
+ * its HWM messages and fewer than its budget in bytes (an empty queue takes
+ * any one message, so one larger than the budget still passes). A full
+ * receive queue stops the reading (the peer's sends wait: TCP flow control).
+ */
+
+/* ZR_PUB_POLICY values. */
+enum zr_pub_policy {
+	ZR_PUB_DROP_NEW = 0,   /* RFC 29 and libzmq: that subscriber misses this message */
+	ZR_PUB_BLOCK = 1,      /* lossless: the send waits for the slowest *matching*
+	                          subscriber (others are unaffected when it does not match) */
+	ZR_PUB_DROP_OLD = 2,   /* the subscriber's oldest unsent message makes room */
+	ZR_PUB_DISCONNECT = 3, /* the slow subscriber is disconnected (it may reconnect) */
 };
 
 /* Sets an option; integers are passed as int (or int64_t for MAXMSGSIZE) with

@@ -1,0 +1,281 @@
+/*
+ * Flow control inside zring: the receive byte budget (RCVBYTES) bounds what
+ * a stalled receiver holds whatever the message size, and the PUB policies
+ * decide what a full *matching* subscriber costs the others.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/engine.h"
+
+#define WAIT_MS 10000
+
+static void
+sopt_int(zr_socket *s, int opt, int v)
+{
+	cr_assert_eq(zr_setsockopt(s, opt, &v, sizeof v), 0, "option %d", opt);
+}
+
+static void
+sopt_i64(zr_socket *s, int opt, int64_t v)
+{
+	cr_assert_eq(zr_setsockopt(s, opt, &v, sizeof v), 0, "option %d", opt);
+}
+
+static void
+endpoint_of(zr_socket *s, char *ep, size_t cap)
+{
+	size_t len = cap;
+
+	cr_assert_eq(zr_getsockopt(s, ZR_LAST_ENDPOINT, ep, &len), 0);
+}
+
+static void
+sleep_ms(int ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+Test(engine_flow, a_stalled_receiver_holds_no_more_than_its_byte_budget)
+{
+	enum { SIZE = 64 * 1024, SENT = 40 };
+	static char payload[SIZE];
+	zr_ctx *ctx;
+	zr_socket *push, *pull;
+	char ep[128];
+	int sent = 0, got = 0;
+	size_t queued;
+
+	cr_assert_eq(zr_ctx_new(&ctx), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
+	sopt_i64(pull, ZR_RCVBYTES, 256 * 1024); /* four 64 KiB messages */
+	sopt_int(pull, ZR_RCVTIMEO, WAIT_MS);
+	sopt_int(push, ZR_SNDTIMEO, WAIT_MS);
+	cr_assert_eq(zr_bind(pull, "ipc://@zring-flow-budget"), 0);
+	endpoint_of(pull, ep, sizeof ep);
+	cr_assert_eq(zr_connect(push, ep), 0);
+
+	/* The messages fit in the kernel and SNDHWM: the sender is not blocked,
+	 * so everything reaches the receiver's side, which stops at its budget. */
+	for (; sent < SENT; sent++) {
+		memset(payload, sent, sizeof payload);
+		cr_assert_eq(zr_send_bytes(push, payload, sizeof payload, 0), 0, "send %d", sent);
+	}
+	sleep_ms(300);
+	queued = zr__spsc_count(&pull->rx);
+	cr_assert_leq(queued, 4u, "%zu messages of 64 KiB queued past a 256 KiB budget", queued);
+	cr_assert_leq(atomic_load(&pull->rx_bytes), (size_t)256 * 1024);
+	cr_assert_geq(queued, 1u, "the receiver must have taken some");
+
+	/* Reading again lets everything through, once and in order. */
+	for (; got < SENT; got++) {
+		static char in[SIZE];
+		int n = zr_recv_bytes(pull, in, sizeof in, 0);
+
+		cr_assert_eq(n, SIZE, "message %d: %d (%s)", got, n, n < 0 ? zr_strerror(n) : "");
+		cr_assert_eq((unsigned char)in[0], (unsigned char)got);
+		cr_assert_eq((unsigned char)in[SIZE - 1], (unsigned char)got);
+	}
+	cr_assert_eq(zr_recv_bytes(pull, payload, 1, ZR_DONTWAIT), -EAGAIN);
+	sopt_int(push, ZR_LINGER, 0);
+	sopt_int(pull, ZR_LINGER, 0);
+	zr_socket_close(push);
+	zr_socket_close(pull);
+	zr_ctx_free(ctx);
+}
+
+struct fanout {
+	zr_ctx *ctx;
+	zr_socket *pub, *fast, *slow, *other;
+};
+
+/* A PUB and three SUBs: fast and slow subscribe to "t", other to "x". The
+ * slow and other SUBs take one message at a time, in small kernel buffers. */
+static void
+fanout_open(struct fanout *f, int policy)
+{
+	char ep[128];
+
+	cr_assert_eq(zr_ctx_new(&f->ctx), 0);
+	cr_assert_eq(zr_socket_open(f->ctx, ZR_PUB, &f->pub), 0);
+	sopt_int(f->pub, ZR_PUB_POLICY, policy);
+	sopt_int(f->pub, ZR_SNDHWM, 10);
+	sopt_int(f->pub, ZR_SNDBUF, 4096);
+	cr_assert_eq(zr_bind(f->pub, "tcp://127.0.0.1:0"), 0);
+	endpoint_of(f->pub, ep, sizeof ep);
+	zr_socket **subs[3] = {&f->fast, &f->slow, &f->other};
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(zr_socket_open(f->ctx, ZR_SUB, subs[i]), 0);
+		sopt_int(*subs[i], ZR_RCVTIMEO, WAIT_MS);
+		if (i > 0) {
+			sopt_int(*subs[i], ZR_RCVHWM, 1);
+			sopt_int(*subs[i], ZR_RCVBUF, 4096);
+		}
+		cr_assert_eq(zr_setsockopt(*subs[i], ZR_SUBSCRIBE, i == 2 ? "x" : "t", 1), 0);
+		cr_assert_eq(zr_connect(*subs[i], ep), 0);
+	}
+	/* Wait until both "t" subscribers are known to the PUB. */
+	for (int ready = 0; ready < 2;) {
+		char buf[8];
+
+		cr_assert_eq(zr_send_bytes(f->pub, "tprobe", 6, 0), 0);
+		sleep_ms(20);
+		ready = 0;
+		while (zr_recv_bytes(f->fast, buf, sizeof buf, ZR_DONTWAIT) > 0)
+			ready |= 1;
+		while (zr_recv_bytes(f->slow, buf, sizeof buf, ZR_DONTWAIT) > 0)
+			ready |= 2;
+		ready = ready == 3 ? 2 : 0;
+	}
+	sleep_ms(50);
+	for (char buf[8]; zr_recv_bytes(f->fast, buf, sizeof buf, ZR_DONTWAIT) > 0;)
+		;
+	for (char buf[8]; zr_recv_bytes(f->slow, buf, sizeof buf, ZR_DONTWAIT) > 0;)
+		;
+}
+
+static void
+fanout_close(struct fanout *f)
+{
+	zr_socket *all[4] = {f->pub, f->fast, f->slow, f->other};
+
+	for (int i = 0; i < 4; i++) {
+		sopt_int(all[i], ZR_LINGER, 0);
+		zr_socket_close(all[i]);
+	}
+	zr_ctx_free(f->ctx);
+}
+
+/* Message i is "t" + 4 octets of i + filler, 1 KiB in all. */
+static int
+publish(zr_socket *pub, int i, int flags)
+{
+	char buf[1024];
+
+	memset(buf, '.', sizeof buf);
+	buf[0] = 't';
+	memcpy(buf + 1, &i, sizeof i);
+	return zr_send_bytes(pub, buf, sizeof buf, flags);
+}
+
+static int
+seq_of(zr_socket *s, int flags)
+{
+	char buf[1024];
+	int i, n = zr_recv_bytes(s, buf, sizeof buf, flags);
+
+	if (n < 0)
+		return n;
+	cr_assert_eq(n, 1024);
+	memcpy(&i, buf + 1, sizeof i);
+	return i;
+}
+
+Test(engine_flow, block_policy_waits_for_the_slowest_matching_subscriber_and_loses_nothing,
+     .timeout = 60)
+{
+	struct fanout f;
+	int sent = 0, rc;
+
+	fanout_open(&f, ZR_PUB_BLOCK);
+	/* The slow SUB reads nothing: the PUB fills its queue, the kernel's, and
+	 * then the publish waits (ZR_DONTWAIT: -EAGAIN) within a bounded count. */
+	while ((rc = publish(f.pub, sent, ZR_DONTWAIT)) == 0) {
+		sent++;
+		cr_assert_lt(sent, 100000, "the publisher never felt the slow subscriber");
+		if (sent % 64 == 0)
+			sleep_ms(1);
+	}
+	cr_assert_eq(rc, -EAGAIN);
+	cr_assert_gt(sent, 0);
+	/* The non-matching slow SUB never held it back and got nothing. */
+	cr_assert_eq(zr_recv_bytes(f.other, (char[8]){0}, 8, ZR_DONTWAIT), -EAGAIN);
+
+	/* The slow one reads: every message reaches both, in order, once. */
+	for (int i = 0; i < sent; i++)
+		cr_assert_eq(seq_of(f.slow, 0), i, "slow subscriber, message %d", i);
+	for (int i = 0; i < sent; i++)
+		cr_assert_eq(seq_of(f.fast, 0), i, "fast subscriber, message %d", i);
+	fanout_close(&f);
+}
+
+Test(engine_flow, drop_new_policy_never_blocks_and_the_fast_subscriber_gets_everything, .timeout = 60)
+{
+	struct fanout f;
+	enum { N = 3000 };
+	int last = -1, received = 0;
+
+	fanout_open(&f, ZR_PUB_DROP_NEW);
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(publish(f.pub, i, ZR_DONTWAIT), 0, "a drop-new PUB never blocks (message %d)", i);
+		/* The fast subscriber keeps up (it takes each message before the
+		 * next is published); the slow one reads nothing. */
+		cr_assert_eq(seq_of(f.fast, 0), i, "the fast subscriber lost message %d", i);
+	}
+	(void)last;
+	/* The slow one missed some (its copies were dropped), in order still. */
+	for (int r, prev = -1; (r = seq_of(f.slow, ZR_DONTWAIT)) >= 0; prev = r, received++)
+		cr_assert_gt(r, prev);
+	cr_assert_lt(received, N, "a slow subscriber with a full queue cannot have got all %d", N);
+	fanout_close(&f);
+}
+
+Test(engine_flow, drop_old_policy_keeps_the_newest_messages_for_a_slow_subscriber, .timeout = 60)
+{
+	struct fanout f;
+	enum { N = 2000 };
+	int r, prev = -1, received = 0;
+
+	fanout_open(&f, ZR_PUB_DROP_OLD);
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(publish(f.pub, i, ZR_DONTWAIT), 0, "a drop-old PUB never blocks (message %d)", i);
+		cr_assert_eq(seq_of(f.fast, 0), i, "the fast subscriber lost message %d", i);
+	}
+	/* The slow subscriber's queue kept making room by dropping its oldest:
+	 * what it finally reads ends with the very last message. */
+	while ((r = seq_of(f.slow, 0)) >= 0) {
+		cr_assert_gt(r, prev, "out of order: %d after %d", r, prev);
+		prev = r;
+		received++;
+		if (r == N - 1)
+			break;
+	}
+	cr_assert_eq(prev, N - 1, "the newest message must reach the slow subscriber");
+	cr_assert_lt(received, N);
+	fanout_close(&f);
+}
+
+Test(engine_flow, disconnect_policy_cuts_off_only_the_slow_matching_subscriber, .timeout = 60)
+{
+	struct fanout f;
+	struct zr_event ev;
+	int cut = 0;
+
+	fanout_open(&f, ZR_PUB_DISCONNECT);
+	/* Watch the PUB: the slow SUB itself, paused by its own full queue, reads
+	 * nothing and so learns of the cut only once its app reads again. */
+	cr_assert_eq(zr_socket_monitor(f.pub, ZR_EVENT_DISCONNECTED), 0);
+	for (int i = 0; i < 5000 && !cut; i++) {
+		cr_assert_eq(publish(f.pub, i, ZR_DONTWAIT), 0);
+		cr_assert_eq(seq_of(f.fast, 0), i, "the fast subscriber lost message %d", i);
+		cut = zr_monitor_recv(f.pub, &ev, 0) == 0;
+	}
+	if (!cut)
+		cut = zr_monitor_recv(f.pub, &ev, 2000) == 0;
+	cr_assert(cut, "the slow matching subscriber was never disconnected");
+	/* Only that one: the fast subscriber still gets every message, and no
+	 * second disconnect comes (the non-matching slow one stays too). */
+	for (int i = 0; i < 200; i++) {
+		cr_assert_eq(publish(f.pub, 100000 + i, ZR_DONTWAIT), 0);
+		cr_assert_eq(seq_of(f.fast, 0), 100000 + i);
+	}
+	cr_assert_eq(zr_monitor_recv(f.pub, &ev, 200), -EAGAIN, "a second subscriber was cut off");
+	fanout_close(&f);
+}
