@@ -976,7 +976,12 @@ zr__sock_io_dirty(struct zr_socket *s)
 static bool
 sock_rx_push(struct zr_socket *s, zr_msg *m)
 {
-	if (s->opt.rcvbytes > 0 && zr__spsc_count(&s->rx) > 0 &&
+	size_t queued = zr__spsc_count(&s->rx);
+
+	/* Exactly RCVHWM (the ring itself rounds up to a power of two). */
+	if (s->opt.rcvhwm > 0 && queued >= (size_t)s->opt.rcvhwm)
+		return false;
+	if (s->opt.rcvbytes > 0 && queued > 0 &&
 	    atomic_load(&s->rx_bytes) + m->len > (uint64_t)s->opt.rcvbytes)
 		return false;
 	/* Count the bytes before the app can see (and subtract) the message. */

@@ -279,3 +279,29 @@ Test(engine_flow, disconnect_policy_cuts_off_only_the_slow_matching_subscriber, 
 	cr_assert_eq(zr_monitor_recv(f.pub, &ev, 200), -EAGAIN, "a second subscriber was cut off");
 	fanout_close(&f);
 }
+
+Test(engine_flow, a_stalled_receiver_takes_exactly_rcvhwm_messages)
+{
+	zr_ctx *ctx;
+	zr_socket *push, *pull;
+	char ep[128];
+
+	cr_assert_eq(zr_ctx_new(&ctx), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
+	sopt_int(pull, ZR_RCVHWM, 5); /* the ring underneath has 8 slots */
+	cr_assert_eq(zr_bind(pull, "ipc://@zring-flow-exact-hwm"), 0);
+	endpoint_of(pull, ep, sizeof ep);
+	cr_assert_eq(zr_connect(push, ep), 0);
+	for (int i = 0; i < 50; i++)
+		cr_assert_eq(zr_send_bytes(push, "m", 1, 0), 0);
+	sleep_ms(300);
+	cr_assert_eq(zr__spsc_count(&pull->rx), 5u);
+	for (int i = 0; i < 50; i++)
+		cr_assert_eq(zr_recv_bytes(pull, ep, sizeof ep, 0), 1, "message %d", i);
+	sopt_int(push, ZR_LINGER, 0);
+	sopt_int(pull, ZR_LINGER, 0);
+	zr_socket_close(push);
+	zr_socket_close(pull);
+	zr_ctx_free(ctx);
+}
