@@ -14,7 +14,7 @@ packages=(
 	# (libclang_rt.fuzzer-x86_64.a), llvm-symbolizer for readable reports
 	libclang-rt-14-dev llvm
 	# lint (scripts/lint.sh)
-	clang-format clang-tidy
+	clang-format clang-tidy shellcheck
 )
 
 missing=()

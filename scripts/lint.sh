@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Style lint, kept out of CI's pass/fail for now (see README): clang-format
-# drift and clang-tidy findings for the library sources. Exits non-zero when
-# either reports something.
+# drift, shellcheck warnings in the scripts, and clang-tidy findings for the
+# library sources. Exits non-zero when any of them reports something.
 # Usage: scripts/lint.sh [BUILD_DIR]   (default build/gcc; needs compile_commands.json)
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 build=${1:-build/gcc}
 rc=0
 
@@ -18,6 +18,9 @@ for f in "${sources[@]}"; do
 	fi
 done
 ((drift)) && { echo "  $drift file(s); fix with: clang-format -i FILE"; rc=1; }
+
+echo "== shellcheck"
+shellcheck -S warning scripts/*.sh .ci/run || rc=1
 
 echo "== clang-tidy"
 if [[ ! -f $build/compile_commands.json ]]; then

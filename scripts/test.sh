@@ -49,7 +49,7 @@ build_and_test() {
 	shift
 	[[ ${ZR_CLEAN:-0} == 1 ]] && rm -rf "$dir"
 	cmake -S "$root" -B "$dir" -G Ninja -Wno-dev "$@" >"$dir.configure.log" 2>&1 ||
-		{ mkdir -p "$dir" && cat "$dir.configure.log"; return 1; }
+		{ cat "$dir.configure.log"; return 1; }
 	cmake --build "$dir" -j "$jobs" || return 1
 	ctest --test-dir "$dir" -j "$jobs" --output-on-failure --no-tests=error
 }
