@@ -1,0 +1,167 @@
+/*
+ * Socket behaviour behind options and edges: the pollable fd, a 256 MiB
+ * message, reconnect backoff, and no reconnect after a protocol failure.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <zring/zring.h>
+
+static void
+sopt_int(zr_socket *s, int opt, int v)
+{
+	cr_assert_eq(zr_setsockopt(s, opt, &v, sizeof v), 0, "option %d", opt);
+}
+
+static void
+endpoint_of(zr_socket *s, char *ep, size_t cap)
+{
+	size_t len = cap;
+
+	cr_assert_eq(zr_getsockopt(s, ZR_LAST_ENDPOINT, ep, &len), 0);
+}
+
+Test(engine_options, the_socket_fd_turns_readable_when_a_message_arrives_after_eagain)
+{
+	zr_ctx *ctx;
+	zr_socket *push, *pull;
+	char ep[128], buf[8];
+	struct pollfd p;
+
+	cr_assert_eq(zr_ctx_new(&ctx), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
+	cr_assert_eq(zr_bind(pull, "ipc://@zring-options-fd"), 0);
+	endpoint_of(pull, ep, sizeof ep);
+	cr_assert_eq(zr_connect(push, ep), 0);
+
+	p.fd = zr_socket_fd(pull);
+	p.events = POLLIN;
+	cr_assert_geq(p.fd, 0);
+	cr_assert_eq(zr_recv_bytes(pull, buf, sizeof buf, ZR_DONTWAIT), -EAGAIN);
+	cr_assert_eq(poll(&p, 1, 100), 0, "readable with nothing to receive");
+	cr_assert_eq(zr_send_bytes(push, "hi", 2, 0), 0);
+	cr_assert_eq(poll(&p, 1, 5000), 1, "the fd never turned readable");
+	cr_assert_eq(zr_recv_bytes(pull, buf, sizeof buf, ZR_DONTWAIT), 2);
+	cr_assert_eq(memcmp(buf, "hi", 2), 0);
+
+	sopt_int(push, ZR_LINGER, 0);
+	sopt_int(pull, ZR_LINGER, 0);
+	zr_socket_close(push);
+	zr_socket_close(pull);
+	zr_ctx_free(ctx);
+}
+
+Test(engine_options, a_256_mib_message_goes_through_with_maxmsgsize_raised, .timeout = 120)
+{
+	const size_t size = (size_t)256 << 20;
+	int64_t max = (int64_t)size + 1024;
+	zr_ctx *ctx;
+	zr_socket *push, *pull;
+	char ep[128];
+	zr_msg *m;
+	size_t len;
+	const uint8_t *got;
+	uint8_t *body = malloc(size);
+
+	cr_assert_not_null(body);
+	for (size_t i = 0; i < size; i += 4096)
+		body[i] = (uint8_t)(i >> 12);
+	body[size - 1] = 0xa5;
+	cr_assert_eq(zr_ctx_new(&ctx), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
+	cr_assert_eq(zr_setsockopt(pull, ZR_MAXMSGSIZE, &max, sizeof max), 0);
+	sopt_int(pull, ZR_RCVTIMEO, 60000);
+	cr_assert_eq(zr_bind(pull, "ipc://@zring-options-256mib"), 0);
+	endpoint_of(pull, ep, sizeof ep);
+	cr_assert_eq(zr_connect(push, ep), 0);
+
+	cr_assert_eq(zr_msg_new(&m), 0);
+	cr_assert_eq(zr_msg_add(m, "", 0), 0); /* an empty frame first */
+	cr_assert_eq(zr_msg_add(m, body, size), 0);
+	cr_assert_eq(zr_send(push, &m, 0), 0);
+	cr_assert_eq(zr_recv(pull, &m, 0), 0);
+	cr_assert_eq(zr_msg_frames(m), 2u);
+	zr_msg_frame(m, 0, &len);
+	cr_assert_eq(len, 0u);
+	got = zr_msg_frame(m, 1, &len);
+	cr_assert_eq(len, size);
+	for (size_t i = 0; i < size; i += 4096)
+		cr_assert_eq(got[i], (uint8_t)(i >> 12), "octet %zu", i);
+	cr_assert_eq(got[size - 1], 0xa5);
+	zr_msg_free(m);
+	free(body);
+
+	sopt_int(push, ZR_LINGER, 0);
+	sopt_int(pull, ZR_LINGER, 0);
+	zr_socket_close(push);
+	zr_socket_close(pull);
+	zr_ctx_free(ctx);
+}
+
+Test(engine_options, reconnect_delays_grow_up_to_reconnect_ivl_max)
+{
+	zr_ctx *ctx;
+	zr_socket *s;
+	struct zr_event ev;
+	int delays[8];
+
+	cr_assert_eq(zr_ctx_new(&ctx), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_DEALER, &s), 0);
+	sopt_int(s, ZR_RECONNECT_IVL, 10);
+	sopt_int(s, ZR_RECONNECT_IVL_MAX, 80);
+	cr_assert_eq(zr_socket_monitor(s, ZR_EVENT_CONNECT_RETRIED), 0);
+	cr_assert_eq(zr_connect(s, "ipc://@zring-options-nobody"), 0);
+	for (int i = 0; i < 8; i++) {
+		cr_assert_eq(zr_monitor_recv(s, &ev, 5000), 0, "retry %d", i);
+		delays[i] = ev.value;
+	}
+	/* Attempt n waits base * 2^(n-1) capped at the max, plus up to as much
+	 * again of jitter: 10-20, 20-40, 40-80, then 80-160 for ever. */
+	cr_assert(delays[0] >= 10 && delays[0] <= 40, "first delay %d", delays[0]);
+	cr_assert(delays[2] >= 40, "third delay %d did not grow", delays[2]);
+	for (int i = 3; i < 8; i++)
+		cr_assert(delays[i] >= 80 && delays[i] <= 160, "delay %d is %d, want 80..160", i, delays[i]);
+	sopt_int(s, ZR_LINGER, 0);
+	zr_socket_close(s);
+	zr_ctx_free(ctx);
+}
+
+Test(engine_options, no_reconnect_after_the_peer_refused_the_handshake)
+{
+	zr_ctx *ctx;
+	zr_socket *pub, *push;
+	char ep[128];
+	struct zr_event ev;
+	int failed = 0, retried = 0;
+
+	cr_assert_eq(zr_ctx_new(&ctx), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PUB, &pub), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
+	sopt_int(push, ZR_RECONNECT_IVL, 10);
+	cr_assert_eq(zr_bind(pub, "ipc://@zring-options-refused"), 0);
+	endpoint_of(pub, ep, sizeof ep);
+	cr_assert_eq(zr_socket_monitor(push, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZR_EVENT_CONNECT_RETRIED),
+	             0);
+	cr_assert_eq(zr_connect(push, ep), 0);
+	/* One failed handshake (PUSH may not talk to PUB), then silence: with a
+	 * 10 ms interval a reconnect loop would show many retries in 500 ms. */
+	while (zr_monitor_recv(push, &ev, failed ? 500 : 5000) == 0) {
+		if (ev.type == ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL)
+			failed++;
+		else
+			retried++;
+	}
+	cr_assert_eq(failed, 1);
+	cr_assert_eq(retried, 0, "%d reconnects after a protocol failure", retried);
+	sopt_int(push, ZR_LINGER, 0);
+	sopt_int(pub, ZR_LINGER, 0);
+	zr_socket_close(push);
+	zr_socket_close(pub);
+	zr_ctx_free(ctx);
+}
