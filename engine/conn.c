@@ -144,6 +144,17 @@ conn_reconnect_delay(struct zr__conn *c)
 	return base + x % (base + 1);
 }
 
+/* A connecter of a closing socket with nothing left to send stops trying. */
+static bool
+conn_give_up(struct zr__conn *c)
+{
+	if (!c->sock->io_closing || zr__sock_unsent(c->sock))
+		return false;
+	c->state = ZR__CONN_CLOSING;
+	conn_teardown(c);
+	return true;
+}
+
 /* Schedules the next connect attempt (connecters). */
 static void
 conn_retry(struct zr__conn *c)
@@ -223,12 +234,8 @@ conn_connect_done(struct zr__op *op, int res, uint32_t flags)
 	if (res < 0) {
 		close(c->fd);
 		c->fd = -1;
-		if (c->sock->io_closing && !zr__sock_unsent(c->sock)) {
-			c->state = ZR__CONN_CLOSING;
-			conn_teardown(c);
-			return;
-		}
-		conn_retry(c);
+		if (!conn_give_up(c))
+			conn_retry(c);
 		return;
 	}
 	zr__sock_event(c->sock, ZR_EVENT_CONNECTED, c->fd, c->endpoint);
@@ -530,6 +537,18 @@ conn_outq_at(const struct zr__conn *c, size_t i)
 	return c->outq[(c->out_head + i) % c->out_cap];
 }
 
+/* Drops the message at the head of outq (written, or lost with the link). */
+static void
+conn_outq_pop(struct zr__conn *c)
+{
+	zr_msg *m = c->outq[c->out_head];
+
+	c->out_bytes -= m->len;
+	zr__msg_unref(m);
+	c->out_head = (c->out_head + 1) % c->out_cap;
+	c->out_n--;
+}
+
 static void
 conn_tx_kick(struct zr__conn *c)
 {
@@ -633,14 +652,8 @@ conn_tx_done(struct zr__op *op, int res, uint32_t flags)
 	}
 	zr_zmtp_out_ack(&c->z, c->tx_ctl);
 	was_full = !zr__conn_has_room(c);
-	for (size_t i = 0; i < c->tx_msgs; i++) {
-		zr_msg *m = c->outq[c->out_head];
-
-		c->out_bytes -= m->len;
-		zr__msg_unref(m);
-		c->out_head = (c->out_head + 1) % c->out_cap;
-		c->out_n--;
-	}
+	for (size_t i = 0; i < c->tx_msgs; i++)
+		conn_outq_pop(c);
 	c->tx_msgs = 0;
 	c->tx_ctl = 0;
 	c->tx_frame = c->tx_end_frame;
@@ -665,12 +678,8 @@ conn_timer_fired(struct zr__timer *t)
 		return;
 	}
 	if (c->state == ZR__CONN_WAITING) {
-		if (c->sock->io_closing && !zr__sock_unsent(c->sock)) {
-			c->state = ZR__CONN_CLOSING;
-			conn_teardown(c);
-			return;
-		}
-		zr__conn_start_connect(c);
+		if (!conn_give_up(c))
+			zr__conn_start_connect(c);
 		return;
 	}
 	if (c->state != ZR__CONN_HANDSHAKE && c->state != ZR__CONN_ACTIVE)
@@ -705,14 +714,8 @@ conn_reset_buffers(struct zr__conn *c)
 	                  ? c->tx_msgs + (c->tx_end_frame > 0 ? 1u : 0u)
 	                  : (c->tx_frame > 0 ? 1u : 0u);
 
-	for (size_t i = 0; i < lost && c->out_n > 0; i++) {
-		zr_msg *m = c->outq[c->out_head];
-
-		c->out_bytes -= m->len;
-		zr__msg_unref(m);
-		c->out_head = (c->out_head + 1) % c->out_cap;
-		c->out_n--;
-	}
+	for (size_t i = 0; i < lost && c->out_n > 0; i++)
+		conn_outq_pop(c);
 	c->kick_out = false;
 	c->tx_msgs = 0;
 	c->tx_ctl = 0;
@@ -725,11 +728,8 @@ conn_free(struct zr__conn *c)
 {
 	struct zr_socket *s = c->sock;
 
-	while (c->out_n > 0) {
-		zr__msg_unref(c->outq[c->out_head]);
-		c->out_head = (c->out_head + 1) % c->out_cap;
-		c->out_n--;
-	}
+	while (c->out_n > 0)
+		conn_outq_pop(c);
 	if (c->prev != NULL)
 		c->prev->next = c->next;
 	else

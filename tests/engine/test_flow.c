@@ -11,36 +11,13 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "sock_helpers.h"
 
 #define WAIT_MS 10000
 
-static void
-sopt_int(zr_socket *s, int opt, int v)
-{
-	cr_assert_eq(zr_setsockopt(s, opt, &v, sizeof v), 0, "option %d", opt);
-}
 
-static void
-sopt_i64(zr_socket *s, int opt, int64_t v)
-{
-	cr_assert_eq(zr_setsockopt(s, opt, &v, sizeof v), 0, "option %d", opt);
-}
 
-static void
-endpoint_of(zr_socket *s, char *ep, size_t cap)
-{
-	size_t len = cap;
 
-	cr_assert_eq(zr_getsockopt(s, ZR_LAST_ENDPOINT, ep, &len), 0);
-}
-
-static void
-sleep_ms(int ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
-}
 
 Test(engine_flow, a_stalled_receiver_holds_no_more_than_its_byte_budget)
 {

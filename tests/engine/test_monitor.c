@@ -8,6 +8,8 @@
 
 #include <zring/zring.h>
 
+#include "sock_helpers.h"
+
 #define WAIT_MS 5000
 
 /* Reads events until one of type comes; fails the test after WAIT_MS. */
@@ -25,13 +27,6 @@ expect_event(zr_socket *s, int type)
 	}
 }
 
-static void
-bound_endpoint(zr_socket *s, char *buf, size_t cap)
-{
-	size_t len = cap;
-
-	cr_assert_eq(zr_getsockopt(s, ZR_LAST_ENDPOINT, buf, &len), 0);
-}
 
 Test(engine_monitor, reports_listening_accepted_connected_and_handshakes)
 {
@@ -47,7 +42,7 @@ Test(engine_monitor, reports_listening_accepted_connected_and_handshakes)
 	cr_assert_eq(zr_socket_monitor(pull, ZR_EVENT_ALL), 0);
 	cr_assert_eq(zr_socket_monitor(push, ZR_EVENT_ALL), 0);
 	cr_assert_eq(zr_bind(pull, "tcp://127.0.0.1:0"), 0);
-	bound_endpoint(pull, ep, sizeof ep);
+	endpoint_of(pull, ep, sizeof ep);
 
 	ev = expect_event(pull, ZR_EVENT_LISTENING);
 	cr_assert_str_eq(ev.endpoint, ep);
@@ -91,7 +86,7 @@ Test(engine_monitor, an_incompatible_peer_fails_the_handshake_with_the_reason_on
 	cr_assert_eq(zr_socket_monitor(a, ZR_EVENT_ALL), 0);
 	cr_assert_eq(zr_socket_monitor(b, ZR_EVENT_ALL), 0);
 	cr_assert_eq(zr_bind(a, "ipc://@zring-monitor-incompatible"), 0);
-	bound_endpoint(a, ep, sizeof ep);
+	endpoint_of(a, ep, sizeof ep);
 	cr_assert_eq(zr_connect(b, ep), 0);
 
 	ev = expect_event(a, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL);

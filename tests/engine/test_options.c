@@ -10,20 +10,9 @@
 #include <string.h>
 
 #include <zring/zring.h>
+#include "sock_helpers.h"
 
-static void
-sopt_int(zr_socket *s, int opt, int v)
-{
-	cr_assert_eq(zr_setsockopt(s, opt, &v, sizeof v), 0, "option %d", opt);
-}
 
-static void
-endpoint_of(zr_socket *s, char *ep, size_t cap)
-{
-	size_t len = cap;
-
-	cr_assert_eq(zr_getsockopt(s, ZR_LAST_ENDPOINT, ep, &len), 0);
-}
 
 Test(engine_options, the_socket_fd_turns_readable_when_a_message_arrives_after_eagain)
 {

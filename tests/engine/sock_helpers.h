@@ -1,0 +1,43 @@
+/*
+ * Small helpers for the engine tests that drive zring sockets in-process:
+ * set an option or fail, read the bound endpoint, sleep.
+ */
+#ifndef ZR_TESTS_ENGINE_SOCK_HELPERS_H
+#define ZR_TESTS_ENGINE_SOCK_HELPERS_H
+
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <zring/zring.h>
+
+static inline void
+sopt_int(zr_socket *s, int opt, int v)
+{
+	cr_assert_eq(zr_setsockopt(s, opt, &v, sizeof v), 0, "option %d", opt);
+}
+
+static inline void
+sopt_i64(zr_socket *s, int opt, int64_t v)
+{
+	cr_assert_eq(zr_setsockopt(s, opt, &v, sizeof v), 0, "option %d", opt);
+}
+
+/* The endpoint the socket last bound (with the port the kernel chose). */
+static inline void
+endpoint_of(zr_socket *s, char *ep, size_t cap)
+{
+	size_t len = cap;
+
+	cr_assert_eq(zr_getsockopt(s, ZR_LAST_ENDPOINT, ep, &len), 0);
+}
+
+static inline void
+sleep_ms(int ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+
+	nanosleep(&ts, NULL);
+}
+
+#endif /* ZR_TESTS_ENGINE_SOCK_HELPERS_H */
