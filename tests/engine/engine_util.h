@@ -11,8 +11,8 @@
  * frame (octet i = (i % 251 + seed) & 0xff), exactly as epeer.py writes them.
  * Every wait is bounded; peers die with the test (and on teardown).
  */
-#ifndef ZR_TESTS_ENGINE_UTIL_H
-#define ZR_TESTS_ENGINE_UTIL_H
+#ifndef ZR_TESTS_ENGINE_ENGINE_UTIL_H
+#define ZR_TESTS_ENGINE_ENGINE_UTIL_H
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pipe2, vasprintf; first, before any system header */
@@ -763,4 +763,4 @@ et_pair(struct et_side *a, int ta, bool a_py, const char *const *aopts, struct e
 	}
 }
 
-#endif /* ZR_TESTS_ENGINE_UTIL_H */
+#endif /* ZR_TESTS_ENGINE_ENGINE_UTIL_H */
