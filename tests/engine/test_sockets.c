@@ -1,8 +1,8 @@
 /*
  * Socket behaviour beyond the pair matrix, against libzmq peers unless
  * noted: PAIR is exclusive, a reconnecting PUB forgets the old subscriber's
- * topics, subscriptions come and go at any time, LINGER and context
- * teardown, connecting before the peer binds, handshake timeouts and
+ * topics, subscriptions come and go at any time, LINGER on close,
+ * connecting before the peer binds, handshake timeouts and
  * garbage peers, round-robin, REP with several clients, long runs of small
  * messages, endpoint errors.
  */
@@ -10,7 +10,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <pthread.h>
 #include <sys/socket.h>
 
 TestSuite(sockets, .fini = et_teardown, .timeout = 40);
@@ -223,32 +222,6 @@ Test(sockets, linger_bounds_the_wait_for_a_peer_that_never_comes)
 	          (unsigned long long)dt);
 }
 
-static void *
-so_blocked_recv(void *arg)
-{
-	zr_msg *m = NULL;
-
-	return (void *)(intptr_t)zr_recv((zr_socket *)arg, &m, 0);
-}
-
-/* zring.h: blocking calls in other threads return -ETERM on zr_ctx_free. */
-Test(sockets, freeing_the_context_wakes_a_blocked_receive_with_eterm)
-{
-	zr_ctx *c;
-	zr_socket *s;
-	pthread_t th;
-	void *res;
-
-	cr_assert_eq(zr_ctx_new(&c), 0);
-	cr_assert_eq(zr_socket_open(c, ZR_PULL, &s), 0);
-	cr_assert_eq(zr_bind(s, "tcp://127.0.0.1:0"), 0);
-	cr_assert_eq(pthread_create(&th, NULL, so_blocked_recv, s), 0);
-	et_sleep_ms(200);
-	zr_ctx_free(c);
-	pthread_join(th, &res);
-	cr_assert_eq((intptr_t)res, -ETERM, "blocked zr_recv returned %d", (int)(intptr_t)res);
-}
-
 /* Sent before the peer exists: delivered once it binds. */
 Test(sockets, a_push_connected_before_the_peer_binds_delivers_when_it_does)
 {
@@ -440,4 +413,12 @@ Test(sockets, recv_bytes_truncates_and_returns_the_full_length)
 	cr_assert_eq(zr_send_bytes(a.z, "hello world", 11, 0), 0);
 	cr_assert_eq(zr_recv_bytes(b.z, buf, sizeof buf, 0), 11);
 	cr_assert(memcmp(buf, "hello", 5) == 0);
+}
+
+/* zring.h: "zr_strerror() names each" code it lists, -EFSM and -ETERM too. */
+Test(sockets, strerror_names_efsm_and_eterm)
+{
+	cr_assert_str_neq(zr_strerror(-EFSM), "unknown error");
+	cr_assert_str_neq(zr_strerror(-ETERM), "unknown error");
+	cr_assert_str_neq(zr_strerror(-EFSM), zr_strerror(-ETERM));
 }
