@@ -591,7 +591,8 @@ conn_tx_kick(struct zr__conn *c)
 				c->tx_iov[niov].iov_base = c->tx_hdr[niov];
 				c->tx_iov[niov].iov_len = (size_t)h;
 				niov++;
-				c->tx_iov[niov].iov_base = m->data + m->frames[f].off;
+				/* A message of empty frames may have no buffer at all. */
+				c->tx_iov[niov].iov_base = len > 0 ? m->data + m->frames[f].off : NULL;
 				c->tx_iov[niov].iov_len = len;
 				niov++;
 				bytes += (size_t)h + len;

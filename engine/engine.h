@@ -208,6 +208,9 @@ struct zr_socket {
 	atomic_int rx_paused;          /* some connection waits for room in rx */
 	atomic_size_t rx_bytes;        /* bytes of the messages in rx */
 	atomic_int closed;             /* the app closed it (io frees it later) */
+	atomic_int calls;              /* app calls in progress: the io thread frees the
+	                                  socket only when none is (a thread blocked in
+	                                  zr_recv while the context terminates) */
 	atomic_int npipes;             /* peers a send could go to, counted as libzmq
 	                                  counts pipes: a connecter from zr_connect on,
 	                                  an accepted peer once its handshake is done */

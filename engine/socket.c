@@ -118,7 +118,7 @@ sock_wait(struct zr_socket *s, int fd, uint64_t deadline)
 	if (poll(&p, 1, timeout) == 0)
 		return -EAGAIN;
 	sock_drain_fd(fd);
-	return 0;
+	return atomic_load(&s->ctx->terminating) ? -ETERM : 0;
 }
 
 static uint64_t
@@ -177,6 +177,7 @@ zr_socket_open(zr_ctx *ctx, int type, zr_socket **out)
 	atomic_init(&s->closed, 0);
 	atomic_init(&s->npipes, 0);
 	atomic_init(&s->rx_bytes, 0);
+	atomic_init(&s->calls, 0);
 	pthread_mutex_init(&s->rid_lock, NULL);
 	atomic_init(&s->mon_mask, 0);
 	atomic_init(&s->mon_armed, 0);
@@ -253,6 +254,9 @@ zr_connect(zr_socket *s, const char *endpoint)
 	if (cmd == NULL)
 		return -ENOMEM;
 	cmd->ep = ep;
+	/* libzmq's connecter has its pipe from zmq_connect on: a send right
+	 * after this one may queue, even before the io thread sees the command. */
+	atomic_fetch_add(&s->npipes, 1);
 	zr__ctx_command(s->ctx, cmd);
 	return 0;
 }
@@ -325,9 +329,8 @@ sock_blocks_without_peer(const zr_socket *s)
 	return s->type == ZR_PUSH || s->type == ZR_DEALER || s->type == ZR_REQ || s->type == ZR_PAIR;
 }
 
-/* see zring.h */
-int
-zr_send(zr_socket *s, zr_msg **msg, int flags)
+static int
+sock_send(zr_socket *s, zr_msg **msg, int flags)
 {
 	uint64_t deadline = sock_deadline(flags, s->opt.sndtimeo_ms);
 	uint32_t added;
@@ -422,9 +425,8 @@ sock_recv_finish(zr_socket *s, zr_msg *m)
 	return 1;
 }
 
-/* see zring.h */
-int
-zr_recv(zr_socket *s, zr_msg **msg, int flags)
+static int
+sock_recv(zr_socket *s, zr_msg **msg, int flags)
 {
 	uint64_t deadline = sock_deadline(flags, s->opt.rcvtimeo_ms);
 	zr_msg *m;
@@ -460,6 +462,53 @@ zr_recv(zr_socket *s, zr_msg **msg, int flags)
 		if (rc < 0)
 			return rc;
 	}
+}
+
+/*
+ * Every blocking call is counted while it runs, so the io thread never frees
+ * the socket under it. Leaving a terminating context, the call wakes the io
+ * thread, which may be waiting for exactly this count to reach zero.
+ */
+static int sock_monitor_recv(zr_socket *s, struct zr_event *ev, int timeout_ms);
+
+static void
+sock_call_enter(zr_socket *s)
+{
+	atomic_fetch_add(&s->calls, 1);
+}
+
+static int
+sock_call_leave(zr_socket *s, int rc)
+{
+	struct zr_ctx *ctx = s->ctx;
+
+	if (atomic_fetch_sub(&s->calls, 1) == 1 && atomic_load(&ctx->terminating))
+		zr__loop_wake(&ctx->loop);
+	return rc;
+}
+
+/* see zring.h */
+int
+zr_send(zr_socket *s, zr_msg **msg, int flags)
+{
+	sock_call_enter(s);
+	return sock_call_leave(s, sock_send(s, msg, flags));
+}
+
+/* see zring.h */
+int
+zr_recv(zr_socket *s, zr_msg **msg, int flags)
+{
+	sock_call_enter(s);
+	return sock_call_leave(s, sock_recv(s, msg, flags));
+}
+
+/* see zring.h */
+int
+zr_monitor_recv(zr_socket *s, struct zr_event *ev, int timeout_ms)
+{
+	sock_call_enter(s);
+	return sock_call_leave(s, sock_monitor_recv(s, ev, timeout_ms));
 }
 
 /* see zring.h */
@@ -528,9 +577,8 @@ zr_socket_monitor(zr_socket *s, int events)
 	return 0;
 }
 
-/* see zring.h */
-int
-zr_monitor_recv(zr_socket *s, struct zr_event *ev, int timeout_ms)
+static int
+sock_monitor_recv(zr_socket *s, struct zr_event *ev, int timeout_ms)
 {
 	uint64_t deadline = sock_deadline(0, timeout_ms);
 
@@ -1337,10 +1385,12 @@ zr__sock_io_command(struct zr_socket *s, struct zr__cmd *cmd)
 		sock_listen(s, cmd);
 		return;
 	case ZR__CMD_CONNECT:
-		if (s->io_closing || (c = zr__conn_new(s)) == NULL)
+		/* zr_connect counted the pipe; the connection's free uncounts it. */
+		if (s->io_closing || (c = zr__conn_new(s)) == NULL) {
+			sock_pipes_add(s, -1);
 			return;
+		}
 		c->connecter = true;
-		sock_pipes_add(s, 1);
 		c->ep = cmd->ep;
 		zr__endpoint_format(&c->ep, c->endpoint, sizeof c->endpoint);
 		zr__conn_start_connect(c);
@@ -1363,7 +1413,7 @@ zr__sock_io_done(struct zr_socket *s)
 {
 	struct zr__listener **ls = s->listeners;
 
-	if (!s->io_closing || s->conns != NULL || !atomic_load(&s->closed))
+	if (!s->io_closing || s->conns != NULL || !atomic_load(&s->closed) || atomic_load(&s->calls) > 0)
 		return false;
 	for (size_t i = 0; i < s->nlisten; i++) {
 		if (ls[i]->op.inflight)

@@ -8,6 +8,8 @@
  */
 #include "scenarios.h"
 
+#include <pthread.h>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -421,4 +423,43 @@ Test(sockets, strerror_names_efsm_and_eterm)
 	cr_assert_str_neq(zr_strerror(-EFSM), "unknown error");
 	cr_assert_str_neq(zr_strerror(-ETERM), "unknown error");
 	cr_assert_str_neq(zr_strerror(-EFSM), zr_strerror(-ETERM));
+}
+
+/* libzmq: a connecter has its pipe from zmq_connect on, so a ZMQ_DONTWAIT
+ * send right after it is queued (bug E9). */
+Test(sockets, a_dontwait_send_right_after_connect_is_queued)
+{
+	zr_socket *s = et_zopen(0, ZR_PUSH);
+
+	cr_assert_eq(zr_connect(s, "tcp://127.0.0.1:1"), 0);
+	int rc = zr_send_bytes(s, "x", 1, ZR_DONTWAIT);
+
+	cr_assert_eq(rc, 0, "zr_send(ZR_DONTWAIT) right after zr_connect: %d (%s)", rc, zr_strerror(rc));
+}
+
+static void *
+so_blocked_recv(void *arg)
+{
+	zr_msg *m = NULL;
+
+	return (void *)(intptr_t)zr_recv((zr_socket *)arg, &m, 0);
+}
+
+/* zring.h: blocking calls in other threads return -ETERM on zr_ctx_free, and
+ * the socket is not freed under them (bug E10: a use-after-free under ASan). */
+Test(sockets, freeing_the_context_wakes_a_blocked_receive_with_eterm)
+{
+	zr_ctx *c;
+	zr_socket *s;
+	pthread_t th;
+	void *res;
+
+	cr_assert_eq(zr_ctx_new(&c), 0);
+	cr_assert_eq(zr_socket_open(c, ZR_PULL, &s), 0);
+	cr_assert_eq(zr_bind(s, "tcp://127.0.0.1:0"), 0);
+	cr_assert_eq(pthread_create(&th, NULL, so_blocked_recv, s), 0);
+	et_sleep_ms(200);
+	zr_ctx_free(c);
+	pthread_join(th, &res);
+	cr_assert_eq((intptr_t)res, -ETERM, "blocked zr_recv returned %d", (int)(intptr_t)res);
 }
