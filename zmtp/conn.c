@@ -521,23 +521,14 @@ conn_on_frame(struct zr_zmtp *z, const struct zr_zmtp_frame *f, struct zr_zmtp_e
 	return conn_traffic_cmd(z, &cmd, ev);
 }
 
-/* see zmtp.h */
-int
-zr_zmtp_feed(struct zr_zmtp *z, const uint8_t *buf, size_t len, size_t *consumed,
-             struct zr_zmtp_event *ev, uint64_t now_ms)
+static int
+conn_feed(struct zr_zmtp *z, const uint8_t *buf, size_t len, size_t *consumed,
+          struct zr_zmtp_event *ev, uint64_t now_ms)
 {
 	struct zr_zmtp_greeting g;
 	struct zr_zmtp_frame f;
 	size_t off = 0, used;
 	int rc;
-
-	*consumed = 0;
-	if (z->err)
-		return z->err;
-	if (len == 0)
-		return ZR_NEED_MORE;
-	z->last_rx = now_ms;
-	z->ping_deadline = CONN_NEVER;
 
 	for (;;) {
 		switch (z->state) {
@@ -577,6 +568,28 @@ zr_zmtp_feed(struct zr_zmtp *z, const uint8_t *buf, size_t len, size_t *consumed
 			return conn_fail(z, -EINVAL); /* corrupted state: our bug, not the peer's */
 		}
 	}
+}
+
+/* see zmtp.h */
+int
+zr_zmtp_feed(struct zr_zmtp *z, const uint8_t *buf, size_t len, size_t *consumed,
+             struct zr_zmtp_event *ev, uint64_t now_ms)
+{
+	int rc;
+
+	*consumed = 0;
+	if (z->err)
+		return z->err;
+	if (len == 0)
+		return ZR_NEED_MORE;
+	/* New bytes, not only the leftover of the last call: the peer is alive. */
+	if (len > z->unconsumed) {
+		z->last_rx = now_ms;
+		z->ping_deadline = CONN_NEVER;
+	}
+	rc = conn_feed(z, buf, len, consumed, ev, now_ms);
+	z->unconsumed = len - *consumed;
+	return rc;
 }
 
 /* see zmtp.h */

@@ -405,6 +405,7 @@ struct zr_zmtp {
 	uint8_t pong_ctx_len;
 	uint8_t pong_ctx[ZR_ZMTP_PING_CONTEXT_MAX];
 	bool ping_pending;
+	size_t unconsumed; /* what the last feed left: re-presented bytes are not traffic */
 	size_t out_head, out_len;
 	uint8_t out[ZR_ZMTP_OUT_MAX];
 };
@@ -423,9 +424,10 @@ ZR_API int zr_zmtp_init(struct zr_zmtp *z, const struct zr_zmtp_config *cfg, uin
  *   ZR_NEED_MORE  everything usable was consumed (or len was 0);
  *   a negative code (sticky) for a protocol error; the codec may have queued
  *                 an ERROR command: drain zr_zmtp_out before closing.
- * A call with len > 0 counts as traffic for the heartbeat. PINGs are
- * answered and PONGs and unknown commands (after the handshake) are taken
- * without an event.
+ * A call whose buf holds more than the previous call left unconsumed counts
+ * as traffic for the heartbeat (re-presented bytes alone prove nothing about
+ * the peer). PINGs are answered and PONGs and unknown commands (after the
+ * handshake) are taken without an event.
  *
  * ERROR is queued for errors found after the greeting and before the
  * handshake completes (the peer learns why; RFC 23 "Error Handling"), not for
