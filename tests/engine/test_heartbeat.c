@@ -17,6 +17,8 @@
 
 #include <zring/zring.h>
 
+#include "pyspawn.h"
+
 /* A pyzmq REP on a given port that answers "pong" to anything, polling so
  * libzmq keeps processing its commands. */
 static const char peer_script[] =
@@ -30,34 +32,10 @@ static const char peer_script[] =
 static pid_t
 peer_start(int port)
 {
-	int fds[2];
-	pid_t pid;
-	char buf[8] = {0};
+	char p[16];
 
-	cr_assert_eq(pipe(fds), 0);
-	pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		char p[16];
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		dup2(fds[1], 1);
-		close(fds[0]);
-		snprintf(p, sizeof p, "%d", port);
-		execl(ZR_PYTHON, ZR_PYTHON, "-c", peer_script, p, (char *)NULL);
-		_exit(127);
-	}
-	close(fds[1]);
-	/* Python may write "up" and the newline separately: read to the newline. */
-	for (size_t n = 0; n < 3;) {
-		ssize_t got = read(fds[0], buf + n, 3 - n);
-
-		cr_assert_gt(got, 0, "the pyzmq peer did not start (is python3-zmq installed?)");
-		n += (size_t)got;
-	}
-	cr_assert_str_eq(buf, "up\n");
-	close(fds[0]);
-	return pid;
+	snprintf(p, sizeof p, "%d", port);
+	return pyspawn(peer_script, p);
 }
 
 static uint64_t
@@ -117,8 +95,7 @@ Test(engine_heartbeat, a_frozen_libzmq_peer_is_dropped_within_the_timeout_and_co
 	cr_assert_eq(kill(peer, SIGCONT), 0);
 	cr_assert_eq(next_event(req, ZR_EVENT_HANDSHAKE_SUCCEEDED, 10000), 0, "no reconnect after SIGCONT");
 
-	kill(peer, SIGKILL);
-	waitpid(peer, NULL, 0);
+	pykill(peer);
 	zr_setsockopt(req, ZR_LINGER, &zero, sizeof zero);
 	zr_socket_close(req);
 	zr_ctx_free(ctx);
