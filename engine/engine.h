@@ -97,6 +97,7 @@ struct zr__options {
 	int64_t sndbytes, rcvbytes; /* byte budgets beside the HWMs */
 	int pub_policy;             /* enum zr_pub_policy */
 	bool router_mandatory;
+	bool ipv6;
 	bool plain_server;
 	uint8_t routing_id[ZR__SUB_MAX];
 	size_t routing_id_len;

@@ -214,7 +214,7 @@ zr_bind(zr_socket *s, const char *endpoint)
 {
 	struct zr__endpoint ep;
 	struct zr__cmd *cmd;
-	int rc = zr__endpoint_parse(endpoint, true, false, &ep), fd;
+	int rc = zr__endpoint_parse(endpoint, true, s->opt.ipv6, &ep), fd;
 
 	if (rc < 0)
 		return rc;
@@ -243,7 +243,7 @@ zr_connect(zr_socket *s, const char *endpoint)
 {
 	struct zr__endpoint ep;
 	struct zr__cmd *cmd;
-	int rc = zr__endpoint_parse(endpoint, false, false, &ep);
+	int rc = zr__endpoint_parse(endpoint, false, s->opt.ipv6, &ep);
 
 	if (rc < 0)
 		return rc;
@@ -716,6 +716,7 @@ zr_setsockopt(zr_socket *s, int option, const void *v, size_t len)
 	case ZR_RCVTIMEO: o->rcvtimeo_ms = i; return 0;
 	case ZR_SNDTIMEO: o->sndtimeo_ms = i; return 0;
 	case ZR_ROUTER_MANDATORY: o->router_mandatory = i != 0; return 0;
+	case ZR_IPV6: o->ipv6 = i != 0; return 0;
 	case ZR_PLAIN_SERVER: o->plain_server = i != 0; return 0;
 	case ZR_HANDSHAKE_IVL: o->handshake_ivl_ms = i; return 0;
 	case ZR_HEARTBEAT_IVL: o->heartbeat_ivl_ms = i; return 0;
@@ -777,6 +778,7 @@ zr_getsockopt(zr_socket *s, int option, void *v, size_t *len)
 	case ZR_RCVTIMEO: i = o->rcvtimeo_ms; break;
 	case ZR_SNDTIMEO: i = o->sndtimeo_ms; break;
 	case ZR_ROUTER_MANDATORY: i = o->router_mandatory; break;
+	case ZR_IPV6: i = o->ipv6; break;
 	case ZR_PLAIN_SERVER: i = o->plain_server; break;
 	case ZR_HANDSHAKE_IVL: i = o->handshake_ivl_ms; break;
 	case ZR_HEARTBEAT_IVL: i = o->heartbeat_ivl_ms; break;

@@ -170,6 +170,7 @@ enum zr_option {
 	ZR_RCVTIMEO = 27,          /* int, ms: -1 */
 	ZR_SNDTIMEO = 28,          /* int, ms: -1 */
 	ZR_LAST_ENDPOINT = 32,     /* string, read only: the last bound endpoint */
+	ZR_IPV6 = 42,              /* int 0/1: "*" binds dual-stack "::", names may resolve to IPv6 */
 	ZR_ROUTER_MANDATORY = 33,  /* int 0/1: unknown peer -> -EHOSTUNREACH */
 	ZR_PLAIN_SERVER = 44,      /* int 0/1 */
 	ZR_PLAIN_USERNAME = 45,    /* string */

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,5 +153,48 @@ Test(engine_options, no_reconnect_after_the_peer_refused_the_handshake)
 	sopt_int(pub, ZR_LINGER, 0);
 	zr_socket_close(push);
 	zr_socket_close(pub);
+	zr_ctx_free(ctx);
+}
+
+Test(engine_options, ipv6_binds_star_dual_stack_and_takes_v4_and_v6_peers)
+{
+	zr_ctx *ctx;
+	zr_socket *pull, *v4, *v6;
+	char ep[128], to[160], buf[8];
+	const char *port;
+
+	cr_assert_eq(zr_ctx_new(&ctx), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
+	sopt_int(pull, ZR_IPV6, 1);
+	sopt_int(pull, ZR_RCVTIMEO, 5000);
+	if (zr_bind(pull, "tcp://*:0") != 0) {
+		zr_socket_close(pull);
+		zr_ctx_free(ctx);
+		cr_skip_test("no IPv6 on this machine");
+	}
+	endpoint_of(pull, ep, sizeof ep);
+	cr_assert(strncmp(ep, "tcp://[::]:", 11) == 0, "bound to %s", ep);
+	port = strrchr(ep, ':') + 1;
+
+	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &v4), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &v6), 0);
+	snprintf(to, sizeof to, "tcp://127.0.0.1:%s", port);
+	cr_assert_eq(zr_connect(v4, to), 0);
+	snprintf(to, sizeof to, "tcp://[::1]:%s", port);
+	cr_assert_eq(zr_connect(v6, to), 0);
+	cr_assert_eq(zr_send_bytes(v4, "v4", 2, 0), 0);
+	cr_assert_eq(zr_send_bytes(v6, "v6", 2, 0), 0);
+	for (int i = 0, seen = 0; i < 2; i++) {
+		cr_assert_eq(zr_recv_bytes(pull, buf, sizeof buf, 0), 2);
+		seen |= buf[1] == '4' ? 1 : 2;
+		if (i == 1)
+			cr_assert_eq(seen, 3, "both the IPv4 and the IPv6 peer must get through");
+	}
+	sopt_int(v4, ZR_LINGER, 0);
+	sopt_int(v6, ZR_LINGER, 0);
+	sopt_int(pull, ZR_LINGER, 0);
+	zr_socket_close(v4);
+	zr_socket_close(v6);
+	zr_socket_close(pull);
 	zr_ctx_free(ctx);
 }
