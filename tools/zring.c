@@ -3,6 +3,7 @@
  *
  *   zring cat (-r|-w) ...    a ZeroMQ socket on stdin/stdout (zl_cat.c)
  *   zring demo [--count N]   check our ZMTP codec against a real libzmq peer
+ *   zring bench [--quick]    zring beside libzmq: throughput and latency (zl_bench.c)
  *   zring version            print the version
  *   zring help               print the usage
  *
@@ -22,6 +23,7 @@
 
 #include <zring.h>
 
+#include "zl_bench.h"
 #include "zl_cat.h"
 #include "zl_link.h"
 #include "zl_proc.h"
@@ -46,6 +48,10 @@ static const char usage_text[] =
 	"  demo [--count N]  check the ZMTP codec against a real libzmq peer (pyzmq):\n"
 	"                    handshake both ways, N messages (default 1000) sent and\n"
 	"                    echoed back, byte-exact, with a transcript\n"
+	"  bench [--quick] [--out DIR] [--bin DIR]\n"
+	"                    zring beside libzmq: throughput and latency, zring and\n"
+	"                    libzmq alternately, medians and ratios (needs the bench/\n"
+	"                    programs: build with -DZR_BENCH=ON)\n"
 	"  version           print the version\n"
 	"  help              print this help\n"
 	"\n"
@@ -473,7 +479,7 @@ static const struct {
 	const char *name;
 	int (*run)(int argc, char **argv);
 } commands[] = {
-	{"cat", zl_cat_main},       {"demo", cmd_demo}, {"version", cmd_version},
+	{"cat", zl_cat_main},       {"demo", cmd_demo}, {"bench", zl_bench_main}, {"version", cmd_version},
 	{"--version", cmd_version}, {"help", cmd_help}, {"--help", cmd_help},
 	{"-h", cmd_help},
 };

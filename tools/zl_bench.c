@@ -1,0 +1,472 @@
+/* zring tools — `zring bench`. See zl_bench.h and bench/README.md. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "zl_bench.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "zl_proc.h"
+
+#define BENCH_READY_MS 10000   /* receiver's READY line */
+#define BENCH_RESULT_MS 330000 /* a run; the programs alarm themselves at 300 s */
+#define BENCH_PAIRS_FULL 5
+#define BENCH_PAIRS_QUICK 3
+#define BENCH_METRICS_MAX 4
+#define BENCH_ENDPOINT "tcp://127.0.0.1:0"
+
+enum bench_kind { KIND_THR, KIND_LAT };
+
+/* Which way is better, for the ratio's legend. */
+enum bench_dir { DIR_HIGHER, DIR_LOWER };
+
+struct bench_metric {
+	const char *key;   /* in the RESULT line */
+	const char *label; /* in the table */
+	bool from_sender;  /* read it from the sender's line (else the receiver's) */
+	enum bench_dir dir;
+};
+
+static const struct bench_metric thr_metrics[BENCH_METRICS_MAX] = {
+	{"msgs_per_s", "msgs/s", false, DIR_HIGHER},
+	{"mb_per_s", "MB/s", false, DIR_HIGHER},
+	{"cpu_s_per_M", "recv CPU s/M msgs", false, DIR_LOWER},
+	{"cpu_s_per_M", "send CPU s/M msgs", true, DIR_LOWER},
+};
+
+static const struct bench_metric lat_metrics[BENCH_METRICS_MAX] = {
+	{"p50_us", "p50 us", true, DIR_LOWER},
+	{"p99_us", "p99 us", true, DIR_LOWER},
+	{"p999_us", "p99.9 us", true, DIR_LOWER},
+	{"cpu_s_per_M", "REQ CPU s/M trips", true, DIR_LOWER},
+};
+
+struct bench_scenario {
+	const char *name; /* in the table and CSV */
+	enum bench_kind kind;
+	const char *pattern; /* thr: pushpull, pubsub */
+	unsigned long size;
+	unsigned long count_full, count_quick, count_smoke;
+};
+
+static const struct bench_scenario scenarios[] = {
+	{"PUSH/PULL 1 B", KIND_THR, "pushpull", 1, 2000000, 200000, 1000},
+	{"PUSH/PULL 64 B", KIND_THR, "pushpull", 64, 2000000, 200000, 1000},
+	{"PUSH/PULL 1024 B", KIND_THR, "pushpull", 1024, 500000, 50000, 1000},
+	{"PUSH/PULL 65536 B", KIND_THR, "pushpull", 65536, 20000, 3000, 200},
+	{"PUB/SUB 64 B 1 sub", KIND_THR, "pubsub", 64, 1000000, 100000, 1000},
+	{"REQ/REP 64 B latency", KIND_LAT, "reqrep", 64, 20000, 5000, 200},
+};
+#define BENCH_NSCEN (sizeof scenarios / sizeof scenarios[0])
+#define BENCH_HEADLINE 1 /* PUSH/PULL 64 B: the last line's ratio */
+
+enum { LIB_ZR, LIB_ZMQ, LIB_N };
+static const char *const lib_names[LIB_N] = {"zring", "libzmq"};
+static const char *const lib_bins[LIB_N] = {"bench_zr", "bench_zmq"};
+
+struct bench_opts {
+	bool quick, smoke;
+	const char *out_dir;
+	const char *bin_dir;
+	int pairs;
+};
+
+/* Samples of one scenario, one library: [metric][pair]. */
+struct bench_samples {
+	double v[BENCH_METRICS_MAX][BENCH_PAIRS_FULL];
+	int n;      /* good runs */
+	int failed; /* failed runs */
+};
+
+/* dir/name into buf; -1 (and an empty buf) if it does not fit. */
+static int
+path_join(char *buf, size_t cap, const char *dir, const char *name)
+{
+	int n = snprintf(buf, cap, "%s/%s", dir, name);
+
+	if (n < 0 || (size_t)n >= cap) {
+		buf[0] = '\0';
+		return -1;
+	}
+	return 0;
+}
+
+static const struct bench_metric *
+scenario_metrics(const struct bench_scenario *sc)
+{
+	return sc->kind == KIND_THR ? thr_metrics : lat_metrics;
+}
+
+static unsigned long
+scenario_count(const struct bench_scenario *sc, const struct bench_opts *o)
+{
+	if (o->smoke)
+		return sc->count_smoke;
+	return o->quick ? sc->count_quick : sc->count_full;
+}
+
+/* The value of " key=" in a RESULT line, or -1 if absent. */
+static int
+result_get(const char *line, const char *key, double *v)
+{
+	char pat[64];
+	const char *p;
+	char *end;
+
+	snprintf(pat, sizeof pat, " %s=", key);
+	p = strstr(line, pat);
+	if (!p)
+		return -1;
+	*v = strtod(p + strlen(pat), &end);
+	return end == p + strlen(pat) ? -1 : 0;
+}
+
+/* Reads lines from p until one starts with "RESULT "; checks its count. */
+static int
+read_result(struct zl_proc *p, const char *who, unsigned long count, char *line, size_t cap,
+            int timeout_ms)
+{
+	double n;
+
+	for (;;) {
+		int rc = zl_proc_readline(p, line, cap, timeout_ms);
+		if (rc < 0) {
+			fprintf(stderr, "zring bench: %s gave no RESULT line (%s)\n", who,
+			        rc == -ETIMEDOUT ? "timed out" : "exited");
+			return -1;
+		}
+		if (strncmp(line, "RESULT ", 7) == 0)
+			break;
+	}
+	if (result_get(line, "count", &n) < 0 || n != (double)count) {
+		fprintf(stderr, "zring bench: %s reports a wrong count: %s\n", who, line);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+stop_checked(struct zl_proc *p, const char *who)
+{
+	int st = zl_proc_stop(p, 10000);
+
+	if (st == 0)
+		return 0;
+	if (st == -1)
+		fprintf(stderr, "zring bench: %s hung and was killed\n", who);
+	else if (WIFEXITED(st))
+		fprintf(stderr, "zring bench: %s exited with status %d\n", who, WEXITSTATUS(st));
+	else if (WIFSIGNALED(st))
+		fprintf(stderr, "zring bench: %s died of signal %d\n", who, WTERMSIG(st));
+	return -1;
+}
+
+/*
+ * One run: receiver (binding side) first, then sender with the endpoint it
+ * announced. Fills vals[] with the scenario's metrics. Returns 0 or -1.
+ */
+static int
+run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, double *vals,
+        FILE *runs, int pair)
+{
+	static struct zl_proc rx, tx;
+	char bin[PATH_MAX], count_s[32], size_s[32], ep[256];
+	static char line[ZL_PROC_LINE_MAX], rx_line[ZL_PROC_LINE_MAX], tx_line[ZL_PROC_LINE_MAX];
+	unsigned long count = scenario_count(sc, o);
+	bool thr = sc->kind == KIND_THR;
+	char rx_who[128], tx_who[128];
+	int rc;
+
+	if (path_join(bin, sizeof bin, o->bin_dir, lib_bins[lib]) < 0)
+		return -1;
+	snprintf(count_s, sizeof count_s, "%lu", count);
+	snprintf(size_s, sizeof size_s, "%lu", sc->size);
+	snprintf(rx_who, sizeof rx_who, "%s %s %s", lib_bins[lib], thr ? "thr-recv" : "lat-rep",
+	         sc->name);
+	snprintf(tx_who, sizeof tx_who, "%s %s %s", lib_bins[lib], thr ? "thr-send" : "lat",
+	         sc->name);
+
+	char *rx_argv_thr[] = {bin, "thr-recv", (char *)sc->pattern, BENCH_ENDPOINT, count_s,
+	                       size_s, NULL};
+	char *rx_argv_lat[] = {bin, "lat-rep", BENCH_ENDPOINT, count_s, size_s, NULL};
+	rc = zl_proc_spawn(&rx, thr ? rx_argv_thr : rx_argv_lat);
+	if (rc < 0) {
+		fprintf(stderr, "zring bench: cannot start %s: %s\n", bin, strerror(-rc));
+		return -1;
+	}
+	rc = zl_proc_readline(&rx, line, sizeof line, BENCH_READY_MS);
+	if (rc < 0 || sscanf(line, "READY %255s", ep) != 1) {
+		fprintf(stderr, "zring bench: %s did not announce its endpoint\n", rx_who);
+		stop_checked(&rx, rx_who);
+		return -1;
+	}
+	char *tx_argv_thr[] = {bin, "thr-send", (char *)sc->pattern, ep, count_s, size_s, NULL};
+	char *tx_argv_lat[] = {bin, "lat", ep, count_s, size_s, NULL};
+	rc = zl_proc_spawn(&tx, thr ? tx_argv_thr : tx_argv_lat);
+	if (rc < 0) {
+		fprintf(stderr, "zring bench: cannot start %s: %s\n", bin, strerror(-rc));
+		stop_checked(&rx, rx_who);
+		return -1;
+	}
+	int bad = 0;
+	/* The sender finishes first in throughput runs (its context waits for
+	 * delivery, then the receiver still counts the last ones): read both. */
+	if (read_result(&tx, tx_who, count, tx_line, sizeof tx_line, BENCH_RESULT_MS) < 0)
+		bad = 1;
+	if (!bad && read_result(&rx, rx_who, count, rx_line, sizeof rx_line, BENCH_RESULT_MS) < 0)
+		bad = 1;
+	if (stop_checked(&tx, tx_who) < 0)
+		bad = 1;
+	if (stop_checked(&rx, rx_who) < 0)
+		bad = 1;
+	if (bad)
+		return -1;
+
+	const struct bench_metric *m = scenario_metrics(sc);
+	for (int k = 0; k < BENCH_METRICS_MAX; k++) {
+		if (result_get(m[k].from_sender ? tx_line : rx_line, m[k].key, &vals[k]) < 0) {
+			fprintf(stderr, "zring bench: no %s in: %s\n", m[k].key,
+			        m[k].from_sender ? tx_line : rx_line);
+			return -1;
+		}
+	}
+	if (runs) {
+		fprintf(runs, "\"%s\",%s,%d,%lu,%lu", sc->name, lib_names[lib], pair, count, sc->size);
+		for (int k = 0; k < BENCH_METRICS_MAX; k++)
+			fprintf(runs, ",%.6g", vals[k]);
+		fputc('\n', runs);
+		fflush(runs);
+	}
+	return 0;
+}
+
+static int
+cmp_double(const void *x, const void *y)
+{
+	double a = *(const double *)x, b = *(const double *)y;
+
+	return (a > b) - (a < b);
+}
+
+struct bench_stat {
+	double med, min, max;
+};
+
+static struct bench_stat
+stat_of(const double *v, int n)
+{
+	double s[BENCH_PAIRS_FULL];
+	struct bench_stat st = {0, 0, 0};
+
+	if (n <= 0)
+		return st;
+	memcpy(s, v, (size_t)n * sizeof *s);
+	qsort(s, (size_t)n, sizeof *s, cmp_double);
+	st.min = s[0];
+	st.max = s[n - 1];
+	st.med = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+	return st;
+}
+
+static int
+usage(void)
+{
+	fputs("usage: zring bench [--quick] [--out DIR] [--bin DIR]\n"
+	      "\n"
+	      "Runs zring's and libzmq's benchmark programs (bench/, built with\n"
+	      "-DZR_BENCH=ON) alternately, sender and receiver in separate processes\n"
+	      "over tcp://127.0.0.1, and prints per scenario the medians, min-max and\n"
+	      "the ratio zring/libzmq. Writes zring-bench-<time>.csv (summary) and\n"
+	      "zring-bench-<time>-runs.csv (every run) into DIR (default: .).\n"
+	      "\n"
+	      "  --quick    fewer messages and 3 pairs instead of 5\n"
+	      "  --smoke    tiny counts, one pair: checks every program pair works\n"
+	      "  --out DIR  where the CSV files go\n"
+	      "  --bin DIR  where bench_zr and bench_zmq are (default: the build's bench/)\n",
+	      stderr);
+	return 2;
+}
+
+/* The build's bench/ directory: CMake tells us, else next to our own dir. */
+static void
+default_bin_dir(char *dir, size_t cap)
+{
+#ifdef ZR_BENCH_BIN_DIR
+	snprintf(dir, cap, "%s", ZR_BENCH_BIN_DIR);
+	char probe[PATH_MAX];
+	if (path_join(probe, sizeof probe, dir, lib_bins[LIB_ZR]) == 0 && access(probe, X_OK) == 0)
+		return;
+#endif
+	char self[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n <= 0) {
+		snprintf(dir, cap, "bench");
+		return;
+	}
+	self[n] = '\0';
+	char *slash = strrchr(self, '/');
+	if (slash)
+		*slash = '\0';
+	if (path_join(dir, cap, self, "../bench") < 0)
+		snprintf(dir, cap, "bench");
+}
+
+int
+zl_bench_main(int argc, char **argv)
+{
+	struct bench_opts o = {.out_dir = ".", .pairs = BENCH_PAIRS_FULL};
+	char bin_dir[PATH_MAX];
+
+	for (int i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--quick") == 0)
+			o.quick = true;
+		else if (strcmp(argv[i], "--smoke") == 0)
+			o.smoke = true;
+		else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
+			o.out_dir = argv[++i];
+		else if (strcmp(argv[i], "--bin") == 0 && i + 1 < argc)
+			o.bin_dir = argv[++i];
+		else
+			return usage();
+	}
+	if (o.smoke)
+		o.pairs = 1;
+	else if (o.quick)
+		o.pairs = BENCH_PAIRS_QUICK;
+	if (!o.bin_dir) {
+		default_bin_dir(bin_dir, sizeof bin_dir);
+		o.bin_dir = bin_dir;
+	}
+	for (int lib = 0; lib < LIB_N; lib++) {
+		char probe[PATH_MAX];
+		if (path_join(probe, sizeof probe, o.bin_dir, lib_bins[lib]) < 0 ||
+		    access(probe, X_OK) != 0) {
+			fprintf(stderr,
+			        "zring bench: no %s (configure with -DZR_BENCH=ON and build, or "
+			        "pass --bin DIR)\n",
+			        probe);
+			return 1;
+		}
+	}
+
+	char stamp[32], sum_path[PATH_MAX], runs_path[PATH_MAX];
+	time_t t = time(NULL);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+	char sum_name[64], runs_name[64];
+	snprintf(sum_name, sizeof sum_name, "zring-bench-%s.csv", stamp);
+	snprintf(runs_name, sizeof runs_name, "zring-bench-%s-runs.csv", stamp);
+	if (path_join(sum_path, sizeof sum_path, o.out_dir, sum_name) < 0 ||
+	    path_join(runs_path, sizeof runs_path, o.out_dir, runs_name) < 0) {
+		fprintf(stderr, "zring bench: --out path too long\n");
+		return 2;
+	}
+	FILE *runs = fopen(runs_path, "w");
+	FILE *sum = runs ? fopen(sum_path, "w") : NULL;
+	if (!runs || !sum) {
+		fprintf(stderr, "zring bench: cannot write into %s: %s\n", o.out_dir,
+		        strerror(errno));
+		if (runs)
+			fclose(runs);
+		return 1;
+	}
+	fputs("scenario,lib,pair,count,size,m1,m2,m3,m4\n", runs);
+	fputs("scenario,metric,better,zring_median,zring_min,zring_max,libzmq_median,"
+	      "libzmq_min,libzmq_max,ratio_zring_over_libzmq\n",
+	      sum);
+
+	printf("zring bench: %d pairs, zring and libzmq alternately, sender and receiver in "
+	       "separate processes over %s; programs in %s\n",
+	       o.pairs, BENCH_ENDPOINT, o.bin_dir);
+	fflush(stdout);
+
+	static struct bench_samples samples[BENCH_NSCEN][LIB_N];
+	int failures = 0;
+	double headline = 0;
+	bool have_headline = false;
+
+	for (size_t s = 0; s < BENCH_NSCEN; s++) {
+		const struct bench_scenario *sc = &scenarios[s];
+		const struct bench_metric *m = scenario_metrics(sc);
+
+		for (int pair = 0; pair < o.pairs; pair++) {
+			for (int lib = 0; lib < LIB_N; lib++) {
+				struct bench_samples *b = &samples[s][lib];
+				double vals[BENCH_METRICS_MAX];
+				if (run_one(&o, sc, lib, vals, runs, pair) < 0) {
+					fprintf(stderr, "zring bench: FAILED: %s, %s, pair %d\n", sc->name,
+					        lib_names[lib], pair + 1);
+					b->failed++;
+					failures++;
+					continue;
+				}
+				for (int k = 0; k < BENCH_METRICS_MAX; k++)
+					b->v[k][b->n] = vals[k];
+				b->n++;
+			}
+		}
+
+		struct bench_samples *z = &samples[s][LIB_ZR], *q = &samples[s][LIB_ZMQ];
+		printf("\n%s (%lu %s, %d/%d zring and %d/%d libzmq runs good)\n", sc->name,
+		       scenario_count(sc, &o), sc->kind == KIND_THR ? "messages" : "round trips",
+		       z->n, o.pairs, q->n, o.pairs);
+		printf("  %-20s %30s %30s %8s\n", "", "zring median [min-max]",
+		       "libzmq median [min-max]", "ratio");
+		for (int k = 0; k < BENCH_METRICS_MAX; k++) {
+			struct bench_stat a = stat_of(z->v[k], z->n), b = stat_of(q->v[k], q->n);
+			char za[64], qa[64];
+			bool ok = z->n > 0 && q->n > 0 && b.med > 0;
+			double ratio = ok ? a.med / b.med : 0;
+			snprintf(za, sizeof za, "%.4g [%.4g-%.4g]", a.med, a.min, a.max);
+			snprintf(qa, sizeof qa, "%.4g [%.4g-%.4g]", b.med, b.min, b.max);
+			if (ok)
+				printf("  %-20s %30s %30s %8.2f  (%s)\n", m[k].label, z->n ? za : "FAILED",
+				       q->n ? qa : "FAILED", ratio,
+				       m[k].dir == DIR_HIGHER ? ">1: zring faster" : "<1: zring better");
+			else
+				printf("  %-20s %30s %30s %8s\n", m[k].label, z->n ? za : "FAILED",
+				       q->n ? qa : "FAILED", "n/a");
+			fprintf(sum, "\"%s\",\"%s\",%s,", sc->name, m[k].label,
+			        m[k].dir == DIR_HIGHER ? "higher" : "lower");
+			if (z->n)
+				fprintf(sum, "%.6g,%.6g,%.6g,", a.med, a.min, a.max);
+			else
+				fputs(",,,", sum);
+			if (q->n)
+				fprintf(sum, "%.6g,%.6g,%.6g,", b.med, b.min, b.max);
+			else
+				fputs(",,,", sum);
+			if (ok)
+				fprintf(sum, "%.4f\n", ratio);
+			else
+				fputs("\n", sum);
+			if (s == BENCH_HEADLINE && k == 0 && ok) {
+				headline = ratio;
+				have_headline = true;
+			}
+		}
+		fflush(stdout);
+	}
+	fclose(runs);
+	fclose(sum);
+
+	printf("\nCSV: %s (summary), %s (every run)\n", sum_path, runs_path);
+	if (failures)
+		printf("FAILED: %d run(s) failed (lost or wrong messages, a crash or a hang): see "
+		       "stderr\n",
+		       failures);
+	if (have_headline)
+		printf("zring/libzmq PUSH/PULL 64 B throughput ratio: %.2f\n", headline);
+	else
+		printf("zring/libzmq PUSH/PULL 64 B throughput ratio: n/a\n");
+	return failures ? 1 : 0;
+}
