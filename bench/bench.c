@@ -65,8 +65,14 @@ struct bench_sock {
 	void *s;
 };
 
-enum { B_PUSH = ZMQ_PUSH, B_PULL = ZMQ_PULL, B_XPUB = ZMQ_XPUB, B_SUB = ZMQ_SUB,
-       B_REQ = ZMQ_REQ, B_REP = ZMQ_REP };
+enum {
+	B_PUSH = ZMQ_PUSH,
+	B_PULL = ZMQ_PULL,
+	B_XPUB = ZMQ_XPUB,
+	B_SUB = ZMQ_SUB,
+	B_REQ = ZMQ_REQ,
+	B_REP = ZMQ_REP
+};
 
 static int
 bench_ctx_new(struct bench_ctx *c)
@@ -173,8 +179,14 @@ struct bench_sock {
 	zr_socket *s;
 };
 
-enum { B_PUSH = ZR_PUSH, B_PULL = ZR_PULL, B_XPUB = ZR_XPUB, B_SUB = ZR_SUB,
-       B_REQ = ZR_REQ, B_REP = ZR_REP };
+enum {
+	B_PUSH = ZR_PUSH,
+	B_PULL = ZR_PULL,
+	B_XPUB = ZR_XPUB,
+	B_SUB = ZR_SUB,
+	B_REQ = ZR_REQ,
+	B_REP = ZR_REP
+};
 
 static int
 bench_ctx_new(struct bench_ctx *c)
@@ -267,8 +279,8 @@ struct bench_args {
 static int
 fail(const char *what, long rc)
 {
-	fprintf(stderr, "FAIL %s %s: %s (%ld)\n", BENCH_LIB, what,
-	        rc < 0 ? strerror((int)-rc) : "", rc);
+	fprintf(stderr, "FAIL %s %s: %s (%ld)\n", BENCH_LIB, what, rc < 0 ? strerror((int)-rc) : "",
+	        rc);
 	return 1;
 }
 
@@ -532,13 +544,13 @@ lat_req(const struct bench_args *a)
 			return fail("request", rc);
 		rc = bench_recv(&s, buf, a->size + 1);
 		if (rc < 0) {
-			fprintf(stderr, "FAIL %s lat: got %lu of %lu replies (%s)\n", BENCH_LIB, i, n,
-			        strerror((int)-rc));
+			fprintf(stderr, "FAIL %s lat: got %lu of %lu replies (%s)\n", BENCH_LIB, i,
+			        n, strerror((int)-rc));
 			return 1;
 		}
 		if ((size_t)rc != a->size) {
-			fprintf(stderr, "FAIL %s lat: reply %lu has %ld bytes, want %zu\n", BENCH_LIB,
-			        i, rc, a->size);
+			fprintf(stderr, "FAIL %s lat: reply %lu has %ld bytes, want %zu\n",
+			        BENCH_LIB, i, rc, a->size);
 			return 1;
 		}
 		if (i >= BENCH_LAT_WARMUP)
@@ -585,7 +597,7 @@ usage(const char *prog)
 int
 main(int argc, char **argv)
 {
-	struct bench_args a = { 0 };
+	struct bench_args a = {0};
 	unsigned long size;
 	int i = 2;
 

@@ -23,10 +23,16 @@
 #define BENCH_METRICS_MAX 4
 #define BENCH_ENDPOINT "tcp://127.0.0.1:0"
 
-enum bench_kind { KIND_THR, KIND_LAT };
+enum bench_kind {
+	KIND_THR,
+	KIND_LAT
+};
 
 /* Which way is better, for the ratio's legend. */
-enum bench_dir { DIR_HIGHER, DIR_LOWER };
+enum bench_dir {
+	DIR_HIGHER,
+	DIR_LOWER
+};
 
 struct bench_metric {
 	const char *key;   /* in the RESULT line */
@@ -58,17 +64,21 @@ struct bench_scenario {
 };
 
 static const struct bench_scenario scenarios[] = {
-	{"PUSH/PULL 1 B", KIND_THR, "pushpull", 1, 2000000, 200000, 1000},
-	{"PUSH/PULL 64 B", KIND_THR, "pushpull", 64, 2000000, 200000, 1000},
-	{"PUSH/PULL 1024 B", KIND_THR, "pushpull", 1024, 500000, 50000, 1000},
-	{"PUSH/PULL 65536 B", KIND_THR, "pushpull", 65536, 20000, 3000, 200},
-	{"PUB/SUB 64 B 1 sub", KIND_THR, "pubsub", 64, 1000000, 100000, 1000},
+	{"PUSH/PULL 1 B", KIND_THR, "pushpull", 1, 2000000, 500000, 1000},
+	{"PUSH/PULL 64 B", KIND_THR, "pushpull", 64, 2000000, 500000, 1000},
+	{"PUSH/PULL 1024 B", KIND_THR, "pushpull", 1024, 500000, 100000, 1000},
+	{"PUSH/PULL 65536 B", KIND_THR, "pushpull", 65536, 20000, 5000, 200},
+	{"PUB/SUB 64 B 1 sub", KIND_THR, "pubsub", 64, 1000000, 300000, 1000},
 	{"REQ/REP 64 B latency", KIND_LAT, "reqrep", 64, 20000, 5000, 200},
 };
 #define BENCH_NSCEN (sizeof scenarios / sizeof scenarios[0])
 #define BENCH_HEADLINE 1 /* PUSH/PULL 64 B: the last line's ratio */
 
-enum { LIB_ZR, LIB_ZMQ, LIB_N };
+enum {
+	LIB_ZR,
+	LIB_ZMQ,
+	LIB_N
+};
 static const char *const lib_names[LIB_N] = {"zring", "libzmq"};
 static const char *const lib_bins[LIB_N] = {"bench_zr", "bench_zmq"};
 
@@ -194,7 +204,7 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 	snprintf(tx_who, sizeof tx_who, "%s %s %s", lib_bins[lib], thr ? "thr-send" : "lat",
 	         sc->name);
 
-	char *rx_argv_thr[] = {bin, "thr-recv", (char *)sc->pattern, BENCH_ENDPOINT, count_s,
+	char *rx_argv_thr[] = {bin,    "thr-recv", (char *)sc->pattern, BENCH_ENDPOINT, count_s,
 	                       size_s, NULL};
 	char *rx_argv_lat[] = {bin, "lat-rep", BENCH_ENDPOINT, count_s, size_s, NULL};
 	rc = zl_proc_spawn(&rx, thr ? rx_argv_thr : rx_argv_lat);
@@ -239,7 +249,8 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 		}
 	}
 	if (runs) {
-		fprintf(runs, "\"%s\",%s,%d,%lu,%lu", sc->name, lib_names[lib], pair, count, sc->size);
+		fprintf(runs, "\"%s\",%s,%d,%lu,%lu", sc->name, lib_names[lib], pair, count,
+		        sc->size);
 		for (int k = 0; k < BENCH_METRICS_MAX; k++)
 			fprintf(runs, ",%.6g", vals[k]);
 		fputc('\n', runs);
@@ -403,8 +414,8 @@ zl_bench_main(int argc, char **argv)
 				struct bench_samples *b = &samples[s][lib];
 				double vals[BENCH_METRICS_MAX];
 				if (run_one(&o, sc, lib, vals, runs, pair) < 0) {
-					fprintf(stderr, "zring bench: FAILED: %s, %s, pair %d\n", sc->name,
-					        lib_names[lib], pair + 1);
+					fprintf(stderr, "zring bench: FAILED: %s, %s, pair %d\n",
+					        sc->name, lib_names[lib], pair + 1);
 					b->failed++;
 					failures++;
 					continue;
@@ -429,9 +440,10 @@ zl_bench_main(int argc, char **argv)
 			snprintf(za, sizeof za, "%.4g [%.4g-%.4g]", a.med, a.min, a.max);
 			snprintf(qa, sizeof qa, "%.4g [%.4g-%.4g]", b.med, b.min, b.max);
 			if (ok)
-				printf("  %-20s %30s %30s %8.2f  (%s)\n", m[k].label, z->n ? za : "FAILED",
-				       q->n ? qa : "FAILED", ratio,
-				       m[k].dir == DIR_HIGHER ? ">1: zring faster" : "<1: zring better");
+				printf("  %-20s %30s %30s %8.2f  (%s)\n", m[k].label,
+				       z->n ? za : "FAILED", q->n ? qa : "FAILED", ratio,
+				       m[k].dir == DIR_HIGHER ? ">1: zring faster"
+				                              : "<1: zring better");
 			else
 				printf("  %-20s %30s %30s %8s\n", m[k].label, z->n ? za : "FAILED",
 				       q->n ? qa : "FAILED", "n/a");

@@ -479,9 +479,9 @@ static const struct {
 	const char *name;
 	int (*run)(int argc, char **argv);
 } commands[] = {
-	{"cat", zl_cat_main},       {"demo", cmd_demo}, {"bench", zl_bench_main}, {"version", cmd_version},
-	{"--version", cmd_version}, {"help", cmd_help}, {"--help", cmd_help},
-	{"-h", cmd_help},
+	{"cat", zl_cat_main},     {"demo", cmd_demo},         {"bench", zl_bench_main},
+	{"version", cmd_version}, {"--version", cmd_version}, {"help", cmd_help},
+	{"--help", cmd_help},     {"-h", cmd_help},
 };
 
 int
