@@ -6,8 +6,12 @@
 #define ZR_TESTS_ENGINE_SOCK_HELPERS_H
 
 #include <criterion/criterion.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <zring/zring.h>
 
@@ -38,6 +42,22 @@ sleep_ms(int ms)
 	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
 
 	nanosleep(&ts, NULL);
+}
+
+/* A loopback tcp port nobody listens on right now (for a peer that must be
+ * restarted on the same port). */
+static inline unsigned
+free_tcp_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof a;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	close(fd);
+	return ntohs(a.sin_port);
 }
 
 #endif /* ZR_TESTS_ENGINE_SOCK_HELPERS_H */

@@ -18,6 +18,7 @@
 #include <zring/zring.h>
 
 #include "pyspawn.h"
+#include "sock_helpers.h"
 
 /* A pyzmq REP on a given port that answers "pong" to anything, polling so
  * libzmq keeps processing its commands. */
@@ -65,7 +66,7 @@ Test(engine_heartbeat, a_frozen_libzmq_peer_is_dropped_within_the_timeout_and_co
 	zr_ctx *ctx;
 	zr_socket *req;
 	char ep[64], buf[8];
-	int port = 30000 + (int)(getpid() % 20000), ivl = 100, timeout = 400, rto = 5000, zero = 0;
+	int port = (int)free_tcp_port(), ivl = 100, timeout = 400, rto = 5000, zero = 0;
 	pid_t peer = peer_start(port);
 	uint64_t t0, dt;
 

@@ -6,26 +6,13 @@
  * lost with the dead connection; they are told apart by a fence.
  */
 #include "scenarios.h"
+#include "sock_helpers.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
 
 TestSuite(reconnect, .fini = et_teardown, .timeout = 60);
 
-/* A tcp port nobody listens on right now. */
-static unsigned
-rc_free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof a;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	close(fd);
-	return ntohs(a.sin_port);
-}
 
 /* Numbered messages 0..n-1 from push must reach the peer, in order. */
 static void
@@ -54,7 +41,7 @@ rc_kill_and_restart(bool ipc, int restarts)
 	if (ipc)
 		snprintf(ep, sizeof ep, "%s", et_peer_bind_ep(true));
 	else
-		snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", rc_free_port());
+		snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", free_tcp_port());
 	pull.p = et_peer_start("PULL", "bind", ep, NULL);
 	push.z = et_zopen(0, ZR_PUSH);
 	et_zopt_int(push.z, ZR_RECONNECT_IVL, 50);

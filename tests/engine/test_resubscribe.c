@@ -44,7 +44,7 @@ Test(engine_resubscribe, a_sub_resubscribes_after_its_libzmq_pub_is_killed_and_r
 	zr_ctx *ctx;
 	zr_socket *sub;
 	char ep[64], port[16];
-	int p = 20000 + (int)(getpid() % 20000);
+	int p = (int)free_tcp_port();
 	pid_t pub;
 
 	snprintf(port, sizeof port, "%d", p);

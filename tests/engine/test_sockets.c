@@ -7,6 +7,7 @@
  * messages, endpoint errors.
  */
 #include "scenarios.h"
+#include "sock_helpers.h"
 
 #include <pthread.h>
 
@@ -16,19 +17,6 @@
 
 TestSuite(sockets, .fini = et_teardown, .timeout = 40);
 
-static unsigned
-so_free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof a;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	close(fd);
-	return ntohs(a.sin_port);
-}
 
 static int
 so_raw_connect(const char *ep)
@@ -208,7 +196,7 @@ Test(sockets, linger_bounds_the_wait_for_a_peer_that_never_comes)
 	zr_socket *s;
 	int linger = 300;
 
-	snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", so_free_port());
+	snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", free_tcp_port());
 	cr_assert_eq(zr_ctx_new(&c), 0);
 	cr_assert_eq(zr_socket_open(c, ZR_PUSH, &s), 0);
 	cr_assert_eq(zr_setsockopt(s, ZR_LINGER, &linger, sizeof linger), 0);
@@ -230,7 +218,7 @@ Test(sockets, a_push_connected_before_the_peer_binds_delivers_when_it_does)
 	char ep[64];
 	struct et_side push = {.name = "zring PUSH"}, pull = {.name = "libzmq PULL"};
 
-	snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", so_free_port());
+	snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", free_tcp_port());
 	push.z = et_zopen(0, ZR_PUSH);
 	cr_assert_eq(zr_connect(push.z, ep), 0);
 	cr_assert_eq(zr_send_bytes(push.z, "early", 5, 0), 0); /* queued: a connecter has its pipe */
