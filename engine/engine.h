@@ -189,6 +189,13 @@ struct zr__conn {
 
 /* ---- sockets ------------------------------------------------------------ */
 
+/* An endpoint text the app bound or connected (app thread only). */
+struct zr__eplist {
+	struct zr__eplist *next;
+	char given[ZR__ENDPOINT_TEXT_MAX];    /* as the app wrote it */
+	char resolved[ZR__ENDPOINT_TEXT_MAX]; /* as the io thread names it */
+};
+
 struct zr__rid {
 	uint8_t len;
 	uint8_t id[ZR__SUB_MAX];
@@ -232,6 +239,7 @@ struct zr_socket {
 	size_t nrids, rids_cap;
 
 	/* app thread only */
+	struct zr__eplist *bound, *connected; /* for zr_unbind / zr_disconnect */
 	bool req_waiting;         /* REQ: a request is out, waiting for its reply */
 	zr_msg *rep_envelope;     /* REP: the envelope of the request being answered */
 	bool rep_has_request;
@@ -259,6 +267,8 @@ enum zr__cmd_type {
 	ZR__CMD_OPEN = 1, /* only makes the socket known to the io thread */
 	ZR__CMD_BIND,
 	ZR__CMD_CONNECT,
+	ZR__CMD_UNBIND,     /* data: the listener's endpoint text */
+	ZR__CMD_DISCONNECT, /* data: the connecter's endpoint text */
 	ZR__CMD_SUBSCRIBE,
 	ZR__CMD_UNSUBSCRIBE,
 	ZR__CMD_CLOSE,

@@ -19,6 +19,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -208,6 +209,82 @@ zr_socket_close(zr_socket *s)
 		zr__ctx_command(s->ctx, cmd);
 }
 
+/* Remembers an endpoint (best effort: without memory, unbind/disconnect of
+ * it will say -ENOENT). */
+static void
+sock_eplist_add(struct zr__eplist **list, const char *given, const char *resolved)
+{
+	struct zr__eplist *e = calloc(1, sizeof *e);
+
+	if (e == NULL)
+		return;
+	snprintf(e->given, sizeof e->given, "%s", given);
+	snprintf(e->resolved, sizeof e->resolved, "%s", resolved);
+	e->next = *list;
+	*list = e;
+}
+
+/* Takes the entry matching text (as given or as resolved) off the list and
+ * copies its resolved name; false if there is none. */
+static bool
+sock_eplist_take(struct zr__eplist **list, const char *text, char *resolved, size_t cap)
+{
+	for (struct zr__eplist **pp = list; *pp != NULL; pp = &(*pp)->next) {
+		struct zr__eplist *e = *pp;
+
+		if (strcmp(e->given, text) == 0 || strcmp(e->resolved, text) == 0) {
+			snprintf(resolved, cap, "%s", e->resolved);
+			*pp = e->next;
+			free(e);
+			return true;
+		}
+	}
+	return false;
+}
+
+static void
+sock_eplist_free(struct zr__eplist **list)
+{
+	while (*list != NULL) {
+		struct zr__eplist *e = *list;
+
+		*list = e->next;
+		free(e);
+	}
+}
+
+static int
+sock_endpoint_cmd(zr_socket *s, struct zr__eplist **list, int type, const char *endpoint)
+{
+	char resolved[ZR__ENDPOINT_TEXT_MAX];
+	struct zr__cmd *cmd;
+	size_t n;
+
+	if (endpoint == NULL || !sock_eplist_take(list, endpoint, resolved, sizeof resolved))
+		return -ENOENT;
+	n = strlen(resolved) + 1;
+	cmd = sock_cmd(s, type, n);
+	if (cmd == NULL)
+		return -ENOMEM;
+	memcpy(cmd->data, resolved, n);
+	zr__ctx_command(s->ctx, cmd);
+	return 0;
+}
+
+/* see zring.h */
+int
+zr_unbind(zr_socket *s, const char *endpoint)
+{
+	return sock_endpoint_cmd(s, &s->bound, ZR__CMD_UNBIND, endpoint);
+}
+
+/* see zring.h */
+int
+zr_disconnect(zr_socket *s, const char *endpoint)
+{
+	return sock_endpoint_cmd(s, &s->connected, ZR__CMD_DISCONNECT, endpoint);
+}
+
 /* see zring.h */
 int
 zr_bind(zr_socket *s, const char *endpoint)
@@ -231,6 +308,7 @@ zr_bind(zr_socket *s, const char *endpoint)
 	}
 	zr__socket_tune(fd, ep.transport, s->opt.sndbuf, s->opt.rcvbuf);
 	zr__endpoint_local(fd, ep.transport, s->last_endpoint, sizeof s->last_endpoint);
+	sock_eplist_add(&s->bound, endpoint, s->last_endpoint);
 	cmd->fd = fd;
 	cmd->ep = ep;
 	zr__ctx_command(s->ctx, cmd);
@@ -254,6 +332,12 @@ zr_connect(zr_socket *s, const char *endpoint)
 	if (cmd == NULL)
 		return -ENOMEM;
 	cmd->ep = ep;
+	{
+		char resolved[ZR__ENDPOINT_TEXT_MAX];
+
+		zr__endpoint_format(&ep, resolved, sizeof resolved);
+		sock_eplist_add(&s->connected, endpoint, resolved);
+	}
 	/* libzmq's connecter has its pipe from zmq_connect on: a send right
 	 * after this one may queue, even before the io thread sees the command. */
 	atomic_fetch_add(&s->npipes, 1);
@@ -1347,6 +1431,21 @@ sock_linger_fired(struct zr__timer *t)
 	}
 }
 
+/* Stops a listener: its accept is cancelled, the fd closes when the
+ * accept's last completion comes (sock_accept_done). */
+static void
+sock_listener_close(struct zr_socket *s, struct zr__listener *l)
+{
+	l->closing = true;
+	if (l->op.inflight) {
+		zr__op_cancel_fd(sock_loop(s), l->fd);
+	} else if (l->fd >= 0) {
+		zr__sock_event(s, ZR_EVENT_CLOSED, l->fd, l->endpoint);
+		close(l->fd);
+		l->fd = -1;
+	}
+}
+
 static void
 sock_io_close(struct zr_socket *s)
 {
@@ -1354,13 +1453,8 @@ sock_io_close(struct zr_socket *s)
 
 	s->io_closing = true;
 	for (size_t i = 0; i < s->nlisten; i++) {
-		ls[i]->closing = true;
-		if (ls[i]->op.inflight)
-			zr__op_cancel_fd(sock_loop(s), ls[i]->fd);
-		else if (ls[i]->fd >= 0) {
-			close(ls[i]->fd);
-			ls[i]->fd = -1;
-		}
+		if (!ls[i]->closing)
+			sock_listener_close(s, ls[i]);
 	}
 	s->close_timer.cb = sock_close_progress;
 	s->linger_timer.cb = sock_linger_fired;
@@ -1400,6 +1494,24 @@ zr__sock_io_command(struct zr_socket *s, struct zr__cmd *cmd)
 	case ZR__CMD_SUBSCRIBE:
 	case ZR__CMD_UNSUBSCRIBE:
 		sock_xsub_subscription(s, cmd->type == ZR__CMD_SUBSCRIBE, cmd->data, cmd->len);
+		return;
+	case ZR__CMD_UNBIND:
+		for (size_t i = 0; i < s->nlisten; i++) {
+			struct zr__listener *l = s->listeners[i];
+
+			if (!l->closing && strcmp(l->endpoint, (const char *)cmd->data) == 0)
+				sock_listener_close(s, l);
+		}
+		return;
+	case ZR__CMD_DISCONNECT:
+		for (c = s->conns; c != NULL;) {
+			struct zr__conn *next = c->next;
+
+			if (c->connecter && c->state != ZR__CONN_CLOSING &&
+			    strcmp(c->endpoint, (const char *)cmd->data) == 0)
+				zr__conn_close(c);
+			c = next;
+		}
 		return;
 	case ZR__CMD_CLOSE:
 		if (!s->io_closing)
@@ -1457,6 +1569,8 @@ zr__sock_io_free(struct zr_socket *s)
 	}
 	pthread_mutex_destroy(&s->rid_lock);
 	free(s->rids);
+	sock_eplist_free(&s->bound);
+	sock_eplist_free(&s->connected);
 	close(s->efd_rx);
 	close(s->efd_tx);
 	free(s);

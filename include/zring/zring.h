@@ -88,6 +88,18 @@ ZR_API int zr_bind(zr_socket *s, const char *endpoint);
  */
 ZR_API int zr_connect(zr_socket *s, const char *endpoint);
 
+/*
+ * Stops listening on an endpoint this socket bound (give the text zr_bind got,
+ * or for a wildcard bind the resolved one from ZR_LAST_ENDPOINT).
+ * Connections already accepted through it stay. Returns 0 or -ENOENT.
+ */
+ZR_API int zr_unbind(zr_socket *s, const char *endpoint);
+/*
+ * Closes the connection made by zr_connect(endpoint) and stops redialling it;
+ * messages queued on it are dropped. Returns 0 or -ENOENT.
+ */
+ZR_API int zr_disconnect(zr_socket *s, const char *endpoint);
+
 /* Send and receive flags. */
 #define ZR_DONTWAIT 1
 

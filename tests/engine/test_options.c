@@ -198,3 +198,91 @@ Test(engine_options, ipv6_binds_star_dual_stack_and_takes_v4_and_v6_peers)
 	zr_socket_close(pull);
 	zr_ctx_free(ctx);
 }
+
+Test(engine_options, disconnect_stops_traffic_to_that_endpoint_only)
+{
+	zr_ctx *ctx;
+	zr_socket *push, *a, *b;
+	char ea[128], eb[128], buf[8];
+
+	cr_assert_eq(zr_ctx_new(&ctx), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &a), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &b), 0);
+	sopt_int(a, ZR_RCVTIMEO, 5000);
+	sopt_int(b, ZR_RCVTIMEO, 5000);
+	cr_assert_eq(zr_bind(a, "ipc://@zring-options-disc-a"), 0);
+	cr_assert_eq(zr_bind(b, "ipc://@zring-options-disc-b"), 0);
+	endpoint_of(a, ea, sizeof ea);
+	endpoint_of(b, eb, sizeof eb);
+	cr_assert_eq(zr_connect(push, ea), 0);
+	cr_assert_eq(zr_connect(push, eb), 0);
+	/* Both peers up: round-robin reaches each. */
+	for (int got = 0; got != 3;) {
+		cr_assert_eq(zr_send_bytes(push, "x", 1, 0), 0);
+		if (zr_recv_bytes(a, buf, sizeof buf, ZR_DONTWAIT) == 1)
+			got |= 1;
+		if (zr_recv_bytes(b, buf, sizeof buf, ZR_DONTWAIT) == 1)
+			got |= 2;
+		sleep_ms(5);
+	}
+	cr_assert_eq(zr_disconnect(push, "ipc://@nobody"), -ENOENT);
+	cr_assert_eq(zr_disconnect(push, ea), 0);
+	cr_assert_eq(zr_disconnect(push, ea), -ENOENT, "already disconnected");
+	sleep_ms(100);
+	while (zr_recv_bytes(a, buf, sizeof buf, ZR_DONTWAIT) == 1)
+		; /* what went before the disconnect */
+	for (int i = 0; i < 20; i++)
+		cr_assert_eq(zr_send_bytes(push, "y", 1, 0), 0);
+	for (int i = 0; i < 20; i++)
+		cr_assert_eq(zr_recv_bytes(b, buf, sizeof buf, 0), 1, "message %d must go to b", i);
+	cr_assert_eq(zr_recv_bytes(a, buf, sizeof buf, ZR_DONTWAIT), -EAGAIN, "a was disconnected");
+	sopt_int(push, ZR_LINGER, 0);
+	sopt_int(a, ZR_LINGER, 0);
+	sopt_int(b, ZR_LINGER, 0);
+	zr_socket_close(push);
+	zr_socket_close(a);
+	zr_socket_close(b);
+	zr_ctx_free(ctx);
+}
+
+Test(engine_options, unbind_stops_listening_and_keeps_the_connections_it_made)
+{
+	zr_ctx *ctx;
+	zr_socket *pull, *early, *late;
+	char ep[128], buf[8];
+	struct zr_event ev;
+
+	cr_assert_eq(zr_ctx_new(&ctx), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &early), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &late), 0);
+	sopt_int(pull, ZR_RCVTIMEO, 5000);
+	cr_assert_eq(zr_socket_monitor(pull, ZR_EVENT_CLOSED | ZR_EVENT_ACCEPTED), 0);
+	cr_assert_eq(zr_bind(pull, "tcp://127.0.0.1:*"), 0);
+	endpoint_of(pull, ep, sizeof ep);
+	cr_assert_eq(zr_connect(early, ep), 0);
+	cr_assert_eq(zr_send_bytes(early, "e", 1, 0), 0);
+	cr_assert_eq(zr_recv_bytes(pull, buf, sizeof buf, 0), 1);
+
+	cr_assert_eq(zr_unbind(pull, "tcp://127.0.0.1:1"), -ENOENT);
+	cr_assert_eq(zr_unbind(pull, ep), 0, "unbind by the resolved endpoint");
+	do
+		cr_assert_eq(zr_monitor_recv(pull, &ev, 5000), 0, "no CLOSED event");
+	while (ev.type != ZR_EVENT_CLOSED);
+	cr_assert_str_eq(ev.endpoint, ep);
+
+	/* The connection made before stays; a new one finds nobody listening. */
+	cr_assert_eq(zr_send_bytes(early, "f", 1, 0), 0);
+	cr_assert_eq(zr_recv_bytes(pull, buf, sizeof buf, 0), 1);
+	cr_assert_eq(zr_connect(late, ep), 0);
+	sleep_ms(200);
+	cr_assert_eq(zr_monitor_recv(pull, &ev, 0), -EAGAIN, "nothing may be accepted after unbind");
+	sopt_int(early, ZR_LINGER, 0);
+	sopt_int(late, ZR_LINGER, 0);
+	sopt_int(pull, ZR_LINGER, 0);
+	zr_socket_close(early);
+	zr_socket_close(late);
+	zr_socket_close(pull);
+	zr_ctx_free(ctx);
+}
