@@ -17,6 +17,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pipe2, vasprintf; first, before any system header */
 #endif
+#include "tools/zl_proc.c"
 #include <criterion/criterion.h>
 
 #include <errno.h>
@@ -331,7 +332,7 @@ static inline struct et_peer *
 et_peer_start(const char *type, const char *how, const char *ep, const char *const *opts)
 {
 	char *argv[24];
-	int argc = 0, in[2], out[2];
+	int argc = 0;
 	struct et_peer *p = calloc(1, sizeof *p);
 
 	cr_assert_not_null(p);
@@ -348,27 +349,16 @@ et_peer_start(const char *type, const char *how, const char *ep, const char *con
 		argv[argc++] = (char *)opts[i];
 	argv[argc] = NULL;
 	signal(SIGPIPE, SIG_IGN);
-	cr_assert_eq(pipe2(in, O_CLOEXEC), 0);
-	cr_assert_eq(pipe2(out, O_CLOEXEC), 0);
-	pid_t parent = getpid();
-	pid_t pid = fork();
+	/* The same spawner as the zring tool's demo (dies with the test). */
+	{
+		static struct zl_proc child;
+		int rc = zl_proc_spawn(&child, argv);
 
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		signal(SIGPIPE, SIG_DFL);
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		execv(argv[0], argv);
-		_exit(127);
+		cr_assert_eq(rc, 0, "cannot start the pyzmq peer: %s", strerror(-rc));
+		p->pid = child.pid;
+		p->in_fd = child.in_fd;
+		p->out_fd = child.out_fd;
 	}
-	close(in[0]);
-	close(out[1]);
-	p->pid = pid;
-	p->in_fd = in[1];
-	p->out_fd = out[0];
 	for (size_t i = 0; i < ET_MAX_PEERS; i++) {
 		if (et_peers[i] == NULL) {
 			et_peers[i] = p;
