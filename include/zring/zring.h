@@ -222,6 +222,241 @@ ZR_API int zr_setsockopt(zr_socket *s, int option, const void *value, size_t len
 /* Reads an option into value (*len: in, the room; out, the length). */
 ZR_API int zr_getsockopt(zr_socket *s, int option, void *value, size_t *len);
 
+/* ---- the broker model: brokers, subscriptions, publishers ----------------
+ *
+ * The service-level model above the sockets (DESIGN.md, "The public model").
+ * A broker is one pattern on one endpoint, bound or connected, and carries
+ * read_ahead: how many messages each of its subscriptions reads off its socket
+ * ahead of its handlers (default 1000). When a subscription's channel holds
+ * read_ahead messages its connections stop reading, the kernel buffers fill,
+ * TCP closes the window and the remote sender waits: memory stays bounded and
+ * no message accepted off the wire is dropped.
+ *
+ * Wire layout (byte-compatible with the seed's broker, so any ZeroMQ peer can
+ * take part): frame 0 the name (fan-out: also the prefix subscribers filter
+ * on), frame 1 "name: value" header lines joined by '\n' (an empty frame when
+ * there are none), frame 2 the payload. Two-frame messages [name, payload] and
+ * one-frame messages [name] from minimal peers are accepted; frames after the
+ * third are ignored. RPC requests carry a "correlation-id" header; a responder
+ * sees a "reply-to: zmq-reply:<hex of the requester's routing id>" header and
+ * replies go back as [routing id, "reply", headers, payload].
+ *
+ * Errors: calls return 0 or a negative code; the object's error text (see
+ * zr_broker_error, zr_publisher_error) names what failed and where (the
+ * destination, the header, the address, the subscription):
+ *   -EINVAL        a refused arrangement or argument (e.g. "inproc://" endpoint,
+ *                  a second subscription on a bound endpoint, a batch responder)
+ *   -ENOTCONN      the broker is not started or was shut down; "no connected
+ *                  peer" after the 5 s retry window
+ *   -EADDRINUSE... the endpoint could not be bound or dialled
+ *   -EHOSTUNREACH  a reply address no connected requester holds
+ *   -EILSEQ        a header name or value that is not UTF-8 (nothing was sent)
+ *   -EPERM         a publish the pattern refuses (a bound queue's publisher may
+ *                  only feed its own subscription; a dialling subscription's
+ *                  broker cannot publish)
+ *   -ETIMEDOUT     a publish or request ran out of time (nothing was sent, or
+ *                  no correlated reply came)
+ *   -ECANCELED     zr_publisher_cancel() gave up a waiting publish (nothing sent)
+ * Threads: a broker, its subscriptions and its publishers may be created and
+ * freed from any thread; one publisher is used by one thread at a time (make
+ * one per thread; they are cheap), except zr_publisher_cancel.
+ */
+
+typedef struct zr_broker zr_broker;
+typedef struct zr_subscription zr_subscription;
+typedef struct zr_publisher zr_publisher;
+
+enum zr_pattern {
+	ZR_QUEUE = 1,  /* PUSH/PULL: every message to one subscriber, no filtering */
+	ZR_FANOUT = 2, /* PUB/SUB: every subscriber whose name prefixes frame 0 */
+	ZR_RPC = 3,    /* DEALER/ROUTER: request and reply */
+};
+
+enum zr_side {
+	ZR_BIND = 1,    /* this process listens on the endpoint */
+	ZR_CONNECT = 2, /* this process dials it */
+};
+
+#define ZR_READ_AHEAD_DEFAULT 1000
+#define ZR_BATCH_WAIT_MS 20       /* a batch closes this long after its first message */
+#define ZR_SEND_RETRY_WINDOW_MS 5000 /* "no peer yet": how long a send keeps trying */
+#define ZR_SEND_RETRY_STEP_MS 50
+#define ZR_DRAIN_DEFAULT_MS 5000  /* shutdown: how long in-flight handlers get */
+#define ZR_ERRTEXT_MAX 256
+
+/* One header: name and value, NUL-terminated UTF-8. */
+struct zr_header {
+	const char *name;
+	const char *value;
+};
+
+/*
+ * What a handler receives. Everything it points to lives until the handler
+ * returns (copy what you keep), except a reply from zr_request, which lives
+ * until zr_delivery_free.
+ */
+struct zr_delivery {
+	const char *name;                /* frame 0, NUL-terminated */
+	const struct zr_header *headers; /* in wire order */
+	size_t nheaders;
+	const void *payload;
+	size_t payload_len;
+	const char *reply_to;            /* RPC requests: "zmq-reply:<hex>"; else NULL */
+	uint64_t seq;                    /* arrival order in the subscription, from 1 */
+	unsigned lane;                   /* the worker or lane running the handler */
+	int error;                       /* 0, or an error item: -EPROTO (malformed
+	                                    wire layout; the subscription keeps going) */
+	const char *error_text;          /* what was wrong, when error != 0 */
+};
+
+/* The value of the first header called name (ASCII case-insensitive), or NULL. */
+ZR_API const char *zr_delivery_header(const struct zr_delivery *d, const char *name);
+/* Frees a reply returned by zr_request. NULL is fine. */
+ZR_API void zr_delivery_free(struct zr_delivery *d);
+
+/* ---- brokers ---- */
+
+/*
+ * A broker of a pattern on an endpoint ("tcp://host:port", "ipc://path"),
+ * bound or connected. Records the configuration only: no socket is opened and
+ * the endpoint is checked at zr_broker_start. Returns 0, -EINVAL, -ENOMEM.
+ */
+ZR_API int zr_broker_new(zr_ctx *ctx, int pattern, const char *endpoint, int side,
+                         zr_broker **out);
+/* Sets read_ahead (>= 1) for subscriptions opened afterwards. 0 or -EINVAL. */
+ZR_API int zr_broker_set_read_ahead(zr_broker *b, unsigned read_ahead);
+/* Sets how long zr_broker_shutdown lets handlers finish (ms, -1: for ever). */
+ZR_API int zr_broker_set_drain_timeout(zr_broker *b, int ms);
+/* Checks the endpoint and opens the broker for subscriptions and publishes.
+ * Idempotent. Returns 0 or -EINVAL (the text names the address). */
+ZR_API int zr_broker_start(zr_broker *b);
+/*
+ * Copies the address the bound subscription listens on (port 0 resolved) into
+ * buf. Returns its length, -ENOENT while no subscription holds the endpoint,
+ * -ENOSPC when buf is too small.
+ */
+ZR_API int zr_broker_bound_address(zr_broker *b, char *buf, size_t cap);
+/*
+ * Closes the broker: publishes and requests through any of its publishers fail
+ * at once with -ENOTCONN (waiting ones wake and fail); every subscription stops
+ * reading its socket, hands the messages it already accepted to its handlers
+ * and waits for the handlers in flight, for at most the drain timeout; then
+ * the sockets close. Returns 0, or -ETIMEDOUT when the drain timeout ran out
+ * (messages still queued are discarded and counted; a handler still running
+ * cannot be stopped in C: zr_broker_free waits for it).
+ */
+ZR_API int zr_broker_shutdown(zr_broker *b);
+/* Shuts down if needed and frees the broker with every subscription and
+ * publisher it still has. NULL is fine. */
+ZR_API void zr_broker_free(zr_broker *b);
+/* The text of the broker's last failed call (start, subscribe), or "". Valid
+ * until the next call on the broker. */
+ZR_API const char *zr_broker_error(const zr_broker *b);
+
+/* ---- subscriptions ---- */
+
+typedef void (*zr_handler_fn)(const struct zr_delivery *d, void *arg);
+typedef void (*zr_batch_fn)(const struct zr_delivery *const *batch, size_t n, void *arg);
+
+struct zr_sub_opts {
+	zr_handler_fn handler;     /* one delivery per call ... */
+	zr_batch_fn batch_handler; /* ... or batches: set exactly one */
+	void *arg;
+	unsigned workers; /* handlers side by side (0 or 1: one at a time, in order) */
+	int by_key;       /* with workers: lanes in rotation (1, 2, ..., 0, 1, ...),
+	                     each lane in order; not with batches */
+	unsigned batch;   /* batch size (batch_handler): a batch closes at this size
+	                     or ZR_BATCH_WAIT_MS after its first message; never empty */
+};
+
+/*
+ * Mounts a handler on a name: opens the subscription's socket (PULL, SUB
+ * filtered on name, or ROUTER), binds or dials the endpoint and starts
+ * delivering. A bound endpoint takes one subscription (a second is refused
+ * with -EINVAL naming both); a dialling broker takes any number. An error item
+ * (a malformed message) goes to the handler with d->error set. Returns 0,
+ * -ENOTCONN (not started / shut down), -EINVAL, -EADDRINUSE, ...
+ */
+ZR_API int zr_subscribe(zr_broker *b, const char *name, const struct zr_sub_opts *opts,
+                        zr_subscription **out);
+/*
+ * Drops a subscription: stops reading, waits for the handlers in flight,
+ * discards what its channel still holds, closes the socket and frees the
+ * endpoint for a later subscription. Never call it from its own handler.
+ */
+ZR_API void zr_unsubscribe(zr_subscription *sub);
+
+struct zr_sub_stats {
+	uint64_t received;   /* messages taken off the channel (errors included) */
+	uint64_t handled;    /* handler calls returned (a batch counts its size) */
+	uint64_t errors;     /* error items delivered */
+	uint64_t discarded;  /* accepted but dropped by unsubscribe or shutdown */
+	size_t depth;        /* messages in the channel now */
+	size_t peak_depth;   /* the most it ever held (<= read_ahead) */
+	size_t in_flight;    /* taken off the channel, handler not yet returned */
+	size_t read_ahead;
+};
+ZR_API void zr_subscription_stats(zr_subscription *sub, struct zr_sub_stats *st);
+/* The subscription's socket, for zr_getsockopt, zr_socket_monitor and
+ * zr_monitor_recv only: never send, receive on or close it. */
+ZR_API zr_socket *zr_subscription_socket(zr_subscription *sub);
+
+/* ---- publishers ---- */
+
+/* A publisher of the broker. Its socket attaches at the first publish. */
+ZR_API int zr_publisher_new(zr_broker *b, zr_publisher **out);
+/* Frees it (its socket lingers out what it already took). NULL is fine. */
+ZR_API void zr_publisher_free(zr_publisher *p);
+
+/*
+ * Publishes [name, headers, payload].
+ *   Queue: to one peer with room (round robin); waits while none has room,
+ *   and while there is no peer yet for up to ZR_SEND_RETRY_WINDOW_MS counted
+ *   from the first refusal (then -ENOTCONN, "no connected peer").
+ *   Fan-out: to every subscriber whose name prefixes name, waiting for the
+ *   slowest matching one; a message nobody matches is dropped and counted
+ *   (success).
+ *   RPC: name must be a reply address "zmq-reply:<hex>" (see zr_reply).
+ * timeout_ms bounds the wait (-1: for ever); -ETIMEDOUT then, with nothing of
+ * the message taken. A message is taken whole or not at all: once taken it
+ * goes out complete, before anything this publisher publishes next.
+ */
+ZR_API int zr_publish(zr_publisher *p, const char *name, const struct zr_header *headers,
+                      size_t nheaders, const void *payload, size_t len, int timeout_ms);
+/*
+ * Makes the publish or request waiting on p (in another thread) return
+ * -ECANCELED; nothing of its message was taken. Does nothing when none waits.
+ */
+ZR_API void zr_publisher_cancel(zr_publisher *p);
+/*
+ * RPC: sends a request with a "correlation-id" header (the caller's, or
+ * "req-<pid>-<16 hex>") and waits up to timeout_ms for the reply carrying the
+ * same id; other replies are discarded, and the reply to a request that timed
+ * out never resolves a later one. *reply (free with zr_delivery_free) has name
+ * "reply". Returns 0, -ETIMEDOUT, -ENOTCONN, ...
+ */
+ZR_API int zr_request(zr_publisher *p, const char *name, const struct zr_header *headers,
+                      size_t nheaders, const void *payload, size_t len, int timeout_ms,
+                      struct zr_delivery **reply);
+/* RPC responder: answers request (a delivery of the broker's subscription)
+ * with the payload, copying its correlation-id. */
+ZR_API int zr_reply(zr_publisher *p, const struct zr_delivery *request,
+                    const struct zr_header *headers, size_t nheaders, const void *payload,
+                    size_t len);
+/* The text of p's last failed call, or "". */
+ZR_API const char *zr_publisher_error(const zr_publisher *p);
+
+struct zr_pub_stats {
+	uint64_t published;  /* publishes that succeeded */
+	uint64_t unmatched;  /* fan-out: messages no subscriber matched (dropped) */
+	uint64_t blocked_ms; /* total time publishes waited for room */
+	uint64_t blocked_now_ms; /* > 0: a publish is waiting, for this many ms so far */
+};
+ZR_API void zr_publisher_stats(zr_publisher *p, struct zr_pub_stats *st);
+/* The publisher's socket once attached (else NULL); same rules as
+ * zr_subscription_socket. */
+ZR_API zr_socket *zr_publisher_socket(zr_publisher *p);
+
 #ifdef __cplusplus
 }
 #endif
