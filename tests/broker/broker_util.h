@@ -26,6 +26,10 @@
  * waits (before logging) until bu_log_hold(&log, false); log->waiting counts
  * the calls waiting now (bu_log_waiting). Release before freeing the broker,
  * or its shutdown waits for the held handlers.
+ *
+ * Brokers: bu_broker (new + start), bu_sub (a logging subscription) and
+ * bu_bound (the bound subscription's address) assert instead of returning
+ * codes, for the set-up lines of a test.
  */
 #ifndef ZR_TESTS_BROKER_BROKER_UTIL_H
 #define ZR_TESTS_BROKER_BROKER_UTIL_H
@@ -339,6 +343,45 @@ bu_log_count_named(struct bu_log *log, const char *name)
 		k += strcmp(log->items[i]->name != NULL ? log->items[i]->name : "", name) == 0;
 	pthread_mutex_unlock(&log->mu);
 	return k;
+}
+
+
+/* ---- brokers (assert on failure) ---- */
+
+/* A new started broker of pattern on ep (ZR_BIND or ZR_CONNECT). */
+static inline zr_broker *
+bu_broker(zr_ctx *ctx, int pattern, const char *ep, int side)
+{
+	zr_broker *b = NULL;
+	int rc = zr_broker_new(ctx, pattern, ep, side, &b);
+
+	cr_assert_eq(rc, 0, "zr_broker_new(%s): %d", ep, rc);
+	rc = zr_broker_start(b);
+	cr_assert_eq(rc, 0, "zr_broker_start(%s): %d %s", ep, rc, zr_broker_error(b));
+	return b;
+}
+
+/* A subscription on name whose handler logs into log (one at a time). */
+static inline zr_subscription *
+bu_sub(zr_broker *b, const char *name, struct bu_log *log)
+{
+	struct zr_sub_opts o = {.handler = bu_log_handler, .arg = log};
+	zr_subscription *sub = NULL;
+	int rc = zr_subscribe(b, name, &o, &sub);
+
+	cr_assert_eq(rc, 0, "zr_subscribe(%s): %d %s", name, rc, zr_broker_error(b));
+	cr_assert_not_null(sub);
+	return sub;
+}
+
+/* The address b's bound subscription listens on, into buf. */
+static inline const char *
+bu_bound(zr_broker *b, char *buf, size_t cap)
+{
+	int n = zr_broker_bound_address(b, buf, cap);
+
+	cr_assert_gt(n, 0, "zr_broker_bound_address: %d", n);
+	return buf;
 }
 
 #endif /* ZR_TESTS_BROKER_BROKER_UTIL_H */
