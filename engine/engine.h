@@ -222,6 +222,10 @@ struct zr_socket {
 	atomic_int npipes;             /* peers a send could go to, counted as libzmq
 	                                  counts pipes: a connecter from zr_connect on,
 	                                  an accepted peer once its handshake is done */
+	atomic_int nready;             /* connections past their handshake */
+	atomic_int rx_hold;            /* the owner stopped reading: rx takes nothing */
+	atomic_size_t rx_peak;         /* the most messages rx ever held */
+	_Atomic uint64_t unmatched;    /* PUB/XPUB: messages no subscriber matched */
 	struct zr_socket *dirty_next;
 
 	/* monitoring: io thread produces, app consumes */
@@ -260,6 +264,10 @@ struct zr_socket {
 	struct zr__timer linger_timer; /* LINGER ran out: close everything */
 	struct zr__timer close_timer;  /* re-check close progress, outside any callback */
 };
+
+/* app side: zr_send with a timeout (-1: none) that a readable cancel_fd ends
+ * early with -ECANCELED (the message stays with the caller). */
+int zr__sock_send_cancellable(struct zr_socket *s, zr_msg **msg, int timeout_ms, int cancel_fd);
 
 /* ---- the context -------------------------------------------------------- */
 

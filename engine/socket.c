@@ -100,11 +100,12 @@ sock_cmd(struct zr_socket *s, int type, size_t extra)
 	return cmd;
 }
 
-/* Waits until fd is readable or timeout_ms (-1: no limit) passes. */
+/* Waits until fd is readable or the deadline passes; a readable cancel_fd
+ * (>= 0; left readable for its owner) ends the wait with -ECANCELED. */
 static int
-sock_wait(struct zr_socket *s, int fd, uint64_t deadline)
+sock_wait_cancellable(struct zr_socket *s, int fd, uint64_t deadline, int cancel_fd)
 {
-	struct pollfd p = {.fd = fd, .events = POLLIN};
+	struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = cancel_fd, .events = POLLIN}};
 	int timeout = -1;
 
 	if (atomic_load(&s->ctx->terminating))
@@ -116,10 +117,19 @@ sock_wait(struct zr_socket *s, int fd, uint64_t deadline)
 			return -EAGAIN;
 		timeout = (int)(deadline - now);
 	}
-	if (poll(&p, 1, timeout) == 0)
+	if (poll(p, cancel_fd >= 0 ? 2 : 1, timeout) == 0)
 		return -EAGAIN;
+	if (cancel_fd >= 0 && (p[1].revents & POLLIN))
+		return -ECANCELED;
 	sock_drain_fd(fd);
 	return atomic_load(&s->ctx->terminating) ? -ETERM : 0;
+}
+
+/* Waits until fd is readable or the deadline passes. */
+static int
+sock_wait(struct zr_socket *s, int fd, uint64_t deadline)
+{
+	return sock_wait_cancellable(s, fd, deadline, -1);
 }
 
 static uint64_t
@@ -414,9 +424,8 @@ sock_blocks_without_peer(const zr_socket *s)
 }
 
 static int
-sock_send(zr_socket *s, zr_msg **msg, int flags)
+sock_send(zr_socket *s, zr_msg **msg, uint64_t deadline, int cancel_fd)
 {
-	uint64_t deadline = sock_deadline(flags, s->opt.sndtimeo_ms);
 	uint32_t added;
 	zr_msg *m = *msg;
 	int rc;
@@ -439,7 +448,7 @@ sock_send(zr_socket *s, zr_msg **msg, int flags)
 			atomic_store(&s->tx_armed, 1);
 			atomic_thread_fence(memory_order_seq_cst);
 			if (atomic_load(&s->npipes) == 0) {
-				rc = sock_wait(s, s->efd_tx, deadline);
+				rc = sock_wait_cancellable(s, s->efd_tx, deadline, cancel_fd);
 				if (rc < 0) {
 					zr__msg_drop_front(m, added);
 					return rc;
@@ -463,7 +472,7 @@ sock_send(zr_socket *s, zr_msg **msg, int flags)
 			return 0;
 		}
 		zr__ctx_dirty(s->ctx, s); /* make sure the io thread is draining */
-		rc = sock_wait(s, s->efd_tx, deadline);
+		rc = sock_wait_cancellable(s, s->efd_tx, deadline, cancel_fd);
 		if (rc < 0) {
 			zr__msg_drop_front(m, added);
 			return rc;
@@ -576,7 +585,14 @@ int
 zr_send(zr_socket *s, zr_msg **msg, int flags)
 {
 	sock_call_enter(s);
-	return sock_call_leave(s, sock_send(s, msg, flags));
+	return sock_call_leave(s, sock_send(s, msg, sock_deadline(flags, s->opt.sndtimeo_ms), -1));
+}
+
+int
+zr__sock_send_cancellable(zr_socket *s, zr_msg **msg, int timeout_ms, int cancel_fd)
+{
+	sock_call_enter(s);
+	return sock_call_leave(s, sock_send(s, msg, sock_deadline(0, timeout_ms), cancel_fd));
 }
 
 /* see zring.h */
@@ -989,12 +1005,15 @@ sock_route_fanout(struct zr_socket *s, zr_msg *m)
 				return false;
 		}
 	}
+	bool matched = false;
+
 	for (c = s->conns; c != NULL; c = next) {
 		bool room;
 
 		next = c->next;
 		if (c->state != ZR__CONN_ACTIVE || !zr__subs_match(&c->subs, f0, len))
 			continue;
+		matched = true;
 		room = zr__conn_has_room(c);
 		if (!room && policy == ZR_PUB_DROP_OLD)
 			room = zr__conn_drop_oldest(c);
@@ -1007,6 +1026,8 @@ sock_route_fanout(struct zr_socket *s, zr_msg *m)
 		if (!zr__conn_send(c, m, true))
 			m->refs--;
 	}
+	if (!matched)
+		atomic_fetch_add_explicit(&s->unmatched, 1, memory_order_relaxed);
 	zr__msg_unref(m);
 	return true;
 }
@@ -1112,6 +1133,8 @@ sock_rx_push(struct zr_socket *s, zr_msg *m)
 {
 	size_t queued = zr__spsc_count(&s->rx);
 
+	if (atomic_load_explicit(&s->rx_hold, memory_order_relaxed))
+		return false; /* the owner stopped reading (a closing subscription) */
 	/* Exactly RCVHWM (the ring itself rounds up to a power of two). */
 	if (s->opt.rcvhwm > 0 && queued >= (size_t)s->opt.rcvhwm)
 		return false;
@@ -1124,6 +1147,8 @@ sock_rx_push(struct zr_socket *s, zr_msg *m)
 		atomic_fetch_sub(&s->rx_bytes, m->len);
 		return false;
 	}
+	if (queued + 1 > atomic_load_explicit(&s->rx_peak, memory_order_relaxed))
+		atomic_store_explicit(&s->rx_peak, queued + 1, memory_order_relaxed);
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load(&s->rx_armed) && atomic_exchange(&s->rx_armed, 0))
 		sock_signal(s->efd_rx);
@@ -1265,6 +1290,7 @@ zr__sock_conn_active(struct zr_socket *s, struct zr__conn *c)
 			sock_send_sub(c, true, s->subs.v[i].topic, s->subs.v[i].len);
 	}
 	s->nconns_active++;
+	atomic_fetch_add(&s->nready, 1);
 	if (!c->connecter)
 		sock_pipes_add(s, 1);
 	sock_route_pending(s);
@@ -1276,6 +1302,7 @@ void
 zr__sock_conn_lost(struct zr_socket *s, struct zr__conn *c)
 {
 	s->nconns_active--;
+	atomic_fetch_sub(&s->nready, 1);
 	if (!c->connecter)
 		sock_pipes_add(s, -1);
 	if (s->type == ZR_ROUTER)

@@ -282,7 +282,7 @@ enum zr_side {
 #define ZR_SEND_RETRY_WINDOW_MS 5000 /* "no peer yet": how long a send keeps trying */
 #define ZR_SEND_RETRY_STEP_MS 50
 #define ZR_DRAIN_DEFAULT_MS 5000  /* shutdown: how long in-flight handlers get */
-#define ZR_ERRTEXT_MAX 256
+#define ZR_ERRTEXT_MAX 512
 
 /* One header: name and value, NUL-terminated UTF-8. */
 struct zr_header {
