@@ -115,11 +115,13 @@ Test(endpoints, constructing_a_broker_opens_no_file_descriptor_and_binds_nothing
 		cr_assert_eq(zr_broker_set_read_ahead(b[i], 8), 0);
 		cr_assert_eq(zr_broker_set_drain_timeout(b[i], 100), 0);
 	}
-	cr_assert_eq(zr_publisher_new(b[0], &p), 0);
-	cr_assert_null(zr_publisher_socket(p));
 	sleep_ms(100);
 	after = ep_fd_count();
 	cr_assert_eq(after, before, "%d descriptors before, %d after zr_broker_new", before, after);
+	/* A publisher attaches no socket before its first publish (it may keep
+	 * a wake-up descriptor of its own, which is not a socket). */
+	cr_assert_eq(zr_publisher_new(b[0], &p), 0);
+	cr_assert_null(zr_publisher_socket(p));
 	/* Nothing listens on the port either. */
 	struct sockaddr_in a = {.sin_family = AF_INET,
 	                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
