@@ -215,6 +215,7 @@ struct zr_socket {
 	atomic_int dirty;              /* queued on the ctx's dirty stack */
 	atomic_int rx_paused;          /* some connection waits for room in rx */
 	atomic_size_t rx_bytes;        /* bytes of the messages in rx */
+	atomic_size_t tx_bytes;        /* bytes of the messages in tx (SNDBYTES) */
 	atomic_int closed;             /* the app closed it (io frees it later) */
 	atomic_int calls;              /* app calls in progress: the io thread frees the
 	                                  socket only when none is (a thread blocked in

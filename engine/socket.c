@@ -423,6 +423,23 @@ sock_blocks_without_peer(const zr_socket *s)
 	return s->type == ZR_PUSH || s->type == ZR_DEALER || s->type == ZR_REQ || s->type == ZR_PAIR;
 }
 
+/* Into the app -> io handoff, within its slots and the SNDBYTES budget (an
+ * empty handoff takes any one message, as the other byte budgets do). */
+static bool
+sock_tx_offer(zr_socket *s, zr_msg *m)
+{
+	size_t queued = atomic_load(&s->tx_bytes);
+
+	if (s->opt.sndbytes > 0 && queued > 0 && queued + m->len > (uint64_t)s->opt.sndbytes)
+		return false;
+	/* Counted before the io thread can see (and subtract) it. */
+	atomic_fetch_add(&s->tx_bytes, m->len);
+	if (zr__spsc_push(&s->tx, m))
+		return true;
+	atomic_fetch_sub(&s->tx_bytes, m->len);
+	return false;
+}
+
 static int
 sock_send(zr_socket *s, zr_msg **msg, uint64_t deadline, int cancel_fd)
 {
@@ -456,7 +473,7 @@ sock_send(zr_socket *s, zr_msg **msg, uint64_t deadline, int cancel_fd)
 				continue;
 			}
 		}
-		if (zr__spsc_push(&s->tx, m)) {
+		if (sock_tx_offer(s, m)) {
 			*msg = NULL;
 			sock_send_done(s);
 			zr__ctx_dirty(s->ctx, s);
@@ -464,7 +481,7 @@ sock_send(zr_socket *s, zr_msg **msg, uint64_t deadline, int cancel_fd)
 		}
 		atomic_store(&s->tx_armed, 1);
 		atomic_thread_fence(memory_order_seq_cst);
-		if (zr__spsc_push(&s->tx, m)) {
+		if (sock_tx_offer(s, m)) {
 			atomic_store(&s->tx_armed, 0);
 			*msg = NULL;
 			sock_send_done(s);
@@ -1101,6 +1118,7 @@ sock_route_pending(struct zr_socket *s)
 			m = zr__spsc_pop(&s->tx);
 			if (m == NULL)
 				return;
+			atomic_fetch_sub(&s->tx_bytes, m->len);
 			sock_tx_taken(s);
 		}
 		s->pending = NULL;

@@ -193,7 +193,7 @@ enum zr_option {
 	ZR_HEARTBEAT_TIMEOUT = 77, /* int, ms: 0 = HEARTBEAT_IVL */
 
 	/* zring's own (no libzmq equivalent) */
-	ZR_SNDBYTES = 1001,   /* int64, bytes per peer's send queue: 8 MiB */
+	ZR_SNDBYTES = 1001,   /* int64, bytes per peer's send queue and in the socket's own send queue: 8 MiB */
 	ZR_RCVBYTES = 1002,   /* int64, bytes in the receive queue: 8 MiB */
 	ZR_PUB_POLICY = 1003, /* int: what PUB/XPUB do with a subscriber whose queue is full */
 };
