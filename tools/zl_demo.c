@@ -22,6 +22,7 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <dirent.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/sockios.h>
@@ -554,20 +555,68 @@ demo_event_fd(zr_socket *s, int type)
 	}
 }
 
-/* The two fds are the two ends of one connection (the sender's local port is
- * the receiver's peer port). */
+/* Whether fd is the other end of rcv_fd's connection: its local address is
+ * rcv_fd's peer and its peer rcv_fd's local address. */
 static bool
-demo_kernel_same_connection(int snd_fd, int rcv_fd)
+demo_kernel_is_peer(int fd, int rcv_fd)
 {
-	struct sockaddr_storage a, b;
-	socklen_t la = sizeof a, lb = sizeof b;
-	if (getsockname(snd_fd, (struct sockaddr *)&a, &la) != 0 ||
-	    getpeername(rcv_fd, (struct sockaddr *)&b, &lb) != 0 || la != lb)
+	struct sockaddr_storage a, b, c, d;
+	socklen_t la = sizeof a, lb = sizeof b, lc = sizeof c, ld = sizeof d;
+	memset(&a, 0, sizeof a);
+	memset(&b, 0, sizeof b);
+	memset(&c, 0, sizeof c);
+	memset(&d, 0, sizeof d);
+	if (getsockname(fd, (struct sockaddr *)&a, &la) != 0 ||
+	    getpeername(rcv_fd, (struct sockaddr *)&b, &lb) != 0 || la != lb ||
+	    memcmp(&a, &b, la) != 0)
 		return false;
-	return memcmp(&a, &b, la) == 0;
+	if (getpeername(fd, (struct sockaddr *)&c, &lc) != 0 ||
+	    getsockname(rcv_fd, (struct sockaddr *)&d, &ld) != 0 || lc != ld)
+		return false;
+	return memcmp(&c, &d, lc) == 0;
+}
+
+/*
+ * The sender's end of the receiver's connection. Its socket was attached and
+ * connected by the first publish, before a monitor could be started on it,
+ * so no CONNECTED event names it; both ends live in this process, so look
+ * for it among our own descriptors. Returns the fd or -1.
+ */
+static int
+demo_kernel_find_sender(int rcv_fd)
+{
+	DIR *dir = opendir("/proc/self/fd");
+	struct dirent *e;
+	int found = -1;
+	if (!dir)
+		return -1;
+	while (found < 0 && (e = readdir(dir)) != NULL) {
+		char *end;
+		long fd = strtol(e->d_name, &end, 10);
+		if (*end != '\0' || end == e->d_name || fd < 0 || fd > INT_MAX ||
+		    fd == rcv_fd || fd == dirfd(dir))
+			continue;
+		if (demo_kernel_is_peer((int)fd, rcv_fd))
+			found = (int)fd;
+	}
+	closedir(dir);
+	return found;
 }
 
 /* ---- the progress line ---- */
+
+/* The producer's state for the progress line: the share of the last second
+ * its publishes spent waiting for room. */
+static void
+demo_state(char *buf, size_t cap, bool draining, double blocked_share)
+{
+	if (draining)
+		snprintf(buf, cap, "stopped");
+	else if (blocked_share >= 0.005)
+		snprintf(buf, cap, "waits %3.0f%%", blocked_share * 100.0);
+	else
+		snprintf(buf, cap, "sending");
+}
 
 struct demo_progress {
 	bool tty;
@@ -577,6 +626,7 @@ struct demo_progress {
 	/* the handled rate over the last second */
 	uint64_t hist_ms[16];
 	uint64_t hist_n[16];
+	uint64_t hist_blocked[16];
 	unsigned hist_pos, hist_len;
 };
 
@@ -593,12 +643,17 @@ demo_progress_init(struct demo_progress *pr)
 	}
 }
 
-static double
-demo_progress_rate(struct demo_progress *pr, uint64_t now, uint64_t n)
+/* Records a sample of the received count and the producer's cumulative
+ * waiting time; gives the rate and the share of time spent waiting over the
+ * last second. */
+static void
+demo_progress_sample(struct demo_progress *pr, uint64_t now, uint64_t n, uint64_t blocked_ms,
+                     double *rate, double *blocked)
 {
 	unsigned cap = sizeof pr->hist_ms / sizeof pr->hist_ms[0];
 	pr->hist_ms[pr->hist_pos] = now;
 	pr->hist_n[pr->hist_pos] = n;
+	pr->hist_blocked[pr->hist_pos] = blocked_ms;
 	pr->hist_pos = (pr->hist_pos + 1) % cap;
 	if (pr->hist_len < cap)
 		pr->hist_len++;
@@ -611,7 +666,11 @@ demo_progress_rate(struct demo_progress *pr, uint64_t now, uint64_t n)
 		best = j;
 	}
 	uint64_t dt = now - pr->hist_ms[best];
-	return dt ? (double)(n - pr->hist_n[best]) * 1000.0 / (double)dt : 0.0;
+	*rate = dt ? (double)(n - pr->hist_n[best]) * 1000.0 / (double)dt : 0.0;
+	uint64_t db = blocked_ms > pr->hist_blocked[best] ? blocked_ms - pr->hist_blocked[best] : 0;
+	*blocked = dt ? (double)db / (double)dt : 0.0;
+	if (*blocked > 1.0)
+		*blocked = 1.0;
 }
 
 static void
@@ -764,24 +823,21 @@ demo_queue_show(void *arg, uint64_t now, bool draining)
 	if (q->st.depth > q->depth_peak_seen)
 		q->depth_peak_seen = q->st.depth;
 	uint64_t got = atomic_load(&q->sink->unique);
-	double rate = demo_progress_rate(q->pr, now, got);
-	char wnd[24] = "";
+	double rate, share;
+	demo_progress_sample(q->pr, now, got, q->ps.blocked_ms + q->ps.blocked_now_ms, &rate,
+	                     &share);
+	char wnd[64] = "";
 	if (q->kv.wnd_reported)
 		snprintf(wnd, sizeof wnd, "  window %s", demo_bytes(q->kv.wnd).s);
-	char state[40];
-	if (draining)
-		snprintf(state, sizeof state, "draining");
-	else if (q->ps.blocked_now_ms > 0)
-		snprintf(state, sizeof state, "WAITING %s", demo_secs(q->ps.blocked_now_ms).s);
-	else
-		snprintf(state, sizeof state, "sending");
+	char state[64];
+	demo_state(state, sizeof state, draining, share);
 	demo_progress_show(q->pr, now, false,
-	                   "  queue %5.1f s  sent %7s  recv %7s  %11s  depth %3zu/%u  "
-	                   "producer %-14s  rcv-q %9s%s  RSS %s",
+	                   "  queue %5.1f s  sent %6s  recv %6s %11s  channel %2zu/%u  "
+	                   "producer %-11s  RSS %8s  rcv-q %7s%s",
 	                   (double)(now - q->t0) / 1000.0,
 	                   demo_count(atomic_load(&q->prod->sent)).s, demo_count(got).s,
 	                   demo_rate(rate).s, q->st.depth, q->o->read_ahead, state,
-	                   demo_bytes(q->kv.rcvq).s, wnd, demo_bytes(rss).s);
+	                   demo_bytes(rss).s, demo_bytes(q->kv.rcvq).s, wnd);
 }
 
 static int
@@ -859,24 +915,21 @@ demo_queue_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *p
 	q.sink = &sink;
 	q.prod = &prod;
 
-	/* The first message attaches the publisher's socket: then both ends of the
-	 * connection are known to the monitors. */
+	/* The first message attaches the publisher's socket and makes the
+	 * connection the subscription's monitor reports. */
 	rc = demo_producer_publish(&prod, ZR_SEND_RETRY_WINDOW_MS * 2);
 	if (rc < 0) {
 		fprintf(stderr, "zring demo: first publish to %s: %s (%s)\n", addr,
 		        zr_publisher_error(pub), zr_strerror(rc));
 		goto out;
 	}
-	zr_socket *ps = zr_publisher_socket(pub);
-	if (ps && zr_socket_monitor(ps, ZR_EVENT_CONNECTED) == 0)
-		q.kv.snd_fd = demo_event_fd(ps, ZR_EVENT_CONNECTED);
 	q.kv.rcv_fd = demo_event_fd(zr_subscription_socket(q.sub), ZR_EVENT_ACCEPTED);
+	if (q.kv.rcv_fd >= 0)
+		q.kv.snd_fd = demo_kernel_find_sender(q.kv.rcv_fd);
 	if (q.kv.snd_fd < 0 || q.kv.rcv_fd < 0)
-		printf("  (note: the kernel's view is partial: %s%s)\n",
-		       q.kv.snd_fd < 0 ? "no CONNECTED event for the sender " : "",
-		       q.kv.rcv_fd < 0 ? "no ACCEPTED event for the receiver" : "");
-	else if (!demo_kernel_same_connection(q.kv.snd_fd, q.kv.rcv_fd))
-		printf("  (note: the sender's and the receiver's fds are not one connection)\n");
+		printf("  (note: the kernel's view is partial: %s)\n",
+		       q.kv.rcv_fd < 0 ? "no ACCEPTED event for the receiver"
+		                       : "the sender's end of the connection was not found");
 
 	q.t0 = demo_now_ms();
 	if ((rc = demo_producer_start(&prod)) < 0) {
@@ -893,6 +946,13 @@ demo_queue_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *p
 	uint64_t flood_ms = demo_now_ms() - q.t0;
 	struct demo_sink *sinks[] = {&sink};
 	uint64_t sent = atomic_load(&prod.sent);
+	/* Where the messages published but not yet handled wait, at the stop. */
+	demo_queue_show(&q, demo_now_ms(), true);
+	uint64_t backlog = sent - atomic_load(&sink.unique);
+	uint64_t in_chan = q.st.depth + q.st.in_flight;
+	uint64_t in_rx = (q.kv.rcvq + o->size / 2) / o->size;
+	uint64_t in_tx = (q.kv.sndq + o->size / 2) / o->size;
+	uint64_t in_app = backlog > in_chan + in_rx + in_tx ? backlog - in_chan - in_rx - in_tx : 0;
 	int drc = demo_drain(sinks, 1, sent, demo_queue_show, &q);
 	demo_queue_show(&q, demo_now_ms(), true);
 	demo_progress_end(pr);
@@ -929,6 +989,10 @@ demo_queue_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *p
 	printf("  %-28s %s lost, %s duplicated, %s out of order, 0 dropped\n",
 	       "lost / duplicated", demo_count(r->lost).s, demo_count(sink.dups).s,
 	       demo_count(sink.disorder).s);
+	printf("  %-28s %s messages: %s in the channel or its handler, ~%s in the receiver's\n"
+	       "  %-28s kernel queue, ~%s in the sender's, ~%s in the producer's socket queues\n",
+	       "in flight at the stop", demo_count(backlog).s, demo_count(in_chan).s,
+	       demo_count(in_rx).s, "", demo_count(in_tx).s, demo_count(in_app).s);
 	printf("  %-28s %zu (read_ahead %u)%s\n", "peak channel depth", q.st.peak_depth,
 	       o->read_ahead, q.st.peak_depth == o->read_ahead ? ": the channel filled" : "");
 	if (o->batch > 0)
@@ -998,24 +1062,21 @@ demo_fanout_show(void *arg, uint64_t now, bool draining)
 	if (f->ps.blocked_now_ms > f->blocked_longest)
 		f->blocked_longest = f->ps.blocked_now_ms;
 	uint64_t slow = atomic_load(&f->sink[DEMO_SLOW]->unique);
-	double rate = demo_progress_rate(f->pr, now, slow);
-	char state[40];
-	if (draining)
-		snprintf(state, sizeof state, "draining");
-	else if (f->ps.blocked_now_ms > 0)
-		snprintf(state, sizeof state, "WAITING %s", demo_secs(f->ps.blocked_now_ms).s);
-	else
-		snprintf(state, sizeof state, "sending");
+	double rate, share;
+	demo_progress_sample(f->pr, now, slow, f->ps.blocked_ms + f->ps.blocked_now_ms, &rate,
+	                     &share);
+	char state[64];
+	demo_state(state, sizeof state, draining, share);
 	demo_progress_show(f->pr, now, false,
-	                   "  fan-out %5.1f s  sent %7s  slow %7s (depth %3zu)  fast %7s "
-	                   "(depth %3zu)  audit %s  %11s  publisher %-14s  RSS %s",
+	                   "  fan-out %5.1f s  sent %6s  slow %6s %11s  fast %6s  audit %s  "
+	                   "channels %2zu/%2zu/%zu  publisher %-11s  RSS %s",
 	                   (double)(now - f->t0) / 1000.0,
 	                   demo_count(atomic_load(&f->prod->sent)).s, demo_count(slow).s,
-	                   f->st[DEMO_SLOW].depth,
+	                   demo_rate(rate).s,
 	                   demo_count(atomic_load(&f->sink[DEMO_FAST]->unique)).s,
-	                   f->st[DEMO_FAST].depth,
 	                   demo_count(atomic_load(&f->sink[DEMO_AUDIT]->unique)).s,
-	                   demo_rate(rate).s, state, demo_bytes(rss).s);
+	                   f->st[DEMO_SLOW].depth, f->st[DEMO_FAST].depth, f->st[DEMO_AUDIT].depth,
+	                   state, demo_bytes(rss).s);
 }
 
 /* The fan-out publisher binds; its address is the broker's bound address, or
