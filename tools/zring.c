@@ -2,13 +2,17 @@
  * zring — the command-line tool.
  *
  *   zring cat (-r|-w) ...    a ZeroMQ socket on stdin/stdout (zl_cat.c)
- *   zring demo [--count N]   check our ZMTP codec against a real libzmq peer
+ *   zring subscribe ...      a broker subscription printing its deliveries
+ *   zring publish ...        publish the lines of stdin (both zl_broker.c)
+ *   zring demo [--quick]     the backpressure demo (zl_demo.c)
+ *   zring probe [--count N]  check our ZMTP codec against a real libzmq peer
  *   zring bench [--quick]    zring beside libzmq: throughput and latency (zl_bench.c)
  *   zring version            print the version
  *   zring help               print the usage
  *
  * Uses only the public headers (<zring.h>) and the shared socket driver in
- * this directory (zl_link.c, zl_proc.c); `cat` uses the socket API.
+ * this directory (zl_link.c, zl_proc.c); `cat` uses the socket API,
+ * `subscribe`, `publish` and `demo` the broker model.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -24,6 +28,7 @@
 #include <zring.h>
 
 #include "zl_bench.h"
+#include "zl_broker.h"
 #include "zl_cat.h"
 #include "zl_link.h"
 #include "zl_proc.h"
@@ -34,9 +39,9 @@
 
 /* The interpreter Debian's python3-zmq installs into (another python3 earlier
  * on PATH may not have zmq). */
-#define DEMO_PYTHON "/usr/bin/python3"
-#define DEMO_WAIT_MS 5000
-#define DEMO_WINDOW 64 /* messages in flight: the peer relays, so bound the queue */
+#define PROBE_PYTHON "/usr/bin/python3"
+#define PROBE_WAIT_MS 5000
+#define PROBE_WINDOW 64 /* messages in flight: the peer relays, so bound the queue */
 
 static const char usage_text[] =
 	"usage: zring <command> [options]\n"
@@ -45,7 +50,15 @@ static const char usage_text[] =
 	"  cat (-r|-w) (-b|-c) TYPE ENDPOINT... [options]\n"
 	"                    a ZeroMQ socket on the command line: print what it\n"
 	"                    receives, or send the lines of stdin (zring cat --help)\n"
-	"  demo [--count N]  check the ZMTP codec against a real libzmq peer (pyzmq):\n"
+	"  subscribe PATTERN ENDPOINT (-b|-c) [options]\n"
+	"                    mount a handler on a broker endpoint (queue, fanout,\n"
+	"                    rpc) and print every delivery (zring subscribe --help)\n"
+	"  publish PATTERN ENDPOINT (-b|-c) --name NAME [options]\n"
+	"                    publish every line of stdin; rpc: each line is a\n"
+	"                    request, each reply is printed (zring publish --help)\n"
+	"  demo [--quick]    the backpressure demo: a slow subscriber holds a fast\n"
+	"                    publisher back, memory stays bounded, nothing is lost\n"
+	"  probe [--count N] check the ZMTP codec against a real libzmq peer (pyzmq):\n"
 	"                    handshake both ways, N messages (default 1000) sent and\n"
 	"                    echoed back, byte-exact, with a transcript\n"
 	"  bench [--quick] [--out DIR] [--bin DIR]\n"
@@ -56,15 +69,15 @@ static const char usage_text[] =
 	"  help              print this help\n"
 	"\n"
 	"environment:\n"
-	"  ZRING_TRACE=1     hex-dump every byte the demo reads and writes (stderr)\n";
+	"  ZRING_TRACE=1     hex-dump every byte the probe reads and writes (stderr)\n";
 
 /*
- * The libzmq side of the demo: a PULL and a PUSH bound on loopback; every
+ * The libzmq side of the probe: a PULL and a PUSH bound on loopback; every
  * message the PULL receives goes straight back out of the PUSH. "STATS" on
  * stdin asks for its count and checksum (CRC-32 over each frame as a 4-octet
  * big-endian length and the bytes), end of stdin ends it.
  */
-static const char demo_script[] =
+static const char probe_script[] =
 	"import os, sys, zlib\n"
 	"try:\n"
 	"    import zmq\n"
@@ -131,18 +144,18 @@ crc32_frame(uint32_t crc, const uint8_t *p, size_t n)
 	return crc32_update(crc32_update(crc, len, 4), p, n);
 }
 
-/* Message i of the demo: [8-octet sequence][empty][payload], the payload
+/* Message i of the probe: [8-octet sequence][empty][payload], the payload
  * sizes cycling over both sides of the 255/256 short/long boundary, with a
  * large frame now and then so bodies arrive in pieces. */
 static size_t
-demo_payload_size(size_t i)
+probe_payload_size(size_t i)
 {
 	static const size_t sizes[] = {1, 255, 256, 0, 4096, 100, 65536 + 7};
 	return sizes[i % (sizeof(sizes) / sizeof(sizes[0]))];
 }
 
 static void
-demo_fill(uint8_t *buf, size_t n, size_t seq)
+probe_fill(uint8_t *buf, size_t n, size_t seq)
 {
 	for (size_t j = 0; j < n; j++)
 		buf[j] = (uint8_t)(seq * 31u + j);
@@ -221,7 +234,7 @@ print_our_ready(const struct zl_link *l)
 		printf("  %-15s(not found in what we wrote)\n", "READY sent");
 }
 
-struct demo {
+struct probe {
 	struct zl_proc peer;
 	struct zl_link out; /* our PUSH -> libzmq PULL */
 	struct zl_link in;  /* libzmq PUSH -> our PULL */
@@ -229,10 +242,10 @@ struct demo {
 	char line[512];
 };
 
-static int demo_fail(struct demo *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int probe_fail(struct probe *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static int
-demo_fail(struct demo *d, const char *fmt, ...)
+probe_fail(struct probe *d, const char *fmt, ...)
 {
 	va_list ap;
 	printf("FAIL: ");
@@ -250,23 +263,23 @@ demo_fail(struct demo *d, const char *fmt, ...)
 
 /* Opens a link and waits for its READY; prints the handshake. */
 static int
-demo_handshake(struct demo *d, struct zl_link *l, bool *open, const char *title, uint16_t port,
-               const struct zr_zmtp_config *cfg)
+probe_handshake(struct probe *d, struct zl_link *l, bool *open, const char *title, uint16_t port,
+                const struct zr_zmtp_config *cfg)
 {
 	struct zl_event ev;
 	uint64_t t0 = zl_now_ms();
 
-	int rc = zl_link_open(l, port, cfg, 4096, DEMO_WAIT_MS);
+	int rc = zl_link_open(l, port, cfg, 4096, PROBE_WAIT_MS);
 	*open = true;
 	if (rc < 0)
-		return demo_fail(d, "%s: connect to 127.0.0.1:%u: %s", title, port,
-		                 zr_strerror(rc));
-	rc = zl_link_next(l, &ev, DEMO_WAIT_MS);
+		return probe_fail(d, "%s: connect to 127.0.0.1:%u: %s", title, port,
+		                  zr_strerror(rc));
+	rc = zl_link_next(l, &ev, PROBE_WAIT_MS);
 	if (rc < 0)
-		return demo_fail(d, "%s: handshake: %s", title, zr_strerror(rc));
+		return probe_fail(d, "%s: handshake: %s", title, zr_strerror(rc));
 	if (ev.type != ZL_EV_READY) {
 		zl_event_free(&ev);
-		return demo_fail(d, "%s: first event is not READY", title);
+		return probe_fail(d, "%s: first event is not READY", title);
 	}
 	printf("%s\n", title);
 	print_greeting("greeting sent", l->tx_log.p, l->tx_log.len < 64 ? l->tx_log.len : 64);
@@ -280,7 +293,7 @@ demo_handshake(struct demo *d, struct zl_link *l, bool *open, const char *title,
 }
 
 static int
-cmd_demo(int argc, char **argv)
+cmd_probe(int argc, char **argv)
 {
 	size_t count = 1000;
 	for (int i = 0; i < argc; i++) {
@@ -288,50 +301,51 @@ cmd_demo(int argc, char **argv)
 			char *end;
 			unsigned long long v = strtoull(argv[++i], &end, 10);
 			if (*end != '\0' || v == 0 || v > 100000000ull) {
-				fprintf(stderr,
-				        "zring demo: --count wants a number from 1 to 100000000\n");
+				fprintf(stderr, "zring probe: --count wants a number from 1 to "
+				                "100000000\n");
 				return 1;
 			}
 			count = (size_t)v;
 		} else {
-			fprintf(stderr, "zring demo: unknown option '%s'\n\n%s", argv[i],
+			fprintf(stderr, "zring probe: unknown option '%s'\n\n%s", argv[i],
 			        usage_text);
 			return 1;
 		}
 	}
 
-	struct demo d;
+	struct probe d;
 	memset(&d, 0, sizeof(d));
-	if (access(DEMO_PYTHON, X_OK) != 0) {
-		printf("FAIL: %s not found. The demo runs a libzmq peer through pyzmq: install the "
+	if (access(PROBE_PYTHON, X_OK) != 0) {
+		printf("FAIL: %s not found. The probe runs a libzmq peer through pyzmq: install "
+		       "the "
 		       "Debian "
 		       "packages python3 and python3-zmq (apt-get install python3-zmq, or "
 		       "scripts/deps.sh).\n",
-		       DEMO_PYTHON);
+		       PROBE_PYTHON);
 		return 1;
 	}
-	char *pargv[] = {(char *)DEMO_PYTHON, (char *)"-c", (char *)demo_script, NULL};
+	char *pargv[] = {(char *)PROBE_PYTHON, (char *)"-c", (char *)probe_script, NULL};
 	int rc = zl_proc_spawn(&d.peer, pargv);
 	if (rc < 0) {
-		printf("FAIL: cannot start %s: %s\n", DEMO_PYTHON, strerror(-rc));
+		printf("FAIL: cannot start %s: %s\n", PROBE_PYTHON, strerror(-rc));
 		return 1;
 	}
 	rc = zl_proc_readline(&d.peer, d.line, sizeof(d.line), 15000);
 	if (rc < 0 || strncmp(d.line, "FATAL", 5) == 0)
-		return demo_fail(&d,
-		                 "%s cannot run the libzmq peer (%s): install the Debian package "
-		                 "python3-zmq (apt-get install python3-zmq, or scripts/deps.sh)",
-		                 DEMO_PYTHON, rc < 0 ? strerror(-rc) : d.line);
+		return probe_fail(&d,
+		                  "%s cannot run the libzmq peer (%s): install the Debian package "
+		                  "python3-zmq (apt-get install python3-zmq, or scripts/deps.sh)",
+		                  PROBE_PYTHON, rc < 0 ? strerror(-rc) : d.line);
 	char zmq_ver[64] = "?", py_ver[64] = "?";
 	if (sscanf(d.line, "HELLO %63s %63s", zmq_ver, py_ver) != 2)
-		return demo_fail(&d, "unexpected line from the peer: %s", d.line);
+		return probe_fail(&d, "unexpected line from the peer: %s", d.line);
 	unsigned pull_port = 0, push_port = 0;
-	rc = zl_proc_readline(&d.peer, d.line, sizeof(d.line), DEMO_WAIT_MS);
+	rc = zl_proc_readline(&d.peer, d.line, sizeof(d.line), PROBE_WAIT_MS);
 	if (rc < 0 || sscanf(d.line, "PORTS %u %u", &pull_port, &push_port) != 2 ||
 	    pull_port == 0 || pull_port > 65535 || push_port == 0 || push_port > 65535)
-		return demo_fail(&d, "the peer did not report its ports");
+		return probe_fail(&d, "the peer did not report its ports");
 
-	printf("zring %s demo: our ZMTP codec against libzmq %s (pyzmq %s), TCP loopback\n",
+	printf("zring %s probe: our ZMTP codec against libzmq %s (pyzmq %s), TCP loopback\n",
 	       ZR_TOOL_VERSION, zmq_ver, py_ver);
 	printf("peer: libzmq PULL on 127.0.0.1:%u relays to libzmq PUSH on 127.0.0.1:%u\n\n",
 	       pull_port, push_port);
@@ -340,11 +354,11 @@ cmd_demo(int argc, char **argv)
 	zr_zmtp_config_default(&push_cfg, ZR_PUSH);
 	zr_zmtp_config_default(&pull_cfg, ZR_PULL);
 	uint64_t t_hs = zl_now_ms();
-	if (demo_handshake(&d, &d.out, &d.out_open, "[link 1] our PUSH -> libzmq PULL",
-	                   (uint16_t)pull_port, &push_cfg) != 0)
+	if (probe_handshake(&d, &d.out, &d.out_open, "[link 1] our PUSH -> libzmq PULL",
+	                    (uint16_t)pull_port, &push_cfg) != 0)
 		return 1;
-	if (demo_handshake(&d, &d.in, &d.in_open, "[link 2] libzmq PUSH -> our PULL",
-	                   (uint16_t)push_port, &pull_cfg) != 0)
+	if (probe_handshake(&d, &d.in, &d.in_open, "[link 2] libzmq PUSH -> our PULL",
+	                    (uint16_t)push_port, &pull_cfg) != 0)
 		return 1;
 	t_hs = zl_now_ms() - t_hs;
 
@@ -354,7 +368,7 @@ cmd_demo(int argc, char **argv)
 	if (payload == NULL || expect == NULL) {
 		free(payload);
 		free(expect);
-		return demo_fail(&d, "out of memory");
+		return probe_fail(&d, "out of memory");
 	}
 	size_t sent = 0, received = 0, matched = 0;
 	uint64_t octets = 0;
@@ -363,14 +377,14 @@ cmd_demo(int argc, char **argv)
 	int err = 0;
 	uint64_t t0 = zl_now_ms();
 	while (received < count && why == NULL) {
-		if (sent < count && sent - received < DEMO_WINDOW) {
+		if (sent < count && sent - received < PROBE_WINDOW) {
 			uint8_t seq[8];
 			for (int k = 0; k < 8; k++)
 				seq[k] = (uint8_t)((uint64_t)sent >> (56 - 8 * k));
-			size_t n = demo_payload_size(sent);
-			demo_fill(payload, n, sent);
+			size_t n = probe_payload_size(sent);
+			probe_fill(payload, n, sent);
 			struct zl_frame fr[3] = {{seq, 8}, {NULL, 0}, {payload, n}};
-			err = zl_link_send(&d.out, fr, 3, DEMO_WAIT_MS);
+			err = zl_link_send(&d.out, fr, 3, PROBE_WAIT_MS);
 			if (err < 0) {
 				why = "send";
 				break;
@@ -383,7 +397,7 @@ cmd_demo(int argc, char **argv)
 			continue;
 		}
 		struct zl_event ev;
-		err = zl_link_next(&d.in, &ev, DEMO_WAIT_MS);
+		err = zl_link_next(&d.in, &ev, PROBE_WAIT_MS);
 		if (err < 0) {
 			why = "receive";
 			break;
@@ -392,8 +406,8 @@ cmd_demo(int argc, char **argv)
 			zl_event_free(&ev);
 			continue;
 		}
-		size_t n = demo_payload_size(received);
-		demo_fill(expect, n, received);
+		size_t n = probe_payload_size(received);
+		probe_fill(expect, n, received);
 		bool ok = ev.msg.count == 3 && ev.msg.frames[0].len == 8 &&
 		          ev.msg.frames[1].len == 0 && ev.msg.frames[2].len == n &&
 		          (n == 0 || memcmp(ev.msg.frames[2].data, expect, n) == 0);
@@ -420,7 +434,7 @@ cmd_demo(int argc, char **argv)
 	unsigned peer_crc = 0;
 	bool have_peer = false;
 	if (zl_proc_writeline(&d.peer, "STATS") == 0 &&
-	    zl_proc_readline(&d.peer, d.line, sizeof(d.line), DEMO_WAIT_MS) >= 0)
+	    zl_proc_readline(&d.peer, d.line, sizeof(d.line), PROBE_WAIT_MS) >= 0)
 		have_peer =
 			sscanf(d.line, "STATS %llu %llu %x", &peer_n, &peer_bytes, &peer_crc) == 3;
 
@@ -444,9 +458,9 @@ cmd_demo(int argc, char **argv)
 		why = "checksum";
 	if (why != NULL) {
 		if (err < 0)
-			return demo_fail(&d, "%s after %zu of %zu messages: %s", why, received,
-			                 count, zr_strerror(err));
-		return demo_fail(&d, "%s (%zu of %zu messages matched)", why, matched, count);
+			return probe_fail(&d, "%s after %zu of %zu messages: %s", why, received,
+			                  count, zr_strerror(err));
+		return probe_fail(&d, "%s (%zu of %zu messages matched)", why, matched, count);
 	}
 	zl_link_close(&d.out);
 	zl_link_close(&d.in);
@@ -479,9 +493,17 @@ static const struct {
 	const char *name;
 	int (*run)(int argc, char **argv);
 } commands[] = {
-	{"cat", zl_cat_main},     {"demo", cmd_demo},         {"bench", zl_bench_main},
-	{"version", cmd_version}, {"--version", cmd_version}, {"help", cmd_help},
-	{"--help", cmd_help},     {"-h", cmd_help},
+	{"cat", zl_cat_main},
+	{"subscribe", zl_subscribe_main},
+	{"publish", zl_publish_main},
+	{"demo", cmd_probe}, /* until zl_demo.c builds: then the backpressure demo */
+	{"probe", cmd_probe},
+	{"bench", zl_bench_main},
+	{"version", cmd_version},
+	{"--version", cmd_version},
+	{"help", cmd_help},
+	{"--help", cmd_help},
+	{"-h", cmd_help},
 };
 
 int
