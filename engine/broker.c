@@ -79,6 +79,7 @@ struct zr_subscription {
 	atomic_int stop;    /* enum sub_stop */
 	bool done;          /* the dispatcher finished (broker lock) */
 	size_t peak;        /* the channel's peak, kept when the socket closes */
+	bool channel_counted; /* a timed-out shutdown counted the channel as discarded */
 	bool joined;
 
 	pthread_mutex_t lock; /* workers' inboxes */
@@ -491,8 +492,10 @@ sub_worker_main(void *arg)
 
 		while (w->pending.n == 0 && !sub->exit)
 			pthread_cond_wait(&w->cond, &sub->lock);
-		if (sub->exit && (w->pending.n == 0 || atomic_load(&sub->stop) == SUB_DROP))
+		if (sub->exit && (w->pending.n == 0 || atomic_load(&sub->stop) == SUB_DROP)) {
+			sub_discard(sub, &w->pending);
 			break;
+		}
 		t = w->current;
 		w->current = w->pending;
 		w->pending = t;
@@ -731,7 +734,7 @@ sub_stop_join(struct zr_subscription *sub)
 	}
 	if (sub->sock != NULL) {
 		/* What the channel still holds is discarded with the socket. */
-		if (sub->sock->queues_ready)
+		if (sub->sock->queues_ready && !sub->channel_counted)
 			atomic_fetch_add(&sub->discarded, zr__spsc_count(&sub->sock->rx));
 		sub->peak = atomic_load(&sub->sock->rx_peak);
 		zr_socket_close(sub->sock);
@@ -962,7 +965,7 @@ zr_subscription_stats(zr_subscription *sub, struct zr_sub_stats *st)
 	st->handled = handled;
 	st->errors = atomic_load(&sub->errors);
 	st->discarded = discarded;
-	if (!sub->joined && sub->sock->queues_ready)
+	if (!sub->joined && !sub->channel_counted && sub->sock->queues_ready)
 		st->depth = zr__spsc_count(&sub->sock->rx);
 	st->peak_depth = sub->joined ? sub->peak : atomic_load(&sub->sock->rx_peak);
 	st->in_flight = received > handled + discarded ? (size_t)(received - handled - discarded) : 0;
@@ -1025,6 +1028,10 @@ zr_broker_shutdown(zr_broker *b)
 		if (sub->done && !sub->joined) {
 			sub_stop_join(sub);
 		} else if (!sub->joined) {
+			/* rx_hold keeps anything new out: what the channel holds
+			 * now is what this shutdown discards. */
+			atomic_fetch_add(&sub->discarded, zr__spsc_count(&sub->sock->rx));
+			sub->channel_counted = true;
 			atomic_store(&sub->stop, SUB_DROP);
 			pthread_mutex_lock(&sub->lock);
 			pthread_cond_broadcast(&sub->cond);

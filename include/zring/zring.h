@@ -448,7 +448,9 @@ ZR_API const char *zr_publisher_error(const zr_publisher *p);
 
 struct zr_pub_stats {
 	uint64_t published;  /* publishes that succeeded */
-	uint64_t unmatched;  /* fan-out: messages no subscriber matched (dropped) */
+	uint64_t unmatched;  /* fan-out: messages no subscriber matched (dropped);
+	                        counted when the io thread routes them, a moment
+	                        after zr_publish returned */
 	uint64_t blocked_ms; /* total time publishes waited for room */
 	uint64_t blocked_now_ms; /* > 0: a publish is waiting, for this many ms so far */
 };
