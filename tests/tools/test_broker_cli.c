@@ -823,12 +823,13 @@ Test(broker_cli, sigint_and_sigterm_end_a_subscriber_with_0)
 Test(broker_cli, sigterm_hands_the_accepted_messages_to_the_handler_first)
 {
 	struct tool *sub = tool_start(0, "subscribe", "queue", "tcp://127.0.0.1:0", "-b",
-	                              "--handler-ms", "300", NULL);
+	                              "--handler-ms", "500", NULL);
 	const char *ep = tool_bound(sub);
 	struct tool *pub = tool_start(1, "publish", "queue", ep, "-c", "--name", "d", NULL);
 	tool_input(pub, "1\n2\n3\n");
 	cr_assert_eq(tool_wait(pub, WAIT_MS), 0, "stderr: %s", pub->err);
-	/* All three went out; the first line means the handler is on them. */
+	/* All three went out together: when the first line shows, 500 ms after
+	 * the first arrived, the other two are in the channel. */
 	tool_wait_lines(sub, 1, WAIT_MS);
 	cr_assert_eq(kill(sub->pid, SIGTERM), 0);
 
