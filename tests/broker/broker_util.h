@@ -58,11 +58,11 @@ struct bu_item {
 	size_t nheaders;
 	char *payload; /* payload_len bytes plus a NUL, so text compares easily */
 	size_t payload_len;
-	char *reply_to;   /* NULL when the delivery had none */
+	char *reply_to; /* NULL when the delivery had none */
 	uint64_t seq;
 	unsigned lane;
-	int error;        /* d->error */
-	char *error_text; /* NULL when the delivery had none */
+	int error;         /* d->error */
+	char *error_text;  /* NULL when the delivery had none */
 	size_t batch;      /* the batch call (from 1) it came in; 0: single delivery */
 	size_t batch_size; /* that batch's size; 0: single delivery */
 	uint64_t at_ms;    /* CLOCK_MONOTONIC when it was logged */
@@ -322,7 +322,7 @@ bu_item_header(const struct bu_item *it, const char *name)
 		const char *a = it->headers[i].name, *b = name;
 
 		while (*a != '\0' && (*a | (*a >= 'A' && *a <= 'Z' ? 0x20 : 0)) ==
-		                              (*b | (*b >= 'A' && *b <= 'Z' ? 0x20 : 0))) {
+		                             (*b | (*b >= 'A' && *b <= 'Z' ? 0x20 : 0))) {
 			a++;
 			b++;
 		}
@@ -344,7 +344,6 @@ bu_log_count_named(struct bu_log *log, const char *name)
 	pthread_mutex_unlock(&log->mu);
 	return k;
 }
-
 
 /* ---- brokers (assert on failure) ---- */
 

@@ -56,24 +56,29 @@ Test(endpoints, an_inproc_endpoint_is_refused_at_start_naming_the_address_and_bo
 
 			bu_log_init(&log);
 			/* Construction records the configuration only. */
-			cr_assert_eq(zr_broker_new(ctx, ep_patterns[i], "inproc://orders", side, &b), 0,
-			             "%s side %d", ep_pattern_name(ep_patterns[i]), side);
+			cr_assert_eq(
+				zr_broker_new(ctx, ep_patterns[i], "inproc://orders", side, &b), 0,
+				"%s side %d", ep_pattern_name(ep_patterns[i]), side);
 			int rc = zr_broker_start(b);
 
 			cr_assert_eq(rc, -EINVAL, "%s side %d: start returned %d",
 			             ep_pattern_name(ep_patterns[i]), side, rc);
 			const char *err = zr_broker_error(b);
 
-			cr_assert(strstr(err, "inproc://orders") != NULL, "\"%s\" names no address", err);
-			cr_assert(strstr(err, "tcp://") != NULL, "\"%s\" does not name tcp://", err);
-			cr_assert(strstr(err, "ipc://") != NULL, "\"%s\" does not name ipc://", err);
+			cr_assert(strstr(err, "inproc://orders") != NULL, "\"%s\" names no address",
+			          err);
+			cr_assert(strstr(err, "tcp://") != NULL, "\"%s\" does not name tcp://",
+			          err);
+			cr_assert(strstr(err, "ipc://") != NULL, "\"%s\" does not name ipc://",
+			          err);
 			/* It never opened: subscriptions and publishes are refused. */
 			struct zr_sub_opts o = {.handler = bu_log_handler, .arg = &log};
 
 			cr_assert_eq(zr_subscribe(b, "orders", &o, &sub), -ENOTCONN);
 			cr_assert_eq(zr_publisher_new(b, &p), 0);
 			if (ep_patterns[i] != ZR_RPC) {
-				cr_assert_eq(zr_publish(p, "orders", NULL, 0, "x", 1, 1000), -ENOTCONN);
+				cr_assert_eq(zr_publish(p, "orders", NULL, 0, "x", 1, 1000),
+				             -ENOTCONN);
 			} else {
 				struct zr_delivery *reply = NULL;
 
@@ -167,7 +172,8 @@ Test(endpoints, the_bound_address_is_absent_until_a_subscription_binds_then_name
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
 	cr_assert_geq(fd, 0);
-	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0, "nothing listens on %u", port);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0, "nothing listens on %u",
+	             port);
 	close(fd);
 	zr_unsubscribe(sub);
 	cr_assert_eq(zr_broker_bound_address(b, buf, sizeof buf), -ENOENT);
@@ -177,7 +183,7 @@ Test(endpoints, the_bound_address_is_absent_until_a_subscription_binds_then_name
 }
 
 /* §20 #16 */
-Test(endpoints, a_second_subscription_on_a_bound_endpoint_is_refused_naming_both, .timeout = 60)
+Test(endpoints, a_second_subscription_on_a_bound_endpoint_is_refused_naming_both)
 {
 	zr_ctx *ctx;
 
@@ -209,8 +215,7 @@ Test(endpoints, a_second_subscription_on_a_bound_endpoint_is_refused_naming_both
 }
 
 /* §20 #17 */
-Test(endpoints, an_unsubscribed_bound_endpoint_binds_again_and_the_publisher_reaches_the_new_one,
-     .timeout = 60)
+Test(endpoints, an_unsubscribed_bound_endpoint_binds_again_and_the_publisher_reaches_the_new_one)
 {
 	zr_ctx *ctx;
 	zr_broker *b;
@@ -284,7 +289,7 @@ Test(endpoints, binding_an_address_another_broker_holds_is_refused_naming_the_ad
 }
 
 /* §20 #19 */
-Test(endpoints, a_dialling_broker_takes_two_subscriptions_as_separate_sockets, .timeout = 60)
+Test(endpoints, a_dialling_broker_takes_two_subscriptions_as_separate_sockets)
 {
 	zr_ctx *ctx;
 	zr_socket *vent;
@@ -351,11 +356,12 @@ Test(endpoints, a_publisher_of_a_broker_not_started_fails_with_not_connected)
 		uint64_t t0 = bu_now_ms();
 
 		if (ep_patterns[i] == ZR_RPC) {
-			cr_assert_eq(zr_request(p, "svc", NULL, 0, "q", 1, 3000, &reply), -ENOTCONN);
+			cr_assert_eq(zr_request(p, "svc", NULL, 0, "q", 1, 3000, &reply),
+			             -ENOTCONN);
 			cr_assert_null(reply);
 		} else {
-			cr_assert_eq(zr_publish(p, "jobs", NULL, 0, "x", 1, 3000), -ENOTCONN,
-			             "%s", ep_pattern_name(ep_patterns[i]));
+			cr_assert_eq(zr_publish(p, "jobs", NULL, 0, "x", 1, 3000), -ENOTCONN, "%s",
+			             ep_pattern_name(ep_patterns[i]));
 		}
 		cr_assert_lt(bu_now_ms() - t0, 2500, "%s: the refusal waited",
 		             ep_pattern_name(ep_patterns[i]));
@@ -382,8 +388,7 @@ ep_responder_handler(const struct zr_delivery *d, void *arg)
 }
 
 /* §20 #21 */
-Test(endpoints, after_shutdown_every_patterns_publisher_fails_at_once_with_not_connected,
-     .timeout = 60)
+Test(endpoints, after_shutdown_every_patterns_publisher_fails_at_once_with_not_connected)
 {
 	zr_ctx *ctx;
 	zr_broker *bq, *bf, *br;

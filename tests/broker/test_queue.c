@@ -200,8 +200,7 @@ Test(queue, a_publisher_that_attached_before_a_subscription_dialled_is_refused_a
 }
 
 /* §20 #26 */
-Test(queue, a_publish_with_no_peer_ever_fails_after_the_window_with_no_connected_peer,
-     .timeout = 60)
+Test(queue, a_publish_with_no_peer_ever_fails_after_the_window_with_no_connected_peer)
 {
 	zr_ctx *ctx;
 	zr_broker *b;
@@ -256,8 +255,7 @@ q_late_main(void *arg)
 }
 
 /* §20 #27 */
-Test(queue, a_publish_succeeds_when_a_peer_attaches_a_second_after_the_first_refusal,
-     .timeout = 60)
+Test(queue, a_publish_succeeds_when_a_peer_attaches_a_second_after_the_first_refusal)
 {
 	zr_ctx *ctx, *peers;
 	zr_broker *b;
@@ -342,7 +340,7 @@ q_fill(zr_publisher *p, const void *payload, size_t len)
  * still takes the message.
  */
 #define Q28_SIZE (64 * 1024)
-Test(queue, the_no_peer_window_starts_at_the_first_refusal_not_at_the_call, .timeout = 120)
+Test(queue, the_no_peer_window_starts_at_the_first_refusal_not_at_the_call)
 {
 	zr_ctx *ctx, *peers;
 	zr_socket *old, *fresh;
@@ -381,7 +379,8 @@ Test(queue, the_no_peer_window_starts_at_the_first_refusal_not_at_the_call, .tim
 
 	for (int attempt = 0;; attempt++) {
 		snprintf(late, sizeof late, "late.%d", attempt);
-		g = (struct q_bg){.p = p, .name = late, .payload = "late", .len = 4, .timeout_ms = 60000};
+		g = (struct q_bg){
+			.p = p, .name = late, .payload = "late", .len = 4, .timeout_ms = 60000};
 		cr_assert_eq(pthread_create(&t, NULL, q_bg_main, &g), 0);
 		for (int waited = 0; waited < 6000 && atomic_load(&g.done) == 0; waited += 100)
 			sleep_ms(100);
@@ -390,8 +389,8 @@ Test(queue, the_no_peer_window_starts_at_the_first_refusal_not_at_the_call, .tim
 		cr_assert_eq(pthread_join(t, NULL), 0);
 		cr_assert_eq(g.rc, 0, "publish %s: %d %s", late, g.rc, zr_publisher_error(p));
 		cr_assert_lt(bu_now_ms(), give_up,
-		             "the peer never filled up (%d fills, then %d more got through)", filled,
-		             attempt + 1);
+		             "the peer never filled up (%d fills, then %d more got through)",
+		             filled, attempt + 1);
 	}
 	zr_publisher_stats(p, &st);
 	cr_assert_gt(st.blocked_now_ms, 0, "no publish is reported waiting");
@@ -414,8 +413,7 @@ Test(queue, the_no_peer_window_starts_at_the_first_refusal_not_at_the_call, .tim
 }
 
 /* §20 #29 */
-Test(queue, two_dialling_consumers_split_a_binding_producers_jobs_each_exactly_once,
-     .timeout = 60)
+Test(queue, two_dialling_consumers_split_a_binding_producers_jobs_each_exactly_once)
 {
 	zr_ctx *ctx;
 	zr_broker *prod, *cons[2];

@@ -7,8 +7,8 @@
  * Peers are tests/engine/peers/epeer.py driven through tests/engine/
  * engine_util.h: messages are frame tokens (hex) joined by ':'.
  */
-#include "engine/engine_util.h"
 #include "broker/broker_util.h"
+#include "engine/engine_util.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -88,8 +88,8 @@ wire_in_send(struct wire_in *w, const char *tokens)
 static const struct bu_item *
 wire_in_item(struct wire_in *w, size_t i)
 {
-	cr_assert(bu_log_wait(&w->log, i + 1, BU_WAIT_MS), "delivery #%zu did not come (got %zu)", i,
-	          bu_log_count(&w->log));
+	cr_assert(bu_log_wait(&w->log, i + 1, BU_WAIT_MS), "delivery #%zu did not come (got %zu)",
+	          i, bu_log_count(&w->log));
 	return bu_log_at(&w->log, i);
 }
 
@@ -128,7 +128,8 @@ Test(wire, a_publish_writes_three_frames_name_header_lines_without_trailing_newl
 	struct wire_out w;
 	struct zr_header h[] = {{"content-type", "application/json"}, {"x-tenant", "acme"}};
 	static const char payload[] = "{\"id\":1}";
-	const char *frames[] = {"orders", "content-type: application/json\nx-tenant: acme", payload};
+	const char *frames[] = {"orders", "content-type: application/json\nx-tenant: acme",
+	                        payload};
 	size_t lens[] = {6, strlen(frames[1]), strlen(payload)};
 	char *want = wire_expect(frames, lens, 3);
 
@@ -159,7 +160,8 @@ Test(wire, a_publish_without_headers_still_writes_an_empty_header_frame)
 }
 
 /* §20 #3 */
-Test(wire, a_header_value_that_is_not_utf8_is_refused_naming_header_and_destination_before_attaching)
+Test(wire,
+     a_header_value_that_is_not_utf8_is_refused_naming_header_and_destination_before_attaching)
 {
 	struct wire_out w;
 	struct zr_header h[] = {{"content-type", "application/json"}, {"x-tenant", "\xff\xfe"}};
@@ -265,7 +267,8 @@ Test(wire, a_trailing_blank_header_line_is_skipped)
 	for (size_t i = 0; i < 2; i++) {
 		const struct bu_item *it = wire_in_item(&w, i);
 
-		cr_assert_eq(it->error, 0, "#%zu: %s", i, it->error_text != NULL ? it->error_text : "");
+		cr_assert_eq(it->error, 0, "#%zu: %s", i,
+		             it->error_text != NULL ? it->error_text : "");
 		cr_assert_eq(it->nheaders, 1, "#%zu has %zu headers", i, it->nheaders);
 		cr_assert_str_eq(it->headers[0].name, "x-tenant");
 		cr_assert_str_eq(it->headers[0].value, "acme");
@@ -389,7 +392,8 @@ Test(wire, header_names_are_looked_up_case_insensitively_and_the_first_match_win
 	struct wire_lookup l = {0};
 	struct zr_sub_opts o = {.handler = wire_lookup_handler, .arg = &l};
 	char ep[256];
-	char *hdr = et_hex("Content-Type: application/json\nX-Tenant: acme\ncontent-type: text/plain");
+	char *hdr =
+		et_hex("Content-Type: application/json\nX-Tenant: acme\ncontent-type: text/plain");
 	char *tokens;
 
 	bu_log_init(&l.log);
