@@ -25,12 +25,12 @@
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <arpa/inet.h>
 #include <linux/sockios.h>
-#include <netinet/in.h>
 #include <linux/tcp.h> /* struct tcp_info with tcpi_snd_wnd (glibc's lacks it) */
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -107,8 +107,8 @@ kp_peer_start(const char *script, const char *const *args)
 	size_t slot = KP_MAX_PEERS;
 
 	cr_assert_not_null(p);
-	cr_assert_eq(access(ZR_PYTHON, X_OK), 0, "%s not found: install python3-zmq (scripts/deps.sh)",
-	             ZR_PYTHON);
+	cr_assert_eq(access(ZR_PYTHON, X_OK), 0,
+	             "%s not found: install python3-zmq (scripts/deps.sh)", ZR_PYTHON);
 	argv[argc++] = (char *)ZR_PYTHON;
 	argv[argc++] = (char *)script;
 	for (size_t i = 0; args[i] != NULL && argc < 23; i++)
@@ -171,8 +171,8 @@ kp_peers_stop(void)
 }
 
 /* A start argument "name=value" in a static buffer per slot (for peer argv). */
-static inline const char *
-kp_arg(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static inline const char *kp_arg(char *buf, size_t cap, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 static inline const char *
 kp_arg(char *buf, size_t cap, const char *fmt, ...)
 {
@@ -221,8 +221,8 @@ kp_log_fini(struct kp_log *l)
 	l->expect = NULL;
 }
 
-static inline void
-kp_log_bad(struct kp_log *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void kp_log_bad(struct kp_log *l, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 static inline void
 kp_log_bad(struct kp_log *l, const char *fmt, ...)
 {
@@ -252,11 +252,11 @@ kp_log_handler(const struct zr_delivery *d, void *arg)
 		kp_log_bad(l, "delivery %" PRIu64 " is named \"%s\", not \"%s\"", l->n, d->name,
 		           l->name);
 	} else if (d->payload_len != l->size) {
-		kp_log_bad(l, "delivery %" PRIu64 " carries %zu octets, not %zu", l->n, d->payload_len,
-		           l->size);
+		kp_log_bad(l, "delivery %" PRIu64 " carries %zu octets, not %zu", l->n,
+		           d->payload_len, l->size);
 	} else if (seq != l->next) {
-		kp_log_bad(l, "delivery %" PRIu64 " is message %" PRIu64 ", expected %" PRIu64, l->n,
-		           seq, l->next);
+		kp_log_bad(l, "delivery %" PRIu64 " is message %" PRIu64 ", expected %" PRIu64,
+		           l->n, seq, l->next);
 	} else {
 		const char *h = zr_delivery_header(d, "x-seq");
 		char want[32];
@@ -264,7 +264,8 @@ kp_log_handler(const struct zr_delivery *d, void *arg)
 		snprintf(want, sizeof want, "%" PRIu64, seq);
 		kp_payload(l->expect, l->size, seq);
 		if (h == NULL || strcmp(h, want) != 0)
-			kp_log_bad(l, "message %" PRIu64 " has x-seq \"%s\"", seq, h != NULL ? h : "(none)");
+			kp_log_bad(l, "message %" PRIu64 " has x-seq \"%s\"", seq,
+			           h != NULL ? h : "(none)");
 		else if (memcmp(d->payload, l->expect, l->size) != 0)
 			kp_log_bad(l, "message %" PRIu64 "'s payload differs", seq);
 	}
@@ -332,8 +333,8 @@ kp_log_assert_all(struct kp_log *l, uint64_t n)
 
 	memcpy(why, l->why, sizeof why);
 	pthread_mutex_unlock(&l->mu);
-	cr_assert_eq(bad, 0, "%" PRIu64 " deliveries out of sequence or damaged; the first: %s", bad,
-	             why);
+	cr_assert_eq(bad, 0, "%" PRIu64 " deliveries out of sequence or damaged; the first: %s",
+	             bad, why);
 	cr_assert_eq(got, n, "%" PRIu64 " deliveries, expected %" PRIu64, got, n);
 	cr_assert_eq(next, n);
 }

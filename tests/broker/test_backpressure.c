@@ -42,14 +42,14 @@ bp_settle(zr_subscription *sub, size_t want, struct zr_sub_stats *st)
 /* ---- 38, 39, 43: a publisher stalls on an unread subscription --------------------- */
 
 struct bp_stall {
-	zr_broker *sb;          /* the subscription's (bound) broker */
+	zr_broker *sb; /* the subscription's (bound) broker */
 	zr_subscription *sub;
 	struct kp_log *log;
 	zr_publisher *pub;
-	const char *name;       /* what is published */
+	const char *name; /* what is published */
 	uint8_t *buf;
-	unsigned taken;         /* publishes that succeeded before the stall */
-	uint64_t stalled_ms;    /* how long the stalled publish waited */
+	unsigned taken;      /* publishes that succeeded before the stall */
+	uint64_t stalled_ms; /* how long the stalled publish waited */
 };
 
 /*
@@ -86,7 +86,8 @@ bp_stall(struct bp_stall *s, int pattern, bool ipc)
 	}
 	cr_assert_eq(rc, -ETIMEDOUT, "%u publishes of 64 KiB and none stalled (last: %d %s)",
 	             s->taken, rc, zr_publisher_error(s->pub));
-	cr_assert_str_neq(zr_publisher_error(s->pub), "", "a timed-out publish leaves no error text");
+	cr_assert_str_neq(zr_publisher_error(s->pub), "",
+	                  "a timed-out publish leaves no error text");
 	fprintf(stderr, "%s over %s, read_ahead 8, 64 KiB: publish %u stalled (%" PRIu64 " ms)\n",
 	        pattern == ZR_QUEUE ? "queue" : "fan-out", ipc ? "ipc" : "tcp", s->taken + 1,
 	        s->stalled_ms);
@@ -295,8 +296,10 @@ bp_42(bool ipc)
 	int inq = 0;
 
 	for (int round = 0;; round++) {
-		cr_assert_lt(round, 100, "zring kept reading its socket with a full channel: %u messages "
-		             "of 1 KiB sent past it and the kernel queue is empty", sent - 9);
+		cr_assert_lt(round, 100,
+		             "zring kept reading its socket with a full channel: %u messages "
+		             "of 1 KiB sent past it and the kernel queue is empty",
+		             sent - 9);
 		kp_tell(p, "send 8 5000");
 		kp_answer(p, 10000);
 		sent += 8;
@@ -315,8 +318,8 @@ bp_42(bool ipc)
 		kp_sleep_ms(200);
 		int now = kp_inq(fd);
 
-		cr_assert_geq(now, inq + 8 * 1024, "round %d: the kernel queue went %d -> %d octets",
-		              round, inq, now);
+		cr_assert_geq(now, inq + 8 * 1024,
+		              "round %d: the kernel queue went %d -> %d octets", round, inq, now);
 		inq = now;
 		zr_subscription_stats(sub, &st);
 		cr_assert_eq(st.depth, 8);
@@ -324,8 +327,9 @@ bp_42(bool ipc)
 		cr_assert_leq(st.peak_depth, 8);
 		cr_assert_eq(kp_log_count(l), 1);
 	}
-	fprintf(stderr, "42 (%s): channel full at 8; %u messages of 1 KiB sent, %d octets wait in "
-	                "the kernel\n",
+	fprintf(stderr,
+	        "42 (%s): channel full at 8; %u messages of 1 KiB sent, %d octets wait in "
+	        "the kernel\n",
 	        ipc ? "ipc" : "tcp", sent, inq);
 	/* The handler takes one: the channel refills to 8 from the connection. */
 	kp_log_release(l, 1);

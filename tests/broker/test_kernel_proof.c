@@ -96,7 +96,8 @@ kp_queue_proof(bool ipc)
 		if (k0.wnd >= 0)
 			cr_assert_eq(k0.wnd, 0, "the sender sees a window of %ld octets", k0.wnd);
 		if (rwnd >= 0)
-			cr_assert_eq(rwnd, 0, "zring's end advertises a window of %ld octets", rwnd);
+			cr_assert_eq(rwnd, 0, "zring's end advertises a window of %ld octets",
+			             rwnd);
 	}
 
 	/* Ten seconds of pressure: the sender retries its held message all the
@@ -117,7 +118,8 @@ kp_queue_proof(bool ipc)
 		if (rss > peak)
 			peak = rss;
 		zr_subscription_stats(sub, &st);
-		cr_assert_eq(st.depth, KP_READ_AHEAD, "the channel changed under the stall: %zu", st.depth);
+		cr_assert_eq(st.depth, KP_READ_AHEAD, "the channel changed under the stall: %zu",
+		             st.depth);
 		cr_assert_eq(kp_log_count(l), 1);
 		kp_sleep_ms(100);
 	}
@@ -133,10 +135,12 @@ kp_queue_proof(bool ipc)
 	cr_assert_eq(inq1, inq0, "%s: the kernel queue moved under the stall (%d -> %d octets)", tr,
 	             inq0, inq1);
 	if (!ipc && k1.wnd >= 0)
-		cr_assert_eq(k1.wnd, 0, "after 10 s the sender sees a window of %ld octets", k1.wnd);
+		cr_assert_eq(k1.wnd, 0, "after 10 s the sender sees a window of %ld octets",
+		             k1.wnd);
 	fprintf(stderr,
 	        "kernel proof (%s): libzmq PUSH (SNDHWM %d) -> zring queue, read_ahead %d, 64 KiB: "
-	        "the sender blocked after %u messages: 1 in the stalled handler, %zu in the channel, "
+	        "the sender blocked after %u messages: 1 in the stalled handler, %zu in the "
+	        "channel, "
 	        "%d octets (%.1f messages) in zring's kernel receive queue (SO_RCVBUF %d), "
 	        "%ld octets (%.1f messages) unread in the sender's kernel; sender sees window %ld, "
 	        "zring advertises %ld (-1: not reported)\n",
@@ -165,8 +169,9 @@ kp_queue_proof(bool ipc)
 	zr_subscription_stats(sub, &st);
 	cr_assert_leq(st.peak_depth, KP_READ_AHEAD);
 	cr_assert_eq(st.received, total);
-	fprintf(stderr, "kernel proof (%s): after the release the held send took %u ms; %u messages "
-	                "arrived once each, in order\n",
+	fprintf(stderr,
+	        "kernel proof (%s): after the release the held send took %u ms; %u messages "
+	        "arrived once each, in order\n",
 	        tr, held_ms, total);
 }
 
@@ -203,8 +208,8 @@ kp_sub_stats(struct kp_peer *s, const char *cmd, int timeout_ms)
 	kp_tell(s, "%s", cmd);
 	const char *r = kp_answer(s, timeout_ms + 10000);
 
-	cr_assert_eq(sscanf(r, "STATS probes=%u count=%u next=%u bad=%u inq=%ld", &v.probes, &v.count,
-	                    &v.next, &v.bad, &v.inq),
+	cr_assert_eq(sscanf(r, "STATS probes=%u count=%u next=%u bad=%u inq=%ld", &v.probes,
+	                    &v.count, &v.next, &v.bad, &v.inq),
 	             5, "\"%s\"", r);
 	return v;
 }
@@ -250,8 +255,8 @@ kp_fanout_proof(bool ipc)
 	struct kp_peer *subs[3] = {slow, fast, other};
 
 	for (uint64_t end = kp_now_ms() + 15000; !(in[0] && in[1] && in[2]);) {
-		cr_assert_lt(kp_now_ms(), end, "the SUBs' subscriptions never arrived (%d %d %d)", in[0],
-		             in[1], in[2]);
+		cr_assert_lt(kp_now_ms(), end, "the SUBs' subscriptions never arrived (%d %d %d)",
+		             in[0], in[1], in[2]);
 		cr_assert_eq(zr_publish(pub, "orders.probe", NULL, 0, "p", 1, 2000), 0, "%s",
 		             zr_publisher_error(pub));
 		cr_assert_eq(zr_publish(pub, "billing.probe", NULL, 0, "p", 1, 2000), 0, "%s",
@@ -290,7 +295,8 @@ kp_fanout_proof(bool ipc)
 	 * comes while the slow SUB sleeps, not even with the publisher pushing. */
 	struct kp_stats f = kp_sub_stats(fast, "wait 1000000 1500", 1500);
 
-	cr_assert_leq(f.count, k, "the fast SUB got %u, more than the %u publishes taken", f.count, k);
+	cr_assert_leq(f.count, k, "the fast SUB got %u, more than the %u publishes taken", f.count,
+	              k);
 	cr_assert_gt(f.count, 0u);
 	cr_assert_eq(f.bad, 0);
 	rc = kp_publish_seq(pub, "orders.data", buf, k, 2000);
@@ -321,8 +327,8 @@ kp_fanout_proof(bool ipc)
 	unsigned total = k + 1 + KP_FAN_MORE;
 
 	for (unsigned i = k + 1; i < total; i++)
-		cr_assert_eq(kp_publish_seq(pub, "orders.data", buf, i, 10000), 0, "publish %u: %s", i,
-		             zr_publisher_error(pub));
+		cr_assert_eq(kp_publish_seq(pub, "orders.data", buf, i, 10000), 0, "publish %u: %s",
+		             i, zr_publisher_error(pub));
 	char cmd[64];
 
 	snprintf(cmd, sizeof cmd, "wait %u 5000", total);
