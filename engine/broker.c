@@ -707,6 +707,26 @@ sub_workers_alloc(struct zr_subscription *sub)
 	return 0;
 }
 
+/* A bound subscription gives its address back before it returns, so a later
+ * subscription can bind it at once (closing the socket alone lets the io
+ * thread close the listener some time later). */
+static void
+sub_release_endpoint(struct zr_subscription *sub)
+{
+	char ep[ZR__ENDPOINT_TEXT_MAX];
+	size_t len = sizeof ep;
+	uint64_t deadline = zr__now_ms() + 2000;
+
+	if (!sub->bound || zr_getsockopt(sub->sock, ZR_LAST_ENDPOINT, ep, &len) < 0 ||
+	    zr_unbind(sub->sock, ep) < 0)
+		return;
+	while (atomic_load(&sub->sock->listen_fds) > 0 && zr__now_ms() < deadline) {
+		struct timespec ts = {0, 1000000L};
+
+		nanosleep(&ts, NULL);
+	}
+}
+
 /* Stops the threads (drop), joins them and closes the socket. */
 static void
 sub_stop_join(struct zr_subscription *sub)
@@ -737,6 +757,7 @@ sub_stop_join(struct zr_subscription *sub)
 		if (sub->sock->queues_ready && !sub->channel_counted)
 			atomic_fetch_add(&sub->discarded, zr__spsc_count(&sub->sock->rx));
 		sub->peak = atomic_load(&sub->sock->rx_peak);
+		sub_release_endpoint(sub);
 		zr_socket_close(sub->sock);
 	}
 	sub->joined = true;

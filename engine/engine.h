@@ -224,6 +224,7 @@ struct zr_socket {
 	                                  counts pipes: a connecter from zr_connect on,
 	                                  an accepted peer once its handshake is done */
 	atomic_int nready;             /* connections past their handshake */
+	atomic_int listen_fds;         /* listening fds not yet closed */
 	atomic_int rx_hold;            /* the owner stopped reading: rx takes nothing */
 	atomic_size_t rx_peak;         /* the most messages rx ever held */
 	_Atomic uint64_t unmatched;    /* PUB/XPUB: messages no subscriber matched */

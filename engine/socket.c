@@ -316,6 +316,7 @@ zr_bind(zr_socket *s, const char *endpoint)
 		free(cmd);
 		return fd;
 	}
+	atomic_fetch_add(&s->listen_fds, 1);
 	zr__socket_tune(fd, ep.transport, s->opt.sndbuf, s->opt.rcvbuf);
 	zr__endpoint_local(fd, ep.transport, s->last_endpoint, sizeof s->last_endpoint);
 	sock_eplist_add(&s->bound, endpoint, s->last_endpoint);
@@ -1354,6 +1355,15 @@ zr__sock_conn_room(struct zr_socket *s, struct zr__conn *c)
 
 /* ---- listeners ---------------------------------------------------------- */
 
+/* Every listening fd is counted from zr_bind to its close, so the app side
+ * can tell when an address it unbound is free again. */
+static void
+sock_listen_fd_close(struct zr_socket *s, int fd)
+{
+	close(fd);
+	atomic_fetch_sub(&s->listen_fds, 1);
+}
+
 static void
 sock_accept_done(struct zr__op *op, int res, uint32_t flags)
 {
@@ -1382,7 +1392,7 @@ sock_accept_done(struct zr__op *op, int res, uint32_t flags)
 		l->closing = true;
 		if (l->op.inflight == 0 && l->fd >= 0) {
 			zr__sock_event(s, ZR_EVENT_CLOSED, l->fd, l->endpoint);
-			close(l->fd);
+			sock_listen_fd_close(s, l->fd);
 			l->fd = -1;
 		}
 		return;
@@ -1397,12 +1407,12 @@ sock_listen(struct zr_socket *s, struct zr__cmd *cmd)
 	struct zr__listener **v;
 
 	if (l == NULL) {
-		close(cmd->fd);
+		sock_listen_fd_close(s, cmd->fd);
 		return;
 	}
 	v = realloc(s->listeners, (s->nlisten + 1) * sizeof *v);
 	if (v == NULL) {
-		close(cmd->fd);
+		sock_listen_fd_close(s, cmd->fd);
 		free(l);
 		return;
 	}
@@ -1486,7 +1496,7 @@ sock_listener_close(struct zr_socket *s, struct zr__listener *l)
 		zr__op_cancel_fd(sock_loop(s), l->fd);
 	} else if (l->fd >= 0) {
 		zr__sock_event(s, ZR_EVENT_CLOSED, l->fd, l->endpoint);
-		close(l->fd);
+		sock_listen_fd_close(s, l->fd);
 		l->fd = -1;
 	}
 }
@@ -1520,7 +1530,7 @@ zr__sock_io_command(struct zr_socket *s, struct zr__cmd *cmd)
 	switch (cmd->type) {
 	case ZR__CMD_BIND:
 		if (s->io_closing) {
-			close(cmd->fd);
+			sock_listen_fd_close(s, cmd->fd);
 			return;
 		}
 		sock_listen(s, cmd);
