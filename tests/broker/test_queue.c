@@ -337,7 +337,8 @@ q_fill(zr_publisher *p, const void *payload, size_t len)
  * the only peer is attached but full. When it goes away after 6 s the publish
  * meets its first refusal; with the clock started at the call it would fail
  * at once, with the clock started at the refusal a peer appearing 1 s later
- * still takes the message.
+ * still takes the message. (A publish that kept waiting for room through the
+ * peer's departure would pass too: that is not a refusal the API can show.)
  */
 #define Q28_SIZE (64 * 1024)
 Test(queue, the_no_peer_window_starts_at_the_first_refusal_not_at_the_call)
