@@ -21,8 +21,8 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <errno.h>
 #include <dirent.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/sockios.h>
@@ -58,8 +58,8 @@
 #define DEMO_SIZE_MIN 16
 #define DEMO_SIZE_MAX (4 * 1024 * 1024)
 #define DEMO_SAMPLE_MS 100
-#define DEMO_TTY_MS 200       /* progress redraw on a terminal */
-#define DEMO_LINE_MS 1000     /* a plain progress line otherwise */
+#define DEMO_TTY_MS 200          /* progress redraw on a terminal */
+#define DEMO_LINE_MS 1000        /* a plain progress line otherwise */
 #define DEMO_DRAIN_IDLE_MS 10000 /* drain gives up after this long without progress */
 #define DEMO_EVENT_MS 3000
 #define DEMO_WARMUP_MS 5000
@@ -146,7 +146,7 @@ demo_rate(double per_s)
 	if (per_s >= 10000.0)
 		snprintf(r.s, sizeof r.s, "%.1fk msg/s", per_s / 1000.0);
 	else
-		snprintf(r.s, sizeof r.s, "%.0f msg/s", per_s);
+		snprintf(r.s, sizeof r.s, "%.24s msg/s", demo_count((uint64_t)(per_s + 0.5)).s);
 	return r;
 }
 
@@ -226,8 +226,7 @@ struct demo_sink {
 };
 
 static int
-demo_sink_init(struct demo_sink *k, const char *label, unsigned delay_ms, bool ordered,
-               size_t size)
+demo_sink_init(struct demo_sink *k, const char *label, unsigned delay_ms, bool ordered, size_t size)
 {
 	memset(k, 0, sizeof *k);
 	k->label = label;
@@ -309,8 +308,7 @@ demo_sink_take(struct demo_sink *k, const struct zr_delivery *d)
 		}
 		if (k->ordered && seq != k->next) {
 			k->disorder++;
-			demo_sink_problem(k, "message %" PRIu64 " arrived when %" PRIu64
-			                  " was due",
+			demo_sink_problem(k, "message %" PRIu64 " arrived when %" PRIu64 " was due",
 			                  seq, k->next);
 		}
 		k->next = seq + 1;
@@ -348,9 +346,9 @@ struct demo_producer {
 	bool fanout;
 	size_t size;
 	uint8_t *buf;
-	uint64_t calls;     /* publishes attempted (fan-out: picks the name) */
-	uint64_t next_seq;  /* data ("jobs" / "orders.*") sequence number */
-	uint64_t next_other; /* fan-out: "metrics.*" sequence number */
+	uint64_t calls;             /* publishes attempted (fan-out: picks the name) */
+	uint64_t next_seq;          /* data ("jobs" / "orders.*") sequence number */
+	uint64_t next_other;        /* fan-out: "metrics.*" sequence number */
 	atomic_uint_fast64_t sent;  /* data messages published */
 	atomic_uint_fast64_t other; /* fan-out: unmatched messages published */
 	atomic_bool stop;
@@ -487,8 +485,8 @@ struct demo_tcp_info {
 };
 
 struct demo_kernel {
-	int rcv_fd; /* the subscription's accepted connection, -1 if unknown */
-	int snd_fd; /* the producer's connection, -1 if unknown */
+	int rcv_fd;               /* the subscription's accepted connection, -1 if unknown */
+	int snd_fd;               /* the producer's connection, -1 if unknown */
 	uint64_t rcvq, rcvq_peak; /* SIOCINQ on the receiver */
 	uint64_t sndq, sndq_peak; /* SIOCOUTQ on the sender */
 	bool wnd_reported;        /* this kernel fills tcpi_snd_wnd */
@@ -593,8 +591,8 @@ demo_kernel_find_sender(int rcv_fd)
 	while (found < 0 && (e = readdir(dir)) != NULL) {
 		char *end;
 		long fd = strtol(e->d_name, &end, 10);
-		if (*end != '\0' || end == e->d_name || fd < 0 || fd > INT_MAX ||
-		    fd == rcv_fd || fd == dirfd(dir))
+		if (*end != '\0' || end == e->d_name || fd < 0 || fd > INT_MAX || fd == rcv_fd ||
+		    fd == dirfd(dir))
 			continue;
 		if (demo_kernel_is_peer((int)fd, rcv_fd))
 			found = (int)fd;
@@ -764,8 +762,7 @@ demo_check_depth(struct demo_result *r, const char *label, const struct zr_sub_s
 typedef void (*demo_show_fn)(void *ctx, uint64_t now, bool draining);
 
 static int
-demo_drain(struct demo_sink *const *sinks, size_t n, uint64_t sent, demo_show_fn show,
-           void *ctx)
+demo_drain(struct demo_sink *const *sinks, size_t n, uint64_t sent, demo_show_fn show, void *ctx)
 {
 	uint64_t last_total = UINT64_MAX, last_change = demo_now_ms();
 	for (;;) {
@@ -861,14 +858,14 @@ demo_queue_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *p
 
 	printf("Phase 1 — queue (PUSH/PULL): %s messages flood one subscription: read_ahead "
 	       "%u, %u ms per %s, %u worker%s.\n",
-	       demo_bytes(o->size).s, o->read_ahead, o->handler_ms,
-	       o->batch ? "batch" : "message", o->workers, o->workers > 1 ? "s" : "");
+	       demo_bytes(o->size).s, o->read_ahead, o->handler_ms, o->batch ? "batch" : "message",
+	       o->workers, o->workers > 1 ? "s" : "");
 	if (o->batch)
 		printf("  batches of up to %u messages\n", o->batch);
 	fflush(stdout);
 
 	if ((rc = demo_sink_init(&sink, "queue subscriber", o->handler_ms, ordered, o->size)) < 0) {
-		fprintf(stderr, "zring demo: %s\n", strerror(-rc));
+		demo_fail(r, "the queue phase could not run (%s)", strerror(-rc));
 		return rc;
 	}
 	rc = zr_broker_new(ctx, ZR_QUEUE, "tcp://127.0.0.1:0", ZR_BIND, &a);
@@ -887,8 +884,8 @@ demo_queue_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *p
 		rc = zr_subscribe(a, "jobs", &so, &q.sub);
 	}
 	if (rc < 0) {
-		fprintf(stderr, "zring demo: queue broker: %s (%s)\n",
-		        a ? zr_broker_error(a) : "", zr_strerror(rc));
+		fprintf(stderr, "zring demo: queue broker: %s (%s)\n", a ? zr_broker_error(a) : "",
+		        zr_strerror(rc));
 		goto out;
 	}
 	zr_socket_monitor(zr_subscription_socket(q.sub), ZR_EVENT_ACCEPTED);
@@ -986,9 +983,8 @@ demo_queue_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *p
 	       demo_bytes(sent * o->size).s);
 	printf("  %-28s %s, %s on average\n", "received", demo_count(r->received).s,
 	       demo_rate(secs > 0 ? (double)r->received / secs : 0).s);
-	printf("  %-28s %s lost, %s duplicated, %s out of order, 0 dropped\n",
-	       "lost / duplicated", demo_count(r->lost).s, demo_count(sink.dups).s,
-	       demo_count(sink.disorder).s);
+	printf("  %-28s %s lost, %s duplicated, %s out of order, 0 dropped\n", "lost / duplicated",
+	       demo_count(r->lost).s, demo_count(sink.dups).s, demo_count(sink.disorder).s);
 	printf("  %-28s %s messages: %s in the channel or its handler, ~%s in the receiver's\n"
 	       "  %-28s kernel queue, ~%s in the sender's, ~%s in the producer's socket queues\n",
 	       "in flight at the stop", demo_count(backlog).s, demo_count(in_chan).s,
@@ -1034,7 +1030,12 @@ out:
 
 /* ---- phase 2: the fan-out ---- */
 
-enum { DEMO_SLOW, DEMO_FAST, DEMO_AUDIT, DEMO_NSUB };
+enum {
+	DEMO_SLOW,
+	DEMO_FAST,
+	DEMO_AUDIT,
+	DEMO_NSUB
+};
 
 struct demo_fanout {
 	const struct demo_opts *o;
@@ -1067,16 +1068,15 @@ demo_fanout_show(void *arg, uint64_t now, bool draining)
 	                     &share);
 	char state[64];
 	demo_state(state, sizeof state, draining, share);
-	demo_progress_show(f->pr, now, false,
-	                   "  fan-out %5.1f s  sent %6s  slow %6s %11s  fast %6s  audit %s  "
-	                   "channels %2zu/%2zu/%zu  publisher %-11s  RSS %s",
-	                   (double)(now - f->t0) / 1000.0,
-	                   demo_count(atomic_load(&f->prod->sent)).s, demo_count(slow).s,
-	                   demo_rate(rate).s,
-	                   demo_count(atomic_load(&f->sink[DEMO_FAST]->unique)).s,
-	                   demo_count(atomic_load(&f->sink[DEMO_AUDIT]->unique)).s,
-	                   f->st[DEMO_SLOW].depth, f->st[DEMO_FAST].depth, f->st[DEMO_AUDIT].depth,
-	                   state, demo_bytes(rss).s);
+	demo_progress_show(
+		f->pr, now, false,
+		"  fan-out %5.1f s  sent %6s  slow %6s %11s  fast %6s  audit %s  "
+		"channels %2zu/%2zu/%zu  publisher %-11s  RSS %s",
+		(double)(now - f->t0) / 1000.0, demo_count(atomic_load(&f->prod->sent)).s,
+		demo_count(slow).s, demo_rate(rate).s,
+		demo_count(atomic_load(&f->sink[DEMO_FAST]->unique)).s,
+		demo_count(atomic_load(&f->sink[DEMO_AUDIT]->unique)).s, f->st[DEMO_SLOW].depth,
+		f->st[DEMO_FAST].depth, f->st[DEMO_AUDIT].depth, state, demo_bytes(rss).s);
 }
 
 /* The fan-out publisher binds; its address is the broker's bound address, or
@@ -1252,8 +1252,8 @@ demo_fanout_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *
 		demo_fail(r, "%s \"metrics.cpu\" published but the publisher counted %s unmatched",
 		          demo_count(other).s, demo_count(r->unmatched_counted).s);
 
-	printf("\n  %-18s %9s %9s %6s %6s %6s %11s\n", "subscriber", "matching", "received",
-	       "lost", "dup", "order", "peak depth");
+	printf("\n  %-18s %9s %9s %6s %6s %6s %11s\n", "subscriber", "matching", "received", "lost",
+	       "dup", "order", "peak depth");
 	for (int i = 0; i < DEMO_NSUB; i++) {
 		uint64_t want = i == DEMO_AUDIT ? 0 : sent;
 		uint64_t got = atomic_load(&sink[i].unique);
@@ -1266,8 +1266,7 @@ demo_fanout_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *
 	       demo_count(sent).s, demo_secs(flood_ms).s, demo_secs(total_ms - flood_ms).s,
 	       demo_bytes(sent * o->size).s);
 	printf("  %-28s %s \"metrics.cpu\" published, %s counted unmatched by the publisher\n",
-	       "dropped (nobody matches)", demo_count(other).s,
-	       demo_count(r->unmatched_counted).s);
+	       "dropped (nobody matches)", demo_count(other).s, demo_count(r->unmatched_counted).s);
 	printf("  %-28s %s in total, %s at most in one publish (the slow subscriber)\n",
 	       "publisher blocked", demo_secs(r->blocked_ms).s, demo_secs(f.blocked_longest).s);
 	printf("  %-28s %s\n", "peak RSS", demo_bytes(f.rss_peak).s);
@@ -1353,23 +1352,29 @@ demo_parse(int argc, char **argv, struct demo_opts *o, bool *help)
 			o->duration_ms = DEMO_QUICK_MS;
 		} else if ((v = demo_opt_value(argc, argv, &i, "--read-ahead", &missing))) {
 			if (demo_parse_uint(v, 1, 1000000, &u) < 0)
-				return demo_usage("--read-ahead wants a number from 1 to 1000000, not '%s'", v);
+				return demo_usage(
+					"--read-ahead wants a number from 1 to 1000000, not '%s'",
+					v);
 			o->read_ahead = (unsigned)u;
 		} else if ((v = demo_opt_value(argc, argv, &i, "--handler-ms", &missing))) {
 			if (demo_parse_uint(v, 0, 10000, &u) < 0)
-				return demo_usage("--handler-ms wants a number from 0 to 10000, not '%s'", v);
+				return demo_usage(
+					"--handler-ms wants a number from 0 to 10000, not '%s'", v);
 			o->handler_ms = (unsigned)u;
 		} else if ((v = demo_opt_value(argc, argv, &i, "--workers", &missing))) {
 			if (demo_parse_uint(v, 1, 256, &u) < 0)
-				return demo_usage("--workers wants a number from 1 to 256, not '%s'", v);
+				return demo_usage(
+					"--workers wants a number from 1 to 256, not '%s'", v);
 			o->workers = (unsigned)u;
 		} else if ((v = demo_opt_value(argc, argv, &i, "--batch", &missing))) {
 			if (demo_parse_uint(v, 1, 100000, &u) < 0)
-				return demo_usage("--batch wants a number from 1 to 100000, not '%s'", v);
+				return demo_usage(
+					"--batch wants a number from 1 to 100000, not '%s'", v);
 			o->batch = (unsigned)u;
 		} else if ((v = demo_opt_value(argc, argv, &i, "--size", &missing))) {
 			if (demo_parse_uint(v, DEMO_SIZE_MIN, DEMO_SIZE_MAX, &u) < 0)
-				return demo_usage("--size wants a number of bytes from 16 to 4194304, not '%s'",
+				return demo_usage("--size wants a number of bytes from 16 to "
+				                  "4194304, not '%s'",
 				                  v);
 			o->size = (size_t)u;
 		} else if ((v = demo_opt_value(argc, argv, &i, "--duration", &missing))) {
@@ -1377,7 +1382,8 @@ demo_parse(int argc, char **argv, struct demo_opts *o, bool *help)
 			errno = 0;
 			double d = strtod(v, &end);
 			if (errno || *end || !(d >= 0.1 && d <= 3600.0))
-				return demo_usage("--duration wants seconds from 0.1 to 3600, not '%s'", v);
+				return demo_usage(
+					"--duration wants seconds from 0.1 to 3600, not '%s'", v);
 			o->duration_ms = (uint64_t)(d * 1000.0 + 0.5);
 		} else if (missing) {
 			return demo_usage("%s wants a value", argv[i]);
@@ -1451,11 +1457,12 @@ zl_demo_main(int argc, char **argv)
 	       "%s, lost %s, duplicated %s; \"audit\" received %s; %s unmatched dropped and "
 	       "counted; publisher blocked %s\n",
 	       demo_count(f.sent).s, demo_count(f.received).s, demo_count(f.lost).s,
-	       demo_count(f.dups).s, demo_count(f.audit_got).s,
-	       demo_count(f.unmatched_counted).s, demo_secs(f.blocked_ms).s);
+	       demo_count(f.dups).s, demo_count(f.audit_got).s, demo_count(f.unmatched_counted).s,
+	       demo_secs(f.blocked_ms).s);
 	printf("peak RSS of the whole run: %s\n", demo_bytes(maxrss).s);
 	if (q.ok && f.ok) {
-		printf("PASS: every published message arrived exactly once, memory stayed bounded\n");
+		printf("PASS: every published message arrived exactly once, memory stayed "
+		       "bounded\n");
 		return 0;
 	}
 	if (!q.ok)
