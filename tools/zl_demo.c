@@ -246,6 +246,9 @@ demo_sink_fini(struct demo_sink *k)
 	k->bits = NULL;
 }
 
+static void demo_sink_problem(struct demo_sink *k, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 static void
 demo_sink_problem(struct demo_sink *k, const char *fmt, ...)
 {
@@ -671,6 +674,9 @@ demo_progress_sample(struct demo_progress *pr, uint64_t now, uint64_t n, uint64_
 		*blocked = 1.0;
 }
 
+static void demo_progress_show(struct demo_progress *pr, uint64_t now, bool force, const char *fmt,
+                               ...) __attribute__((format(printf, 4, 5)));
+
 static void
 demo_progress_show(struct demo_progress *pr, uint64_t now, bool force, const char *fmt, ...)
 {
@@ -720,6 +726,9 @@ struct demo_result {
 	/* fan-out */
 	uint64_t unmatched_sent, unmatched_counted, audit_got;
 };
+
+static void demo_fail(struct demo_result *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 static void
 demo_fail(struct demo_result *r, const char *fmt, ...)
@@ -1292,14 +1301,18 @@ out:
 
 /* ---- the command ---- */
 
+static int demo_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* One line saying what was wrong, then the usage, on stderr; returns 1. */
 static int
-demo_usage(const char *fmt, const char *arg)
+demo_usage(const char *fmt, ...)
 {
-	if (fmt) {
-		fprintf(stderr, "zring demo: ");
-		fprintf(stderr, fmt, arg);
-		fprintf(stderr, "\n\n");
-	}
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "zring demo: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n\n");
+	va_end(ap);
 	fputs(demo_usage_text, stderr);
 	return 1;
 }
