@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # README command 1: install the Debian packages, build zring (Release) into
-# build/release, and run the demo: `zring demo` checks the codec against a
-# real libzmq peer (pyzmq).
+# build/release, and run the demo: `zring demo` is backpressure end to end (a
+# slow subscriber holds a fast publisher back through TCP, memory stays
+# bounded, nothing is lost; `--quick` for a short run). The codec self-check
+# against a real libzmq peer (pyzmq) is `zring probe`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 

@@ -30,6 +30,7 @@
 #include "zl_bench.h"
 #include "zl_broker.h"
 #include "zl_cat.h"
+#include "zl_demo.h"
 #include "zl_link.h"
 #include "zl_proc.h"
 
@@ -496,7 +497,7 @@ static const struct {
 	{"cat", zl_cat_main},
 	{"subscribe", zl_subscribe_main},
 	{"publish", zl_publish_main},
-	{"demo", cmd_probe}, /* until zl_demo.c builds: then the backpressure demo */
+	{"demo", zl_demo_main},
 	{"probe", cmd_probe},
 	{"bench", zl_bench_main},
 	{"version", cmd_version},
