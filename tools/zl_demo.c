@@ -62,6 +62,7 @@
 #define DEMO_LINE_MS 1000        /* a plain progress line otherwise */
 #define DEMO_DRAIN_IDLE_MS 10000 /* drain gives up after this long without progress */
 #define DEMO_EVENT_MS 3000
+#define DEMO_STOP_MS 5000 /* a cancelled publish must return within this */
 #define DEMO_WARMUP_MS 5000
 #define DEMO_METRICS_EVERY 8 /* fan-out: every 8th message is "metrics.cpu" */
 #define DEMO_TAIL_XOR UINT64_C(0x5a17c0ffee5a17c0)
@@ -346,6 +347,7 @@ demo_batch_cb(const struct zr_delivery *const *batch, size_t n, void *arg)
 
 struct demo_producer {
 	zr_publisher *pub;
+	zr_broker *broker; /* the publisher's, shut down if a cancel goes unanswered */
 	bool fanout;
 	size_t size;
 	uint8_t *buf;
@@ -363,9 +365,11 @@ struct demo_producer {
 };
 
 static int
-demo_producer_init(struct demo_producer *p, zr_publisher *pub, bool fanout, size_t size)
+demo_producer_init(struct demo_producer *p, zr_broker *b, zr_publisher *pub, bool fanout,
+                   size_t size)
 {
 	memset(p, 0, sizeof *p);
+	p->broker = b;
 	p->pub = pub;
 	p->fanout = fanout;
 	p->size = size;
@@ -436,15 +440,25 @@ demo_producer_start(struct demo_producer *p)
 
 /* A publish that waits is given up with zr_publisher_cancel (nothing of its
  * message was taken); a publish between its check of stop and its wait is
- * cancelled on the next round. */
+ * cancelled on the next round. Should cancelling not end it within
+ * DEMO_STOP_MS, shutting the broker down fails the publish (-ENOTCONN). */
 static void
 demo_producer_stop(struct demo_producer *p)
 {
 	if (!p->started)
 		return;
 	atomic_store(&p->stop, true);
+	uint64_t t0 = demo_now_ms();
+	bool shut = false;
 	while (!atomic_load(&p->done)) {
 		zr_publisher_cancel(p->pub);
+		if (!shut && demo_now_ms() - t0 > DEMO_STOP_MS) {
+			fprintf(stderr,
+			        "zring demo: the producer did not stop when cancelled; shutting "
+			        "its broker down\n");
+			zr_broker_shutdown(p->broker);
+			shut = true;
+		}
 		demo_sleep_ms(5);
 	}
 	pthread_join(p->thread, NULL);
@@ -914,7 +928,7 @@ demo_queue_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *p
 		        b ? zr_broker_error(b) : "", zr_strerror(rc));
 		goto out;
 	}
-	if ((rc = demo_producer_init(&prod, pub, false, o->size)) < 0)
+	if ((rc = demo_producer_init(&prod, b, pub, false, o->size)) < 0)
 		goto out;
 	q.o = o;
 	q.pr = pr;
@@ -1178,7 +1192,7 @@ demo_fanout_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *
 			goto out;
 		}
 	}
-	if ((rc = demo_producer_init(&prod, pub, true, o->size)) < 0)
+	if ((rc = demo_producer_init(&prod, p, pub, true, o->size)) < 0)
 		goto out;
 	f.o = o;
 	f.pr = pr;
