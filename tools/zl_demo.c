@@ -201,7 +201,8 @@ demo_payload_check(const void *payload, size_t len, size_t size, uint64_t *seq)
 		return -1;
 	memcpy(seq, p, sizeof *seq);
 	memcpy(&tail, p + len - 8, sizeof tail);
-	if (tail != (*seq ^ DEMO_TAIL_XOR) || p[len / 2] != (uint8_t)(*seq & 0xff))
+	if (tail != (*seq ^ DEMO_TAIL_XOR) ||
+	    (len > 16 && p[8 + (len - 16) / 2] != (uint8_t)(*seq & 0xff)))
 		return -1;
 	return 0;
 }
@@ -977,16 +978,16 @@ demo_queue_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *p
 	demo_queue_show(&q, demo_now_ms(), true);
 	demo_progress_end(pr);
 	uint64_t total_ms = demo_now_ms() - q.t0;
-	if (drc < 0)
-		demo_fail(r, "the subscriber stopped receiving: %s of %s after %s idle",
-		          demo_count(atomic_load(&sink.unique)).s, demo_count(sent).s,
-		          demo_secs(DEMO_DRAIN_IDLE_MS).s);
 	/* the fds belong to the io thread: no more sampling past this point */
 	q.kv.rcv_fd = q.kv.snd_fd = -1;
 
 	zr_subscription_stats(q.sub, &q.st);
 	zr_publisher_stats(pub, &q.ps);
-	demo_check_sink(r, &sink, sent);
+	demo_check_sink(r, &sink, sent); /* what was wrong with them first ... */
+	if (drc < 0)                     /* ... then that they stopped coming */
+		demo_fail(r, "the subscriber stopped receiving: %s of %s after %s idle",
+		          demo_count(atomic_load(&sink.unique)).s, demo_count(sent).s,
+		          demo_secs(DEMO_DRAIN_IDLE_MS).s);
 	demo_check_depth(r, "queue subscriber", &q.st, o->read_ahead);
 	r->sent = sent;
 	r->received = atomic_load(&sink.unique);
@@ -1249,9 +1250,6 @@ demo_fanout_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *
 	demo_fanout_show(&f, demo_now_ms(), true);
 	demo_progress_end(pr);
 	uint64_t total_ms = demo_now_ms() - f.t0;
-	if (drc < 0)
-		demo_fail(r, "the subscribers stopped receiving before they had all %s messages",
-		          demo_count(sent).s);
 
 	zr_publisher_stats(pub, &f.ps);
 	for (int i = 0; i < DEMO_NSUB; i++) {
@@ -1259,6 +1257,9 @@ demo_fanout_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *
 		demo_check_sink(r, &sink[i], i == DEMO_AUDIT ? 0 : sent);
 		demo_check_depth(r, labels[i], &f.st[i], o->read_ahead);
 	}
+	if (drc < 0)
+		demo_fail(r, "the subscribers stopped receiving before they had all %s messages",
+		          demo_count(sent).s);
 	uint64_t other = atomic_load(&prod.other);
 	r->sent = sent;
 	r->unmatched_sent = other;
