@@ -2,7 +2,7 @@
  * zring tools — one ZMTP connection over a blocking-free TCP socket, driven
  * by the sans-IO codec (<zring/zmtp.h>) with poll(2).
  *
- * Shared by `zring demo` and the interop tests (they compile zl_link.c into
+ * Shared by `zring probe` and the interop tests (they compile zl_link.c into
  * themselves), so the loop that feeds the codec exists once. It uses only the
  * public header. It is deliberately small and synchronous: the io_uring engine
  * replaces it; this is the reference for how the codec's contract is driven:
