@@ -112,6 +112,7 @@ struct zr_broker {
 	int pattern, side;
 	char endpoint[ZR__ENDPOINT_TEXT_MAX];
 	unsigned read_ahead;
+	int64_t read_ahead_bytes;
 	int drain_ms;
 
 	pthread_mutex_t lock;
@@ -234,6 +235,7 @@ zr_broker_new(zr_ctx *ctx, int pattern, const char *endpoint, int side, zr_broke
 	b->side = side;
 	snprintf(b->endpoint, sizeof b->endpoint, "%s", endpoint);
 	b->read_ahead = ZR_READ_AHEAD_DEFAULT;
+	b->read_ahead_bytes = 8 << 20;
 	b->drain_ms = ZR_DRAIN_DEFAULT_MS;
 	/* Correlation ids only need to differ between the requests of one
 	 * process; a random start keeps two brokers' counters apart. */
@@ -252,6 +254,18 @@ zr_broker_set_read_ahead(zr_broker *b, unsigned read_ahead)
 		return -EINVAL;
 	pthread_mutex_lock(&b->lock);
 	b->read_ahead = read_ahead;
+	pthread_mutex_unlock(&b->lock);
+	return 0;
+}
+
+/* see zring.h */
+int
+zr_broker_set_read_ahead_bytes(zr_broker *b, int64_t bytes)
+{
+	if (b == NULL || bytes <= 0)
+		return -EINVAL;
+	pthread_mutex_lock(&b->lock);
+	b->read_ahead_bytes = bytes;
 	pthread_mutex_unlock(&b->lock);
 	return 0;
 }
@@ -830,6 +844,7 @@ sub_open_socket(zr_broker *b, struct zr_subscription *sub)
 	if (rc < 0)
 		return rc;
 	zr_setsockopt(sub->sock, ZR_RCVHWM, &ra, sizeof ra);
+	zr_setsockopt(sub->sock, ZR_RCVBYTES, &b->read_ahead_bytes, sizeof b->read_ahead_bytes);
 	zr_setsockopt(sub->sock, ZR_LINGER, &zero, sizeof zero);
 	if (b->pattern == ZR_FANOUT)
 		zr_setsockopt(sub->sock, ZR_SUBSCRIBE, sub->name, strlen(sub->name));

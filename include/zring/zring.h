@@ -325,6 +325,11 @@ ZR_API int zr_broker_new(zr_ctx *ctx, int pattern, const char *endpoint, int sid
                          zr_broker **out);
 /* Sets read_ahead (>= 1) for subscriptions opened afterwards. 0 or -EINVAL. */
 ZR_API int zr_broker_set_read_ahead(zr_broker *b, unsigned read_ahead);
+/* Sets the byte budget beside read_ahead (default 8 MiB, ZR_RCVBYTES's): a
+ * channel takes a message while it holds fewer than read_ahead messages and
+ * fewer than this many bytes (an empty channel takes any one message), for
+ * subscriptions opened afterwards. 0 or -EINVAL. */
+ZR_API int zr_broker_set_read_ahead_bytes(zr_broker *b, int64_t bytes);
 /* Sets how long zr_broker_shutdown lets handlers finish (ms, -1: for ever). */
 ZR_API int zr_broker_set_drain_timeout(zr_broker *b, int ms);
 /* Checks the endpoint and opens the broker for subscriptions and publishes.
