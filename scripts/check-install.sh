@@ -73,12 +73,16 @@ export PKG_CONFIG_PATH=$libdir/pkgconfig
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Werror $(pkg-config --cflags zring) "$work/consumer/main.c" \
 	$(pkg-config --libs zring) -o "$work/pc-shared"
-LD_LIBRARY_PATH="$libdir" ldd "$work/pc-shared" | grep -q "$libdir/libzring.so.0" || fail "pkg-config consumer is not linked to libzring.so.0"
+# ldd's output is read whole first: with pipefail, `ldd | grep -q` fails
+# whenever grep exits on its match before ldd has finished writing (SIGPIPE).
+needed=$(LD_LIBRARY_PATH="$libdir" ldd "$work/pc-shared")
+grep -q "$libdir/libzring.so.0" <<<"$needed" || fail "pkg-config consumer is not linked to libzring.so.0"
 check_run "pkg-config, shared" "$work/pc-shared"
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Werror $(pkg-config --cflags zring) "$work/consumer/main.c" \
 	"$libdir/libzring.a" $(pkg-config --static --libs-only-l zring | sed 's/-lzring//') -o "$work/pc-static"
-LD_LIBRARY_PATH="$libdir" ldd "$work/pc-static" | grep -q libzring && fail "static pkg-config consumer still needs libzring.so"
+needed=$(LD_LIBRARY_PATH="$libdir" ldd "$work/pc-static")
+grep -q libzring <<<"$needed" && fail "static pkg-config consumer still needs libzring.so"
 check_run "pkg-config, static" "$work/pc-static"
 
 # find_package: one consumer project, both imported targets.
