@@ -486,6 +486,67 @@ ZR_API int zr_zmtp_error(const struct zr_zmtp *z);     /* the sticky error, or 0
 ZR_API uint8_t zr_zmtp_peer_minor(const struct zr_zmtp *z);
 ZR_API int zr_zmtp_peer_type(const struct zr_zmtp *z); /* valid once ready, else -1 */
 
+/* ---------------------------------------------------------------------------
+ * Keys: Z85 text (RFC 32) and CURVE key pairs (RFC 26), byte-compatible with
+ * libzmq's zmq_z85_encode / zmq_z85_decode / zmq_curve_keypair /
+ * zmq_curve_public. A CURVE key is 32 octets (a Curve25519 crypto_box key),
+ * written as 40 Z85 characters; the *_z85 buffers hold those plus a NUL.
+ *
+ * Z85 has no syscalls and no state. The key functions call libsodium
+ * (sodium_init first: idempotent and thread-safe, so they may be called from
+ * any thread at any time); zr_curve_keypair also draws randomness from the
+ * operating system through libsodium, the one call in this header that does.
+ * No function here keeps secret key octets after it returns (its own copies
+ * are wiped); the caller owns every buffer it passes.
+ */
+#define ZR_CURVE_KEY_LEN 32     /* octets in a CURVE public or secret key */
+#define ZR_CURVE_KEY_Z85_LEN 40 /* characters in its Z85 text, without the NUL */
+
+/*
+ * Z85-encodes len octets of data (len a multiple of 4; data may be NULL when
+ * len is 0) into out as text followed by a NUL. Returns the text length
+ * (len / 4 * 5), or -EINVAL (len not a multiple of 4, or so large the length
+ * would not fit an int), -ENOSPC (out_cap < len / 4 * 5 + 1; out untouched).
+ */
+ZR_API int zr_z85_encode(char *out, size_t out_cap, const uint8_t *data, size_t len);
+
+/*
+ * Decodes text_len characters of Z85 text (no NUL needed; one is an invalid
+ * character) into out. Strict: text_len must be a multiple of 5, every
+ * character one of the 85 of the alphabet, and every 5-character group's
+ * value must fit in 32 bits ("%%%%%" does not). Returns the octet count
+ * (text_len / 5 * 4), or -EINVAL (bad length, character or group) or
+ * -ENOSPC (a valid text, but out_cap is smaller than its octet count). On
+ * failure out is untouched.
+ */
+ZR_API int zr_z85_decode(uint8_t *out, size_t out_cap, const char *text, size_t text_len);
+
+/*
+ * A new CURVE key pair, each key as 40 Z85 characters and a NUL (libsodium's
+ * crypto_box_keypair: a random secret key and its public key). Returns 0, or
+ * -EINVAL (a NULL buffer), -EIO (libsodium could not initialise or failed).
+ */
+ZR_API int zr_curve_keypair(char public_z85[ZR_CURVE_KEY_Z85_LEN + 1],
+                            char secret_z85[ZR_CURVE_KEY_Z85_LEN + 1]);
+
+/*
+ * The public key of a secret key (crypto_scalarmult_base), both as Z85 text:
+ * secret_z85 is a NUL-terminated string of exactly 40 Z85 characters; the
+ * public key is written as 40 characters and a NUL. Returns 0, or -EINVAL
+ * (NULL, not exactly 40 characters, not valid Z85), -EIO (libsodium failed).
+ */
+ZR_API int zr_curve_public(char public_z85[ZR_CURVE_KEY_Z85_LEN + 1], const char *secret_z85);
+
+/*
+ * A key's 32 octets from its Z85 text: z85 is a NUL-terminated string of
+ * exactly 40 Z85 characters (it is read up to its 41st character at most).
+ * Returns 0, or -EINVAL (NULL, wrong length, not valid Z85; key untouched).
+ */
+ZR_API int zr_curve_key_decode(uint8_t key[ZR_CURVE_KEY_LEN], const char *z85);
+
+/* A key's Z85 text: 40 characters and a NUL. Returns 0, or -EINVAL (NULL). */
+ZR_API int zr_curve_key_encode(char z85[ZR_CURVE_KEY_Z85_LEN + 1], const uint8_t key[ZR_CURVE_KEY_LEN]);
+
 #ifdef __cplusplus
 }
 #endif
