@@ -1,0 +1,581 @@
+/*
+ * zmtp/curve.c — the CurveZMQ mechanism core (RFC 26), sans-IO. See curve.h
+ * for the layouts, the call sequence and the choices made.
+ *
+ * Every box is libsodium's "easy" form (MAC first), which is exactly what
+ * libzmq puts on the wire after dropping crypto_box's 16 leading zero octets.
+ */
+#include "curve.h"
+
+#include <string.h>
+
+#include <sodium.h>
+
+#define CURVE_MAC crypto_box_MACBYTES /* 16 */
+#define CURVE_NONCE crypto_box_NONCEBYTES /* 24 */
+
+/* Offsets inside the bodies (name-length octet and name included). */
+#define HELLO_VERSION 6
+#define HELLO_CN_PUBLIC 80
+#define HELLO_NONCE 112
+#define HELLO_BOX 120
+#define HELLO_PADDING 8
+#define HELLO_BOX_PLAIN 64
+
+#define WELCOME_NONCE 8
+#define WELCOME_BOX 24
+#define WELCOME_PLAIN 128 /* S' + cookie */
+
+#define COOKIE_SIZE 96 /* long nonce + secretbox[C' + s'] */
+#define COOKIE_PLAIN 64
+
+#define INITIATE_COOKIE 9
+#define INITIATE_NONCE 105
+#define INITIATE_BOX 113
+
+#define VOUCH_PLAIN 64
+#define VOUCH_BOX 80
+
+#define READY_NONCE 6
+#define READY_BOX 14
+
+#define MESSAGE_NONCE 8
+#define MESSAGE_BOX 16
+
+static const uint8_t curve_hello_name[] = "\x05HELLO";
+static const uint8_t curve_welcome_name[] = "\x07WELCOME";
+static const uint8_t curve_initiate_name[] = "\x08INITIATE";
+static const uint8_t curve_ready_name[] = "\x05READY";
+static const uint8_t curve_message_name[] = "\x07MESSAGE";
+static const uint8_t curve_error_name[] = "\x05" "ERROR";
+
+static void
+curve_random_default(void *arg, uint8_t *buf, size_t len)
+{
+	(void)arg;
+	randombytes_buf(buf, len);
+}
+
+static void
+curve_put_u64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--) {
+		p[i] = (uint8_t)(v & 0xffu);
+		v >>= 8;
+	}
+}
+
+static uint64_t
+curve_get_u64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static void
+curve_wipe_secrets(struct zr__curve *c)
+{
+	sodium_memzero(c->secret_key, sizeof c->secret_key);
+	sodium_memzero(c->cn_secret, sizeof c->cn_secret);
+	sodium_memzero(c->cookie_key, sizeof c->cookie_key);
+	sodium_memzero(c->precom, sizeof c->precom);
+}
+
+/* Peer-caused failure: sticky. */
+static int
+curve_fail(struct zr__curve *c, int err)
+{
+	c->state = ZR__CURVE_FAILED;
+	c->err = err;
+	curve_wipe_secrets(c);
+	return err;
+}
+
+/*
+ * The name at the front of body: returns 1 if it is `name` (a length-prefixed
+ * string), 0 if it is another well-formed name, or ZR__CURVE_EMALFORMED if the
+ * name-length octet is 0 or runs past the body.
+ */
+static int
+curve_name_is(const uint8_t *body, size_t len, const uint8_t *name)
+{
+	if (len < 1 || body[0] == 0 || (size_t)body[0] + 1 > len)
+		return ZR__CURVE_EMALFORMED;
+	return body[0] == name[0] && memcmp(body + 1, name + 1, name[0]) == 0;
+}
+
+/* A short nonce from the peer must be above every one accepted before it. */
+static bool
+curve_peer_nonce_ok(const struct zr__curve *c, uint64_t n)
+{
+	return !c->peer_nonce_seen || n > c->peer_nonce;
+}
+
+static void
+curve_peer_nonce_take(struct zr__curve *c, uint64_t n)
+{
+	c->peer_nonce = n;
+	c->peer_nonce_seen = true;
+}
+
+/* Our next short nonce; false once exhausted (never sends the same twice). */
+static bool
+curve_nonce_next(struct zr__curve *c, uint64_t *n)
+{
+	if (c->nonce == UINT64_MAX)
+		return false;
+	*n = c->nonce++;
+	return true;
+}
+
+static void
+curve_nonce_make(uint8_t nonce[CURVE_NONCE], const char *prefix16, uint64_t n)
+{
+	memcpy(nonce, prefix16, 16);
+	curve_put_u64(nonce + 16, n);
+}
+
+/* A transient key pair from our random source: crypto_box_keypair's recipe. */
+static int
+curve_keypair_make(struct zr__curve *c, uint8_t pk[ZR__CURVE_KEY], uint8_t sk[ZR__CURVE_KEY])
+{
+	c->random(c->random_arg, sk, ZR__CURVE_KEY);
+	return crypto_scalarmult_base(pk, sk) == 0 ? 0 : -EIO;
+}
+
+/*
+ * ERROR while a client waits: RFC 23 layout, reason length within the body.
+ * Returns the sticky ZR__CURVE_EPEERERROR, or ZR__CURVE_EMALFORMED.
+ */
+static int
+curve_client_on_error(struct zr__curve *c, const uint8_t *body, size_t len)
+{
+	if (len < 7 || (size_t)body[6] > len - 7)
+		return curve_fail(c, ZR__CURVE_EMALFORMED);
+	memcpy(c->reason, body + 7, body[6]);
+	c->reason[body[6]] = '\0';
+	c->reason_len = body[6];
+	return curve_fail(c, ZR__CURVE_EPEERERROR);
+}
+
+int
+zr__curve_init(struct zr__curve *c, const struct zr__curve_config *cfg)
+{
+	if (c == NULL || cfg == NULL)
+		return -EINVAL;
+	if (sodium_init() < 0)
+		return -ENOSYS;
+	memset(c, 0, sizeof *c);
+	c->as_server = cfg->as_server;
+	c->state = cfg->as_server ? ZR__CURVE_SERVER_HELLO : ZR__CURVE_CLIENT_START;
+	c->nonce = 1; /* libzmq's first short nonce */
+	c->random = cfg->random != NULL ? cfg->random : curve_random_default;
+	c->random_arg = cfg->random_arg;
+	memcpy(c->public_key, cfg->public_key, ZR__CURVE_KEY);
+	memcpy(c->secret_key, cfg->secret_key, ZR__CURVE_KEY);
+	if (cfg->as_server)
+		memcpy(c->server_key, cfg->public_key, ZR__CURVE_KEY);
+	else
+		memcpy(c->server_key, cfg->server_key, ZR__CURVE_KEY);
+	return 0;
+}
+
+void
+zr__curve_fini(struct zr__curve *c)
+{
+	if (c != NULL)
+		sodium_memzero(c, sizeof *c);
+}
+
+int
+zr__curve_state(const struct zr__curve *c)
+{
+	return c->state;
+}
+
+int
+zr__curve_error(const struct zr__curve *c)
+{
+	return c->state == ZR__CURVE_FAILED ? c->err : 0;
+}
+
+const uint8_t *
+zr__curve_peer_key(const struct zr__curve *c)
+{
+	if (!c->as_server || (c->state != ZR__CURVE_SERVER_ACCEPT && c->state != ZR__CURVE_TRAFFIC))
+		return NULL;
+	return c->peer_key;
+}
+
+const char *
+zr__curve_error_reason(const struct zr__curve *c)
+{
+	return c->reason;
+}
+
+/* Caller-side checks shared by every step: sticky failure, role and state. */
+static int
+curve_expect(const struct zr__curve *c, int state)
+{
+	if (c->state == ZR__CURVE_FAILED)
+		return c->err;
+	return c->state == state ? 0 : -EINVAL;
+}
+
+int
+zr__curve_client_hello(struct zr__curve *c, uint8_t *out, size_t cap)
+{
+	int rc = curve_expect(c, ZR__CURVE_CLIENT_START);
+	if (rc != 0)
+		return rc;
+	if (cap < ZR__CURVE_HELLO_SIZE)
+		return -ENOBUFS;
+	uint64_t n;
+	if (!curve_nonce_next(c, &n))
+		return curve_fail(c, ZR__CURVE_EEXHAUSTED);
+	if (curve_keypair_make(c, c->cn_public, c->cn_secret) != 0)
+		return curve_fail(c, -EIO);
+
+	memset(out, 0, ZR__CURVE_HELLO_SIZE);
+	memcpy(out, curve_hello_name, 6);
+	out[HELLO_VERSION] = 1;
+	out[HELLO_VERSION + 1] = 0;
+	/* out[8..80): 72 octets of zero padding */
+	memcpy(out + HELLO_CN_PUBLIC, c->cn_public, ZR__CURVE_KEY);
+	curve_put_u64(out + HELLO_NONCE, n);
+
+	uint8_t nonce[CURVE_NONCE];
+	uint8_t zeros[HELLO_BOX_PLAIN] = {0};
+	curve_nonce_make(nonce, "CurveZMQHELLO---", n);
+	if (crypto_box_easy(out + HELLO_BOX, zeros, sizeof zeros, nonce, c->server_key, c->cn_secret) != 0)
+		return curve_fail(c, -EIO);
+	c->state = ZR__CURVE_CLIENT_WELCOME;
+	return (int)ZR__CURVE_HELLO_SIZE;
+}
+
+int
+zr__curve_client_on_welcome(struct zr__curve *c, const uint8_t *body, size_t len,
+                            const uint8_t *meta, size_t meta_len, uint8_t *out, size_t cap)
+{
+	int rc = curve_expect(c, ZR__CURVE_CLIENT_WELCOME);
+	if (rc != 0)
+		return rc;
+	if (meta_len > SIZE_MAX - ZR__CURVE_INITIATE_MIN || (meta_len > 0 && meta == NULL) ||
+	    ZR__CURVE_INITIATE_MIN + meta_len > (size_t)INT32_MAX)
+		return -EINVAL;
+	size_t total = ZR__CURVE_INITIATE_MIN + meta_len;
+	if (cap < total)
+		return -ENOBUFS;
+
+	rc = curve_name_is(body, len, curve_welcome_name);
+	if (rc < 0)
+		return curve_fail(c, rc);
+	if (rc == 0) {
+		if (curve_name_is(body, len, curve_error_name) == 1)
+			return curve_client_on_error(c, body, len);
+		return curve_fail(c, ZR__CURVE_EUNEXPECTED);
+	}
+	if (len != ZR__CURVE_WELCOME_SIZE)
+		return curve_fail(c, ZR__CURVE_EMALFORMED);
+
+	uint8_t nonce[CURVE_NONCE];
+	uint8_t plain[WELCOME_PLAIN];
+	memcpy(nonce, "WELCOME-", 8);
+	memcpy(nonce + 8, body + WELCOME_NONCE, 16);
+	if (crypto_box_open_easy(plain, body + WELCOME_BOX, WELCOME_PLAIN + CURVE_MAC, nonce,
+	                         c->server_key, c->cn_secret) != 0)
+		return curve_fail(c, ZR__CURVE_EBOX);
+	memcpy(c->cn_peer, plain, ZR__CURVE_KEY);
+	memcpy(c->cookie, plain + ZR__CURVE_KEY, COOKIE_SIZE);
+	sodium_memzero(plain, sizeof plain);
+	if (crypto_box_beforenm(c->precom, c->cn_peer, c->cn_secret) != 0)
+		return curve_fail(c, ZR__CURVE_EKEY); /* S' is a low-order point */
+
+	/* INITIATE. The plaintext is built in place, then boxed in place. */
+	uint64_t n;
+	if (!curve_nonce_next(c, &n))
+		return curve_fail(c, ZR__CURVE_EEXHAUSTED);
+	uint8_t *plain_out = out + INITIATE_BOX + CURVE_MAC;
+	/* meta may be anywhere, even inside out: move it first. */
+	if (meta_len > 0)
+		memmove(plain_out + ZR__CURVE_INITIATE_PLAIN_MIN, meta, meta_len);
+	memcpy(out, curve_initiate_name, 9);
+	memcpy(out + INITIATE_COOKIE, c->cookie, COOKIE_SIZE);
+	curve_put_u64(out + INITIATE_NONCE, n);
+
+	/* vouch = box[C' + S](C->S'), nonce "VOUCH---" + 16 random */
+	uint8_t vouch_plain[VOUCH_PLAIN];
+	uint8_t vouch_nonce[CURVE_NONCE];
+	memcpy(vouch_plain, c->cn_public, ZR__CURVE_KEY);
+	memcpy(vouch_plain + ZR__CURVE_KEY, c->server_key, ZR__CURVE_KEY);
+	memcpy(vouch_nonce, "VOUCH---", 8);
+	c->random(c->random_arg, vouch_nonce + 8, 16);
+	memcpy(plain_out, c->public_key, ZR__CURVE_KEY);
+	memcpy(plain_out + ZR__CURVE_KEY, vouch_nonce + 8, 16);
+	if (crypto_box_easy(plain_out + 48, vouch_plain, VOUCH_PLAIN, vouch_nonce, c->cn_peer,
+	                    c->secret_key) != 0)
+		return curve_fail(c, -EIO);
+
+	curve_nonce_make(nonce, "CurveZMQINITIATE", n);
+	if (crypto_box_easy_afternm(out + INITIATE_BOX, plain_out,
+	                            ZR__CURVE_INITIATE_PLAIN_MIN + meta_len, nonce, c->precom) != 0)
+		return curve_fail(c, -EIO);
+	c->state = ZR__CURVE_CLIENT_READY;
+	return (int)total;
+}
+
+int
+zr__curve_client_on_ready(struct zr__curve *c, const uint8_t *body, size_t len, uint8_t *out,
+                          size_t cap, const uint8_t **meta, size_t *meta_len)
+{
+	int rc = curve_expect(c, ZR__CURVE_CLIENT_READY);
+	if (rc != 0)
+		return rc;
+	rc = curve_name_is(body, len, curve_ready_name);
+	if (rc < 0)
+		return curve_fail(c, rc);
+	if (rc == 0) {
+		if (curve_name_is(body, len, curve_error_name) == 1)
+			return curve_client_on_error(c, body, len);
+		return curve_fail(c, ZR__CURVE_EUNEXPECTED);
+	}
+	if (len < ZR__CURVE_READY_MIN)
+		return curve_fail(c, ZR__CURVE_EMALFORMED);
+	size_t plen = len - ZR__CURVE_READY_MIN;
+	if (cap < plen)
+		return -ENOBUFS;
+	uint64_t n = curve_get_u64(body + READY_NONCE);
+	if (!curve_peer_nonce_ok(c, n))
+		return curve_fail(c, ZR__CURVE_ENONCE);
+	uint8_t nonce[CURVE_NONCE];
+	curve_nonce_make(nonce, "CurveZMQREADY---", n);
+	if (crypto_box_open_easy_afternm(out, body + READY_BOX, plen + CURVE_MAC, nonce, c->precom) != 0)
+		return curve_fail(c, ZR__CURVE_EBOX);
+	curve_peer_nonce_take(c, n);
+	sodium_memzero(c->cookie, sizeof c->cookie);
+	*meta = out;
+	*meta_len = plen;
+	c->state = ZR__CURVE_TRAFFIC;
+	return 0;
+}
+
+int
+zr__curve_server_on_hello(struct zr__curve *c, const uint8_t *body, size_t len, uint64_t now_ms,
+                          uint8_t *out, size_t cap)
+{
+	int rc = curve_expect(c, ZR__CURVE_SERVER_HELLO);
+	if (rc != 0)
+		return rc;
+	if (cap < ZR__CURVE_WELCOME_SIZE)
+		return -ENOBUFS;
+	rc = curve_name_is(body, len, curve_hello_name);
+	if (rc < 0)
+		return curve_fail(c, rc);
+	if (rc == 0)
+		return curve_fail(c, ZR__CURVE_EUNEXPECTED);
+	if (len != ZR__CURVE_HELLO_SIZE)
+		return curve_fail(c, ZR__CURVE_EMALFORMED);
+	if (body[HELLO_VERSION] != 1 || body[HELLO_VERSION + 1] != 0)
+		return curve_fail(c, ZR__CURVE_EVERSION);
+	/* Padding body[8..80) deliberately unchecked, as libzmq (curve.h). */
+
+	uint64_t n = curve_get_u64(body + HELLO_NONCE);
+	uint8_t nonce[CURVE_NONCE];
+	uint8_t plain[HELLO_BOX_PLAIN];
+	curve_nonce_make(nonce, "CurveZMQHELLO---", n);
+	memcpy(c->cn_peer, body + HELLO_CN_PUBLIC, ZR__CURVE_KEY);
+	if (crypto_box_open_easy(plain, body + HELLO_BOX, HELLO_BOX_PLAIN + CURVE_MAC, nonce,
+	                         c->cn_peer, c->secret_key) != 0)
+		return curve_fail(c, ZR__CURVE_EBOX);
+	static const uint8_t zeros[HELLO_BOX_PLAIN];
+	if (sodium_memcmp(plain, zeros, sizeof plain) != 0)
+		return curve_fail(c, ZR__CURVE_EMALFORMED);
+	curve_peer_nonce_take(c, n);
+
+	/* Fresh S'/s' and cookie key K for this HELLO. */
+	if (curve_keypair_make(c, c->cn_public, c->cn_secret) != 0)
+		return curve_fail(c, -EIO);
+	c->random(c->random_arg, c->cookie_key, sizeof c->cookie_key);
+	c->cookie_ms = now_ms;
+
+	/* cookie = long nonce + secretbox[C' + s'](K), nonce "COOKIE--" + 16 */
+	uint8_t cookie_nonce[CURVE_NONCE];
+	uint8_t cookie_plain[COOKIE_PLAIN];
+	uint8_t welcome_plain[WELCOME_PLAIN];
+	memcpy(cookie_nonce, "COOKIE--", 8);
+	c->random(c->random_arg, cookie_nonce + 8, 16);
+	memcpy(cookie_plain, c->cn_peer, ZR__CURVE_KEY);
+	memcpy(cookie_plain + ZR__CURVE_KEY, c->cn_secret, ZR__CURVE_KEY);
+	memcpy(welcome_plain, c->cn_public, ZR__CURVE_KEY);
+	memcpy(welcome_plain + ZR__CURVE_KEY, cookie_nonce + 8, 16);
+	rc = crypto_secretbox_easy(welcome_plain + 48, cookie_plain, COOKIE_PLAIN, cookie_nonce,
+	                           c->cookie_key);
+	sodium_memzero(cookie_plain, sizeof cookie_plain);
+	if (rc != 0)
+		return curve_fail(c, -EIO);
+
+	memcpy(out, curve_welcome_name, 8);
+	memcpy(nonce, "WELCOME-", 8);
+	c->random(c->random_arg, nonce + 8, 16);
+	memcpy(out + WELCOME_NONCE, nonce + 8, 16);
+	if (crypto_box_easy(out + WELCOME_BOX, welcome_plain, WELCOME_PLAIN, nonce, c->cn_peer,
+	                    c->secret_key) != 0)
+		return curve_fail(c, -EIO);
+	c->state = ZR__CURVE_SERVER_INITIATE;
+	return (int)ZR__CURVE_WELCOME_SIZE;
+}
+
+int
+zr__curve_server_on_initiate(struct zr__curve *c, const uint8_t *body, size_t len,
+                             uint64_t now_ms, uint8_t *out, size_t cap, const uint8_t **meta,
+                             size_t *meta_len)
+{
+	int rc = curve_expect(c, ZR__CURVE_SERVER_INITIATE);
+	if (rc != 0)
+		return rc;
+	rc = curve_name_is(body, len, curve_initiate_name);
+	if (rc < 0)
+		return curve_fail(c, rc);
+	if (rc == 0)
+		return curve_fail(c, ZR__CURVE_EUNEXPECTED);
+	if (len < ZR__CURVE_INITIATE_MIN)
+		return curve_fail(c, ZR__CURVE_EMALFORMED);
+	size_t plen = len - INITIATE_BOX - CURVE_MAC; /* 128 + metadata */
+	if (cap < plen)
+		return -ENOBUFS;
+
+	/* The cookie key lives at most ZR__CURVE_COOKIE_TTL_MS, and is used once. */
+	if (now_ms > c->cookie_ms && now_ms - c->cookie_ms > ZR__CURVE_COOKIE_TTL_MS)
+		return curve_fail(c, ZR__CURVE_ECOOKIE);
+	uint8_t nonce[CURVE_NONCE];
+	uint8_t cookie_plain[COOKIE_PLAIN];
+	memcpy(nonce, "COOKIE--", 8);
+	memcpy(nonce + 8, body + INITIATE_COOKIE, 16);
+	rc = crypto_secretbox_open_easy(cookie_plain, body + INITIATE_COOKIE + 16,
+	                                COOKIE_PLAIN + CURVE_MAC, nonce, c->cookie_key);
+	sodium_memzero(c->cookie_key, sizeof c->cookie_key);
+	if (rc != 0)
+		return curve_fail(c, ZR__CURVE_EBOX);
+	bool same = sodium_memcmp(cookie_plain, c->cn_peer, ZR__CURVE_KEY) == 0 &&
+	            sodium_memcmp(cookie_plain + ZR__CURVE_KEY, c->cn_secret, ZR__CURVE_KEY) == 0;
+	sodium_memzero(cookie_plain, sizeof cookie_plain);
+	if (!same)
+		return curve_fail(c, ZR__CURVE_EKEY);
+
+	uint64_t n = curve_get_u64(body + INITIATE_NONCE);
+	if (!curve_peer_nonce_ok(c, n))
+		return curve_fail(c, ZR__CURVE_ENONCE);
+	if (crypto_box_beforenm(c->precom, c->cn_peer, c->cn_secret) != 0)
+		return curve_fail(c, ZR__CURVE_EKEY);
+	curve_nonce_make(nonce, "CurveZMQINITIATE", n);
+	if (crypto_box_open_easy_afternm(out, body + INITIATE_BOX, plen + CURVE_MAC, nonce,
+	                                 c->precom) != 0)
+		return curve_fail(c, ZR__CURVE_EBOX);
+	curve_peer_nonce_take(c, n);
+
+	/* vouch: box[C' + S](C->S'), nonce "VOUCH---" + the 16 octets after C */
+	uint8_t vouch_plain[VOUCH_PLAIN];
+	memcpy(c->peer_key, out, ZR__CURVE_KEY);
+	memcpy(nonce, "VOUCH---", 8);
+	memcpy(nonce + 8, out + ZR__CURVE_KEY, 16);
+	if (crypto_box_open_easy(vouch_plain, out + 48, VOUCH_BOX, nonce, c->peer_key,
+	                         c->cn_secret) != 0)
+		return curve_fail(c, ZR__CURVE_EBOX);
+	if (sodium_memcmp(vouch_plain, c->cn_peer, ZR__CURVE_KEY) != 0 ||
+	    sodium_memcmp(vouch_plain + ZR__CURVE_KEY, c->public_key, ZR__CURVE_KEY) != 0)
+		return curve_fail(c, ZR__CURVE_EKEY);
+
+	*meta = out + ZR__CURVE_INITIATE_PLAIN_MIN;
+	*meta_len = plen - ZR__CURVE_INITIATE_PLAIN_MIN;
+	c->state = ZR__CURVE_SERVER_ACCEPT;
+	return 0;
+}
+
+int
+zr__curve_server_ready(struct zr__curve *c, const uint8_t *meta, size_t meta_len, uint8_t *out,
+                       size_t cap)
+{
+	int rc = curve_expect(c, ZR__CURVE_SERVER_ACCEPT);
+	if (rc != 0)
+		return rc;
+	if (meta_len > (size_t)INT32_MAX - ZR__CURVE_READY_MIN || (meta_len > 0 && meta == NULL))
+		return -EINVAL;
+	if (cap < ZR__CURVE_READY_MIN + meta_len)
+		return -ENOBUFS;
+	uint64_t n;
+	if (!curve_nonce_next(c, &n))
+		return curve_fail(c, ZR__CURVE_EEXHAUSTED);
+	if (meta_len > 0)
+		memmove(out + READY_BOX + CURVE_MAC, meta, meta_len);
+	memcpy(out, curve_ready_name, 6);
+	curve_put_u64(out + READY_NONCE, n);
+	uint8_t nonce[CURVE_NONCE];
+	curve_nonce_make(nonce, "CurveZMQREADY---", n);
+	if (crypto_box_easy_afternm(out + READY_BOX, out + READY_BOX + CURVE_MAC, meta_len, nonce,
+	                            c->precom) != 0)
+		return curve_fail(c, -EIO);
+	c->state = ZR__CURVE_TRAFFIC;
+	return (int)(ZR__CURVE_READY_MIN + meta_len);
+}
+
+int
+zr__curve_encode_message(struct zr__curve *c, uint8_t flags, const uint8_t *data, size_t len,
+                         uint8_t *out, size_t cap)
+{
+	int rc = curve_expect(c, ZR__CURVE_TRAFFIC);
+	if (rc != 0)
+		return rc;
+	if (len > (size_t)INT32_MAX - ZR__CURVE_MESSAGE_MIN || (len > 0 && data == NULL))
+		return -EINVAL;
+	if (cap < ZR__CURVE_MESSAGE_MIN + len)
+		return -ENOBUFS;
+	uint64_t n;
+	if (!curve_nonce_next(c, &n))
+		return curve_fail(c, ZR__CURVE_EEXHAUSTED);
+	uint8_t *plain = out + MESSAGE_BOX + CURVE_MAC; /* flags, then data */
+	if (len > 0 && data != plain + 1)
+		memmove(plain + 1, data, len);
+	plain[0] = flags;
+	memcpy(out, curve_message_name, 8);
+	curve_put_u64(out + MESSAGE_NONCE, n);
+	uint8_t nonce[CURVE_NONCE];
+	curve_nonce_make(nonce, c->as_server ? "CurveZMQMESSAGES" : "CurveZMQMESSAGEC", n);
+	if (crypto_box_easy_afternm(out + MESSAGE_BOX, plain, 1 + len, nonce, c->precom) != 0)
+		return curve_fail(c, -EIO);
+	return (int)(ZR__CURVE_MESSAGE_MIN + len);
+}
+
+int
+zr__curve_decode_message(struct zr__curve *c, const uint8_t *body, size_t len, uint8_t *out,
+                         size_t cap, uint8_t *flags)
+{
+	int rc = curve_expect(c, ZR__CURVE_TRAFFIC);
+	if (rc != 0)
+		return rc;
+	rc = curve_name_is(body, len, curve_message_name);
+	if (rc < 0)
+		return curve_fail(c, rc);
+	if (rc == 0)
+		return curve_fail(c, ZR__CURVE_EUNEXPECTED);
+	if (len < ZR__CURVE_MESSAGE_MIN)
+		return curve_fail(c, ZR__CURVE_EMALFORMED);
+	if (len - ZR__CURVE_MESSAGE_MIN > (size_t)INT32_MAX)
+		return -EMSGSIZE;
+	size_t plen = len - MESSAGE_BOX - CURVE_MAC; /* flags + data */
+	if (cap < plen)
+		return -ENOBUFS;
+	uint64_t n = curve_get_u64(body + MESSAGE_NONCE);
+	if (!curve_peer_nonce_ok(c, n))
+		return curve_fail(c, ZR__CURVE_ENONCE);
+	uint8_t nonce[CURVE_NONCE];
+	curve_nonce_make(nonce, c->as_server ? "CurveZMQMESSAGEC" : "CurveZMQMESSAGES", n);
+	if (crypto_box_open_easy_afternm(out, body + MESSAGE_BOX, plen + CURVE_MAC, nonce,
+	                                 c->precom) != 0)
+		return curve_fail(c, ZR__CURVE_EBOX);
+	curve_peer_nonce_take(c, n);
+	*flags = out[0];
+	memmove(out, out + 1, plen - 1);
+	return (int)(plen - 1);
+}
