@@ -517,7 +517,8 @@ ZR_API int zr_z85_encode(char *out, size_t out_cap, const uint8_t *data, size_t 
  * value must fit in 32 bits ("%%%%%" does not). Returns the octet count
  * (text_len / 5 * 4), or -EINVAL (bad length, character or group) or
  * -ENOSPC (a valid text, but out_cap is smaller than its octet count). On
- * failure out is untouched.
+ * failure out is untouched. The empty text decodes to no octets (libzmq's
+ * zmq_z85_decode refuses it; every other verdict is the same as libzmq's).
  */
 ZR_API int zr_z85_decode(uint8_t *out, size_t out_cap, const char *text, size_t text_len);
 
