@@ -7,6 +7,7 @@
  *   zring demo [--quick]     the backpressure demo (zl_demo.c)
  *   zring probe [--count N]  check our ZMTP codec against a real libzmq peer
  *   zring bench [--quick]    zring beside libzmq: throughput and latency (zl_bench.c)
+ *   zring keygen             a new CURVE key pair in Z85 (zl_keygen.c)
  *   zring version            print the version
  *   zring help               print the usage
  *
@@ -31,6 +32,7 @@
 #include "zl_broker.h"
 #include "zl_cat.h"
 #include "zl_demo.h"
+#include "zl_keygen.h"
 #include "zl_link.h"
 #include "zl_proc.h"
 
@@ -66,6 +68,7 @@ static const char usage_text[] =
 	"                    zring beside libzmq: throughput and latency, zring and\n"
 	"                    libzmq alternately, medians and ratios (needs the bench/\n"
 	"                    programs: build with -DZR_BENCH=ON)\n"
+	"  keygen            print a new CURVE key pair (public:, secret:) in Z85\n"
 	"  version           print the version\n"
 	"  help              print this help\n"
 	"\n"
@@ -500,6 +503,7 @@ static const struct {
 	{"demo", zl_demo_main},
 	{"probe", cmd_probe},
 	{"bench", zl_bench_main},
+	{"keygen", zl_keygen_main},
 	{"version", cmd_version},
 	{"--version", cmd_version},
 	{"help", cmd_help},
