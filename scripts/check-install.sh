@@ -33,9 +33,10 @@ libdir=$(dirname "$(dirname "$pc")")
 [[ -f $libdir/libzring.a && -L $libdir/libzring.so && -L $libdir/libzring.so.0 ]] ||
 	fail "libzring.so / .so.0 / .a missing in $libdir"
 
-# The consumer: the umbrella header, one codec call, one error-text call, and
-# a reference to the socket API, so a static link must resolve the engine and
-# its dependencies (liburing, threads) too. It does not open a context: that
+# The consumer: the umbrella header, one codec call, one error-text call, one
+# CURVE key derivation (libsodium), and a reference to the socket API, so a
+# static link must resolve the codec's and the engine's dependencies
+# (libsodium, liburing, threads) too. It does not open a context: that
 # needs io_uring, which a container may forbid; the tests cover it.
 mkdir -p "$work/consumer"
 cat >"$work/consumer/main.c" <<'C'
@@ -48,10 +49,15 @@ main(void)
 {
 	int (*volatile ctx_new)(zr_ctx **) = zr_ctx_new;
 	uint8_t g[ZR_ZMTP_GREETING_SIZE];
+	char pub[ZR_CURVE_KEY_Z85_LEN + 1];
 
 	if (zr_zmtp_greeting_encode(g, 1, ZR_MECH_NULL, false) != ZR_ZMTP_GREETING_SIZE)
 		return 1;
 	if (ctx_new == NULL)
+		return 1;
+	/* libzmq's test server pair: the public key derived from the secret. */
+	if (zr_curve_public(pub, "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6") != 0 ||
+	    strcmp(pub, "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7") != 0)
 		return 1;
 	printf("%s %u %s\n", zr_socktype_name(ZR_PUSH), g[0], strlen(zr_strerror(-ZR_ETOOLARGE)) ? "ok" : "");
 	return 0;
