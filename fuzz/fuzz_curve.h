@@ -42,13 +42,13 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define FC_CHECK(cond)                                                                             \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: invariant violated: %s\n", __FILE__, __LINE__,     \
-			        #cond);                                                            \
-			abort();                                                                   \
-		}                                                                                  \
+#define FC_CHECK(cond)                                                                         \
+	do {                                                                                   \
+		if (!(cond)) {                                                                 \
+			fprintf(stderr, "%s:%d: invariant violated: %s\n", __FILE__, __LINE__, \
+			        #cond);                                                        \
+			abort();                                                               \
+		}                                                                              \
 	} while (0)
 
 #define FC_CAP 4096u

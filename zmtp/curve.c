@@ -11,7 +11,7 @@
 
 #include <sodium.h>
 
-#define CURVE_MAC crypto_box_MACBYTES /* 16 */
+#define CURVE_MAC crypto_box_MACBYTES     /* 16 */
 #define CURVE_NONCE crypto_box_NONCEBYTES /* 24 */
 
 /* Offsets inside the bodies (name-length octet and name included). */
@@ -47,7 +47,8 @@ static const uint8_t curve_welcome_name[] = "\x07WELCOME";
 static const uint8_t curve_initiate_name[] = "\x08INITIATE";
 static const uint8_t curve_ready_name[] = "\x05READY";
 static const uint8_t curve_message_name[] = "\x07MESSAGE";
-static const uint8_t curve_error_name[] = "\x05" "ERROR";
+static const uint8_t curve_error_name[] = "\x05"
+					  "ERROR";
 
 static void
 curve_random_default(void *arg, uint8_t *buf, size_t len)
@@ -249,7 +250,8 @@ zr__curve_client_hello(struct zr__curve *c, uint8_t *out, size_t cap)
 	uint8_t nonce[CURVE_NONCE];
 	uint8_t zeros[HELLO_BOX_PLAIN] = {0};
 	curve_nonce_make(nonce, "CurveZMQHELLO---", n);
-	if (crypto_box_easy(out + HELLO_BOX, zeros, sizeof zeros, nonce, c->server_key, c->cn_secret) != 0)
+	if (crypto_box_easy(out + HELLO_BOX, zeros, sizeof zeros, nonce, c->server_key,
+	                    c->cn_secret) != 0)
 		return curve_fail(c, -EIO);
 	c->state = ZR__CURVE_CLIENT_WELCOME;
 	return (int)ZR__CURVE_HELLO_SIZE;
@@ -351,7 +353,8 @@ zr__curve_client_on_ready(struct zr__curve *c, const uint8_t *body, size_t len, 
 		return curve_fail(c, ZR__CURVE_ENONCE);
 	uint8_t nonce[CURVE_NONCE];
 	curve_nonce_make(nonce, "CurveZMQREADY---", n);
-	if (crypto_box_open_easy_afternm(out, body + READY_BOX, plen + CURVE_MAC, nonce, c->precom) != 0)
+	if (crypto_box_open_easy_afternm(out, body + READY_BOX, plen + CURVE_MAC, nonce,
+	                                 c->precom) != 0)
 		return curve_fail(c, ZR__CURVE_EBOX);
 	curve_peer_nonce_take(c, n);
 	sodium_memzero(c->cookie, sizeof c->cookie);
@@ -428,9 +431,8 @@ zr__curve_server_on_hello(struct zr__curve *c, const uint8_t *body, size_t len, 
 }
 
 int
-zr__curve_server_on_initiate(struct zr__curve *c, const uint8_t *body, size_t len,
-                             uint64_t now_ms, uint8_t *out, size_t cap, const uint8_t **meta,
-                             size_t *meta_len)
+zr__curve_server_on_initiate(struct zr__curve *c, const uint8_t *body, size_t len, uint64_t now_ms,
+                             uint8_t *out, size_t cap, const uint8_t **meta, size_t *meta_len)
 {
 	int rc = curve_expect(c, ZR__CURVE_SERVER_INITIATE);
 	if (rc != 0)

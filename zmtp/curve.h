@@ -133,7 +133,7 @@ struct zr__curve_config {
 	uint8_t public_key[ZR__CURVE_KEY]; /* our long-term key pair (server: S, s) */
 	uint8_t secret_key[ZR__CURVE_KEY];
 	uint8_t server_key[ZR__CURVE_KEY]; /* client only: the server's long-term S */
-	zr__curve_random_fn *random;        /* NULL: randombytes_buf */
+	zr__curve_random_fn *random;       /* NULL: randombytes_buf */
 	void *random_arg;
 };
 
@@ -156,8 +156,8 @@ struct zr__curve {
 	uint8_t server_key[ZR__CURVE_KEY]; /* S (the server's own public key on the server) */
 	uint8_t cn_public[ZR__CURVE_KEY];  /* our transient key pair (C' c' or S' s') */
 	uint8_t cn_secret[ZR__CURVE_KEY];
-	uint8_t cn_peer[ZR__CURVE_KEY];   /* the peer's transient public key */
-	uint8_t peer_key[ZR__CURVE_KEY];  /* server: the client's long-term C */
+	uint8_t cn_peer[ZR__CURVE_KEY];    /* the peer's transient public key */
+	uint8_t peer_key[ZR__CURVE_KEY];   /* server: the client's long-term C */
 	uint8_t cookie_key[ZR__CURVE_KEY]; /* server: K, one per HELLO */
 	uint8_t cookie[96];                /* client: the cookie from WELCOME */
 	uint8_t precom[ZR__CURVE_KEY];     /* crypto_box_beforenm(peer transient, our transient) */

@@ -140,7 +140,8 @@ sock_connect(uint16_t port)
 	cr_assert_geq(fd, 0);
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0, "connect: %s", strerror(errno));
+	cr_assert_eq(connect(fd, (struct sockaddr *)&a, sizeof a), 0, "connect: %s",
+	             strerror(errno));
 	sock_timeouts(fd);
 }
 
@@ -241,7 +242,7 @@ frame_read(unsigned *flags)
 	cr_assert_leq(size, sizeof body, "frame of %llu octets", (unsigned long long)size);
 	if (sock_read(body, (size_t)size) != 0)
 		return -1;
-	*flags = f;
+	*flags = f & ~0x02u; /* without LONG: MORE and COMMAND only */
 	return (long)size;
 }
 
@@ -273,8 +274,8 @@ client_handshake(uint16_t port, const uint8_t server_key[32])
 	long len = frame_read(&flags);
 	cr_assert_eq(len, 168, "WELCOME is 168 octets");
 	cr_assert_eq(flags, ZR_ZMTP_COMMAND);
-	n = zr__curve_client_on_welcome(&cv, body, (size_t)len, push_meta, sizeof push_meta - 1, cmd,
-	                                sizeof cmd);
+	n = zr__curve_client_on_welcome(&cv, body, (size_t)len, push_meta, sizeof push_meta - 1,
+	                                cmd, sizeof cmd);
 	cr_assert_eq(n, (int)(257 + sizeof push_meta - 1), "WELCOME refused: %d", n);
 	frame_write(cmd, (size_t)n, ZR_ZMTP_COMMAND);
 
@@ -317,7 +318,8 @@ Test(interop_curve, our_client_completes_the_handshake_and_libzmq_receives_messa
 	client_handshake(port, skey);
 
 	/* one single-frame message, then a two-frame one (MORE inside the box) */
-	int n = zr__curve_encode_message(&cv, 0, (const uint8_t *)"hello curve", 11, cmd, sizeof cmd);
+	int n = zr__curve_encode_message(&cv, 0, (const uint8_t *)"hello curve", 11, cmd,
+	                                 sizeof cmd);
 	cr_assert_eq(n, 44);
 	frame_write(cmd, (size_t)n, 0); /* libzmq sends MESSAGE as a plain frame too */
 	n = zr__curve_encode_message(&cv, 0x01, (const uint8_t *)"part1", 5, cmd, sizeof cmd);
@@ -345,6 +347,7 @@ Test(interop_curve, our_client_decodes_a_libzmq_ping_carried_in_message_with_fla
 	unsigned flags;
 	long len = frame_read(&flags);
 	cr_assert_gt(len, 0, "no MESSAGE from libzmq");
+	cr_assert_eq(flags, 0, "a data frame: the command is inside the box");
 	uint8_t mflags = 0;
 	int n = zr__curve_decode_message(&cv, body, (size_t)len, plain, sizeof plain, &mflags);
 	cr_assert_geq(n, 7, "decode: %d", n);
@@ -353,8 +356,8 @@ Test(interop_curve, our_client_decodes_a_libzmq_ping_carried_in_message_with_fla
 	/* a second one decodes too: its short nonce is above the first */
 	len = frame_read(&flags);
 	cr_assert_gt(len, 0);
-	cr_assert_geq(zr__curve_decode_message(&cv, body, (size_t)len, plain, sizeof plain, &mflags),
-	              7);
+	cr_assert_geq(
+		zr__curve_decode_message(&cv, body, (size_t)len, plain, sizeof plain, &mflags), 7);
 }
 
 Test(interop_curve, libzmq_server_drops_a_client_with_the_wrong_server_key)
@@ -379,19 +382,19 @@ Test(interop_curve, libzmq_server_drops_a_client_with_the_wrong_server_key)
 /* ---- libzmq's client, our server ---------------------------------------------------------- */
 
 static void
-client_peer_start(uint16_t port, const uint8_t server_key[32], char *msg)
+client_peer_start(uint16_t port, const uint8_t server_key[32], char *type, char *arg)
 {
 	char k[41], p[8];
 	cr_assert_eq(zr_curve_key_encode(k, server_key), 0);
 	snprintf(p, sizeof p, "%u", port);
-	char *args[] = {"client", p, k, msg, NULL};
+	char *args[] = {"client", p, k, type, arg, NULL};
 	peer_start(args);
 }
 
-Test(interop_curve, our_server_accepts_a_libzmq_client_and_decodes_its_message)
+/* Our server side up to READY with the pyzmq client of type `type`. */
+static void
+server_handshake(const char *type, const uint8_t *our_meta, size_t our_meta_len)
 {
-	uint16_t port = sock_listen();
-	client_peer_start(port, my_pk, "6d756c7469:7061727473");
 	cr_assert(peer_wait("KEY ", 15000));
 	uint8_t client_key[32];
 	key_from_z85(client_key, line + 4);
@@ -409,6 +412,7 @@ Test(interop_curve, our_server_accepts_a_libzmq_client_and_decodes_its_message)
 
 	len = frame_read(&flags);
 	cr_assert_geq(len, 257, "INITIATE");
+	cr_assert_eq(flags, ZR_ZMTP_COMMAND, "INITIATE frame flags 0x%02x", flags);
 	const uint8_t *meta;
 	size_t meta_len;
 	cr_assert_eq(zr__curve_server_on_initiate(&cv, body, (size_t)len, 10, plain, sizeof plain,
@@ -418,10 +422,18 @@ Test(interop_curve, our_server_accepts_a_libzmq_client_and_decodes_its_message)
 	const uint8_t *v;
 	size_t vl;
 	cr_assert_eq(zr_zmtp_props_find(meta, meta_len, "Socket-Type", &v, &vl), 0);
-	cr_assert_eq(vl, 4);
-	cr_assert_arr_eq(v, "PUSH", 4);
-	n = zr__curve_server_ready(&cv, pull_meta, sizeof pull_meta - 1, cmd, sizeof cmd);
+	cr_assert_eq(vl, strlen(type));
+	cr_assert_arr_eq(v, type, vl);
+	n = zr__curve_server_ready(&cv, our_meta, our_meta_len, cmd, sizeof cmd);
+	cr_assert_eq(n, (int)(30 + our_meta_len));
 	frame_write(cmd, (size_t)n, ZR_ZMTP_COMMAND);
+}
+
+Test(interop_curve, our_server_accepts_a_libzmq_client_and_decodes_its_message)
+{
+	uint16_t port = sock_listen();
+	client_peer_start(port, my_pk, "PUSH", "6d756c7469:7061727473");
+	server_handshake("PUSH", pull_meta, sizeof pull_meta - 1);
 
 	/* "multi" (MORE) then "parts" */
 	static const struct {
@@ -429,15 +441,47 @@ Test(interop_curve, our_server_accepts_a_libzmq_client_and_decodes_its_message)
 		uint8_t flags;
 	} want[] = {{"multi", 0x01}, {"parts", 0x00}};
 	for (size_t i = 0; i < 2; i++) {
-		len = frame_read(&flags);
+		unsigned flags;
+		long len = frame_read(&flags);
 		cr_assert_gt(len, 0, "no MESSAGE from libzmq");
-		cr_assert_eq(flags & ZR_ZMTP_MORE, 0, "MORE travels inside the box");
+		/* libzmq sends MESSAGE as a data frame, MORE inside the box */
+		cr_assert_eq(flags, 0, "frame flags 0x%02x", flags);
 		uint8_t mflags = 0xff;
-		n = zr__curve_decode_message(&cv, body, (size_t)len, plain, sizeof plain, &mflags);
+		int n = zr__curve_decode_message(&cv, body, (size_t)len, plain, sizeof plain,
+		                                 &mflags);
 		cr_assert_eq(n, 5, "decode: %d", n);
 		cr_assert_eq(mflags, want[i].flags);
 		cr_assert_arr_eq(plain, want[i].data, 5);
 	}
+}
+
+Test(interop_curve, our_server_sends_messages_a_libzmq_client_receives_intact)
+{
+	uint16_t port = sock_listen();
+	client_peer_start(port, my_pk, "PULL", NULL);
+	server_handshake("PULL", push_meta, sizeof push_meta - 1);
+	int n = zr__curve_encode_message(&cv, 0x01, (const uint8_t *)"from", 4, cmd, sizeof cmd);
+	frame_write(cmd, (size_t)n, 0);
+	n = zr__curve_encode_message(&cv, 0x00, (const uint8_t *)"server", 6, cmd, sizeof cmd);
+	frame_write(cmd, (size_t)n, 0);
+	cr_assert(peer_wait("RECV ", WAIT_MS), "libzmq received nothing");
+	cr_assert_str_eq(line, "RECV 66726f6d:736572766572");
+}
+
+Test(interop_curve, our_server_decodes_a_libzmq_subscribe_carried_in_message_with_flag_0x02)
+{
+	static const uint8_t pub_meta[] = "\x0bSocket-Type\x00\x00\x00\x03PUB";
+	uint16_t port = sock_listen();
+	client_peer_start(port, my_pk, "SUB", "746f706963");
+	server_handshake("SUB", pub_meta, sizeof pub_meta - 1);
+	unsigned flags;
+	long len = frame_read(&flags);
+	cr_assert_gt(len, 0, "no MESSAGE from libzmq");
+	uint8_t mflags = 0;
+	int n = zr__curve_decode_message(&cv, body, (size_t)len, plain, sizeof plain, &mflags);
+	cr_assert_eq(n, 15, "decode: %d", n);
+	cr_assert_eq(mflags, 0x02, "COMMAND flag");
+	cr_assert_arr_eq(plain, "\x09SUBSCRIBEtopic", 15);
 }
 
 Test(interop_curve, our_server_reports_a_box_error_for_a_libzmq_client_with_the_wrong_key)
@@ -445,7 +489,7 @@ Test(interop_curve, our_server_reports_a_box_error_for_a_libzmq_client_with_the_
 	uint8_t wrong[32], wrong_sk[32];
 	crypto_box_keypair(wrong, wrong_sk);
 	uint16_t port = sock_listen();
-	client_peer_start(port, wrong, "00");
+	client_peer_start(port, wrong, "PUSH", "00");
 	cr_assert(peer_wait("KEY ", 15000));
 	sock_accept();
 	curve_open(true, NULL);

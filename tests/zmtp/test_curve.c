@@ -40,9 +40,10 @@ static uint8_t client_pk[32], client_sk[32], server_pk[32], server_sk[32];
 static struct zr__curve cl, sv;
 static struct zt_guard guard;
 
-static const uint8_t client_meta[] = "\x0bSocket-Type\x00\x00\x00\x06" "DEALER";
+static const uint8_t client_meta[] = "\x0bSocket-Type\x00\x00\x00\x06"
+				     "DEALER";
 static const uint8_t server_meta[] = "\x0bSocket-Type\x00\x00\x00\x06ROUTER"
-                                     "\x08Identity\x00\x00\x00\x00";
+				     "\x08Identity\x00\x00\x00\x00";
 #define CLIENT_META_LEN (sizeof client_meta - 1)
 #define SERVER_META_LEN (sizeof server_meta - 1)
 
@@ -66,8 +67,8 @@ keys_make(uint8_t pk[32], uint8_t sk[32], uint8_t tag)
 }
 
 static void
-curve_open(struct zr__curve *c, bool as_server, const uint8_t *server_key,
-           struct fixed_random *r, uint8_t tag)
+curve_open(struct zr__curve *c, bool as_server, const uint8_t *server_key, struct fixed_random *r,
+           uint8_t tag)
 {
 	struct zr__curve_config cfg;
 	memset(&cfg, 0, sizeof cfg);
@@ -128,7 +129,8 @@ static void
 do_initiate(void)
 {
 	int n = zr__curve_client_on_welcome(&cl, g(welcome, sizeof welcome), sizeof welcome,
-	                                    client_meta, CLIENT_META_LEN, initiate, sizeof initiate);
+	                                    client_meta, CLIENT_META_LEN, initiate,
+	                                    sizeof initiate);
 	cr_assert_eq(n, (int)(ZR__CURVE_INITIATE_MIN + CLIENT_META_LEN));
 	initiate_len = (size_t)n;
 }
@@ -215,8 +217,8 @@ Test(zmtp_curve, handshake_with_empty_metadata_has_minimum_sizes)
 {
 	do_hello();
 	do_welcome(0);
-	int n = zr__curve_client_on_welcome(&cl, g(welcome, sizeof welcome), sizeof welcome, NULL, 0,
-	                                    initiate, sizeof initiate);
+	int n = zr__curve_client_on_welcome(&cl, g(welcome, sizeof welcome), sizeof welcome, NULL,
+	                                    0, initiate, sizeof initiate);
 	cr_assert_eq(n, 257);
 	initiate_len = 257;
 	cr_assert_eq(server_initiate(0), 0);
@@ -296,7 +298,8 @@ Test(zmtp_curve, ready_box_opens_with_libsodium_to_the_server_metadata)
 	cr_assert_eq(be64(ready + 6), 1, "READY is the server's first short nonce");
 	uint8_t n[24], out[128];
 	nonce_make(n, "CurveZMQREADY---", 16, ready + 6);
-	cr_assert_eq(crypto_box_open_easy(out, ready + 14, ready_len - 14, n, sv.cn_public, cl.cn_secret),
+	cr_assert_eq(crypto_box_open_easy(out, ready + 14, ready_len - 14, n, sv.cn_public,
+	                                  cl.cn_secret),
 	             0);
 	cr_assert_arr_eq(out, server_meta, SERVER_META_LEN);
 }
@@ -325,8 +328,8 @@ Test(zmtp_curve, messages_flow_both_ways_with_flags_and_libsodium_opens_them)
 		{&sv, &cl, 0x01, big, sizeof big, "CurveZMQMESSAGES", 4},
 	};
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-		int n = zr__curve_encode_message(rows[i].from, rows[i].flags, rows[i].data, rows[i].len,
-		                                 wire, sizeof wire);
+		int n = zr__curve_encode_message(rows[i].from, rows[i].flags, rows[i].data,
+		                                 rows[i].len, wire, sizeof wire);
 		cr_assert_eq(n, (int)(33 + rows[i].len), "row %zu", i);
 		cr_assert_arr_eq(wire, "\x07MESSAGE", 8);
 		cr_assert_eq(be64(wire + 8), rows[i].nonce, "row %zu nonce", i);
@@ -375,7 +378,8 @@ Test(zmtp_curve, hello_with_a_flipped_box_octet_fails_on_the_server_as_a_box_err
 		curve_open(&sv, true, NULL, &rnd_server, 0x22);
 		do_hello();
 		hello[at] ^= 0x01;
-		cr_assert_eq(zr__curve_server_on_hello(&sv, g(hello, 200), 200, 0, welcome, sizeof welcome),
+		cr_assert_eq(zr__curve_server_on_hello(&sv, g(hello, 200), 200, 0, welcome,
+		                                       sizeof welcome),
 		             ZR__CURVE_EBOX, "octet %zu", at);
 	}
 }
@@ -438,12 +442,12 @@ Test(zmtp_curve, message_with_a_flipped_octet_fails_as_a_box_error_and_stays_fai
 	int n = zr__curve_encode_message(&cl, 0, (const uint8_t *)"abc", 3, wire, sizeof wire);
 	wire[34] ^= 0x01;
 	uint8_t flags;
-	cr_assert_eq(zr__curve_decode_message(&sv, g(wire, (size_t)n), (size_t)n, plain, sizeof plain,
-	                                      &flags),
+	cr_assert_eq(zr__curve_decode_message(&sv, g(wire, (size_t)n), (size_t)n, plain,
+	                                      sizeof plain, &flags),
 	             ZR__CURVE_EBOX);
 	wire[34] ^= 0x01;
-	cr_assert_eq(zr__curve_decode_message(&sv, g(wire, (size_t)n), (size_t)n, plain, sizeof plain,
-	                                      &flags),
+	cr_assert_eq(zr__curve_decode_message(&sv, g(wire, (size_t)n), (size_t)n, plain,
+	                                      sizeof plain, &flags),
 	             ZR__CURVE_EBOX, "the failure is sticky");
 	cr_assert_eq(zr__curve_error(&sv), ZR__CURVE_EBOX);
 	cr_assert_eq(zr__curve_encode_message(&sv, 0, NULL, 0, wire, sizeof wire), ZR__CURVE_EBOX);
@@ -456,8 +460,8 @@ Test(zmtp_curve, message_from_the_wrong_direction_does_not_open)
 	/* a client MESSAGE reflected back at the client: prefix ...C, not ...S */
 	int n = zr__curve_encode_message(&cl, 0, (const uint8_t *)"echo", 4, wire, sizeof wire);
 	uint8_t flags;
-	cr_assert_eq(zr__curve_decode_message(&cl, g(wire, (size_t)n), (size_t)n, plain, sizeof plain,
-	                                      &flags),
+	cr_assert_eq(zr__curve_decode_message(&cl, g(wire, (size_t)n), (size_t)n, plain,
+	                                      sizeof plain, &flags),
 	             ZR__CURVE_EBOX);
 }
 
@@ -469,11 +473,11 @@ Test(zmtp_curve, replayed_message_is_refused_as_a_nonce_error)
 	uint8_t wire[64];
 	int n = zr__curve_encode_message(&cl, 0, (const uint8_t *)"once", 4, wire, sizeof wire);
 	uint8_t flags;
-	cr_assert_eq(zr__curve_decode_message(&sv, g(wire, (size_t)n), (size_t)n, plain, sizeof plain,
-	                                      &flags),
+	cr_assert_eq(zr__curve_decode_message(&sv, g(wire, (size_t)n), (size_t)n, plain,
+	                                      sizeof plain, &flags),
 	             4);
-	cr_assert_eq(zr__curve_decode_message(&sv, g(wire, (size_t)n), (size_t)n, plain, sizeof plain,
-	                                      &flags),
+	cr_assert_eq(zr__curve_decode_message(&sv, g(wire, (size_t)n), (size_t)n, plain,
+	                                      sizeof plain, &flags),
 	             ZR__CURVE_ENONCE);
 }
 
@@ -486,14 +490,14 @@ Test(zmtp_curve, older_message_after_a_newer_one_is_refused_and_gaps_are_allowed
 	int nc = zr__curve_encode_message(&sv, 0, (const uint8_t *)"c", 1, c, sizeof c);
 	uint8_t flags;
 	/* b skipped (a gap is fine: strictly increasing, not contiguous) */
-	cr_assert_eq(zr__curve_decode_message(&cl, g(a, (size_t)na), (size_t)na, plain, sizeof plain,
-	                                      &flags),
+	cr_assert_eq(zr__curve_decode_message(&cl, g(a, (size_t)na), (size_t)na, plain,
+	                                      sizeof plain, &flags),
 	             1);
-	cr_assert_eq(zr__curve_decode_message(&cl, g(c, (size_t)nc), (size_t)nc, plain, sizeof plain,
-	                                      &flags),
+	cr_assert_eq(zr__curve_decode_message(&cl, g(c, (size_t)nc), (size_t)nc, plain,
+	                                      sizeof plain, &flags),
 	             1);
-	cr_assert_eq(zr__curve_decode_message(&cl, g(b, (size_t)nb), (size_t)nb, plain, sizeof plain,
-	                                      &flags),
+	cr_assert_eq(zr__curve_decode_message(&cl, g(b, (size_t)nb), (size_t)nb, plain,
+	                                      sizeof plain, &flags),
 	             ZR__CURVE_ENONCE);
 }
 
@@ -515,8 +519,8 @@ Test(zmtp_curve, first_message_must_be_above_the_initiate_and_ready_nonces)
 	uint8_t wire[64];
 	int n = zr__curve_encode_message(&cl, 0, (const uint8_t *)"x", 1, wire, sizeof wire);
 	uint8_t flags;
-	cr_assert_eq(zr__curve_decode_message(&sv, g(wire, (size_t)n), (size_t)n, plain, sizeof plain,
-	                                      &flags),
+	cr_assert_eq(zr__curve_decode_message(&sv, g(wire, (size_t)n), (size_t)n, plain,
+	                                      sizeof plain, &flags),
 	             ZR__CURVE_ENONCE);
 }
 
@@ -595,8 +599,8 @@ Test(zmtp_curve, ready_under_30_and_message_under_33_octets_are_malformed)
 
 Test(zmtp_curve, a_name_length_past_the_body_or_an_empty_body_is_malformed)
 {
-	cr_assert_eq(zr__curve_server_on_hello(&sv, g((const uint8_t *)"\x09HELLO", 6), 6, 0, welcome,
-	                                       sizeof welcome),
+	cr_assert_eq(zr__curve_server_on_hello(&sv, g((const uint8_t *)"\x09HELLO", 6), 6, 0,
+	                                       welcome, sizeof welcome),
 	             ZR__CURVE_EMALFORMED);
 	curve_open(&sv, true, NULL, &rnd_server, 0x22);
 	cr_assert_eq(zr__curve_server_on_hello(&sv, g(hello, 0), 0, 0, welcome, sizeof welcome),
@@ -617,9 +621,9 @@ Test(zmtp_curve, a_command_other_than_the_expected_one_is_unexpected)
 	             ZR__CURVE_EUNEXPECTED);
 	/* the client gets READY where WELCOME belongs */
 	uint8_t rd[30] = "\x05READY";
-	cr_assert_eq(zr__curve_client_on_welcome(&cl, g(rd, 30), 30, NULL, 0, initiate,
-	                                         sizeof initiate),
-	             ZR__CURVE_EUNEXPECTED);
+	cr_assert_eq(
+		zr__curve_client_on_welcome(&cl, g(rd, 30), 30, NULL, 0, initiate, sizeof initiate),
+		ZR__CURVE_EUNEXPECTED);
 }
 
 Test(zmtp_curve, hello_with_a_version_other_than_1_0_is_refused)
@@ -693,8 +697,9 @@ Test(zmtp_curve, cookie_key_is_fresh_per_hello_and_wiped_after_initiate)
 	curve_open(&sv2, true, NULL, &r2, 0x33);
 	curve_open(&cl, false, server_pk, &rnd_client, 0x11);
 	do_hello();
-	cr_assert_eq(zr__curve_server_on_hello(&sv2, g(hello, 200), 200, 0, welcome, sizeof welcome),
-	             168);
+	cr_assert_eq(
+		zr__curve_server_on_hello(&sv2, g(hello, 200), 200, 0, welcome, sizeof welcome),
+		168);
 	cr_assert_arr_neq(sv2.cookie_key, k1, 32);
 	zr__curve_fini(&sv2);
 }
@@ -726,8 +731,9 @@ Test(zmtp_curve, initiate_whose_vouch_names_another_server_is_a_key_error)
 	/* Rebuild the INITIATE box by hand with a vouch of C' + (not S). */
 	uint8_t n[24], p[128 + CLIENT_META_LEN];
 	nonce_make(n, "CurveZMQINITIATE", 16, initiate + 105);
-	cr_assert_eq(crypto_box_open_easy_afternm(p, initiate + 113, initiate_len - 113, n, cl.precom),
-	             0);
+	cr_assert_eq(
+		crypto_box_open_easy_afternm(p, initiate + 113, initiate_len - 113, n, cl.precom),
+		0);
 	uint8_t vouch[64], vn[24];
 	memcpy(vouch, cl.cn_public, 32);
 	memset(vouch + 32, 0x77, 32);
@@ -772,8 +778,9 @@ Test(zmtp_curve, client_detects_a_welcome_from_a_server_with_another_key_as_a_bo
 	cr_assert_eq(zr__curve_client_hello(&fake_client, h, sizeof h), 200);
 	do_hello();
 	cr_assert_arr_eq(h + 80, hello + 80, 32, "same C'");
-	cr_assert_eq(zr__curve_server_on_hello(&impostor, g(h, 200), 200, 0, welcome, sizeof welcome),
-	             168);
+	cr_assert_eq(
+		zr__curve_server_on_hello(&impostor, g(h, 200), 200, 0, welcome, sizeof welcome),
+		168);
 	cr_assert_eq(zr__curve_client_on_welcome(&cl, g(welcome, 168), 168, NULL, 0, initiate,
 	                                         sizeof initiate),
 	             ZR__CURVE_EBOX);
@@ -784,9 +791,10 @@ Test(zmtp_curve, client_detects_a_welcome_from_a_server_with_another_key_as_a_bo
 Test(zmtp_curve, error_from_the_server_instead_of_welcome_or_ready_gives_its_reason)
 {
 	do_hello();
-	static const uint8_t err[] = "\x05" "ERROR\x0fnot authorised!";
-	cr_assert_eq(zr__curve_client_on_welcome(&cl, g(err, sizeof err - 1), sizeof err - 1, NULL, 0,
-	                                         initiate, sizeof initiate),
+	static const uint8_t err[] = "\x05"
+				     "ERROR\x0fnot authorised!";
+	cr_assert_eq(zr__curve_client_on_welcome(&cl, g(err, sizeof err - 1), sizeof err - 1, NULL,
+	                                         0, initiate, sizeof initiate),
 	             ZR__CURVE_EPEERERROR);
 	cr_assert_str_eq(zr__curve_error_reason(&cl), "not authorised!");
 
@@ -794,9 +802,11 @@ Test(zmtp_curve, error_from_the_server_instead_of_welcome_or_ready_gives_its_rea
 	do_hello();
 	do_welcome(0);
 	do_initiate();
-	static const uint8_t err2[] = "\x05" "ERROR\x03" "400";
-	cr_assert_eq(zr__curve_client_on_ready(&cl, g(err2, sizeof err2 - 1), sizeof err2 - 1, plain,
-	                                       sizeof plain, &meta, &meta_len),
+	static const uint8_t err2[] = "\x05"
+				      "ERROR\x03"
+				      "400";
+	cr_assert_eq(zr__curve_client_on_ready(&cl, g(err2, sizeof err2 - 1), sizeof err2 - 1,
+	                                       plain, sizeof plain, &meta, &meta_len),
 	             ZR__CURVE_EPEERERROR);
 	cr_assert_str_eq(zr__curve_error_reason(&cl), "400");
 }
@@ -804,9 +814,10 @@ Test(zmtp_curve, error_from_the_server_instead_of_welcome_or_ready_gives_its_rea
 Test(zmtp_curve, error_whose_reason_runs_past_the_body_is_malformed)
 {
 	do_hello();
-	static const uint8_t err[] = "\x05" "ERROR\x10short";
-	cr_assert_eq(zr__curve_client_on_welcome(&cl, g(err, sizeof err - 1), sizeof err - 1, NULL, 0,
-	                                         initiate, sizeof initiate),
+	static const uint8_t err[] = "\x05"
+				     "ERROR\x10short";
+	cr_assert_eq(zr__curve_client_on_welcome(&cl, g(err, sizeof err - 1), sizeof err - 1, NULL,
+	                                         0, initiate, sizeof initiate),
 	             ZR__CURVE_EMALFORMED);
 }
 

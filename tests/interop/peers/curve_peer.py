@@ -4,11 +4,12 @@
     curve_peer.py server [--heartbeat IVL_MS]
         A PULL socket, CURVE server with a fresh key pair, bound on
         tcp://127.0.0.1 at a random port. Prints "PORT <n> <server public z85>".
-    curve_peer.py client PORT SERVERKEY_Z85 [FRAMES...]
-        A PUSH socket, CURVE client with a fresh key pair, connected to
+    curve_peer.py client PORT SERVERKEY_Z85 TYPE [ARGS...]
+        A CURVE client with a fresh key pair, connected to
         tcp://127.0.0.1:PORT with SERVERKEY_Z85 as the server's key. Prints
-        "KEY <client public z85>", then sends each FRAMES argument as one
-        message and prints "SENT" after each.
+        "KEY <client public z85>". TYPE PUSH: sends each ARGS (FRAMES) as one
+        message and prints "SENT" after each. TYPE PULL: only receives.
+        TYPE SUB: subscribes to each ARGS (hex prefix).
 
 Then, in both modes, until stdin reaches end of file:
     RECV <frames>       every message received, whole
@@ -67,7 +68,8 @@ def main(argv):
         out("PORT %d %s" % (port, pub.decode()))
         to_send = []
     else:
-        sock = ctx.socket(zmq.PUSH)
+        kind = argv[4] if len(argv) > 4 else "PUSH"
+        sock = ctx.socket({"PUSH": zmq.PUSH, "PULL": zmq.PULL, "SUB": zmq.SUB}[kind])
         sock.curve_serverkey = argv[3].encode()
         sock.curve_publickey = pub
         sock.curve_secretkey = sec
@@ -75,7 +77,10 @@ def main(argv):
         mon = sock.get_monitor_socket()
         sock.connect("tcp://127.0.0.1:%s" % argv[2])
         out("KEY %s" % pub.decode())
-        to_send = argv[4:]
+        to_send = argv[5:] if kind == "PUSH" else []
+        if kind == "SUB":
+            for prefix in argv[5:]:
+                sock.setsockopt(zmq.SUBSCRIBE, bytes.fromhex(prefix))
 
     for text in to_send:
         sock.send_multipart(frames_parse(text))
