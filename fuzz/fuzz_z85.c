@@ -21,7 +21,8 @@
 
 #include "fuzz_common.h"
 
-#define ALPHABET "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+#define ALPHABET \
+	"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
 #define JUNK 0xa5
 
 /* RFC 32, read independently: -EINVAL or the octet count. */
@@ -123,7 +124,8 @@ check_key(const uint8_t *data, size_t size)
 		memcpy(text, data, n);
 	text[n] = '\0';
 	slen = strlen(text);
-	ok = slen == ZR_CURVE_KEY_Z85_LEN && ref_decode((const uint8_t *)text, slen, want) == ZR_CURVE_KEY_LEN;
+	ok = slen == ZR_CURVE_KEY_Z85_LEN &&
+	     ref_decode((const uint8_t *)text, slen, want) == ZR_CURVE_KEY_LEN;
 	memset(key, JUNK, sizeof(key));
 	FZ_CHECK(zr_curve_key_decode(key, text) == (ok ? 0 : -EINVAL));
 	if (ok)

@@ -19,8 +19,10 @@
 
 #include <zring/zmtp.h>
 
-_Static_assert(ZR_CURVE_KEY_LEN == crypto_box_PUBLICKEYBYTES, "a CURVE public key is a crypto_box key");
-_Static_assert(ZR_CURVE_KEY_LEN == crypto_box_SECRETKEYBYTES, "a CURVE secret key is a crypto_box key");
+_Static_assert(ZR_CURVE_KEY_LEN == crypto_box_PUBLICKEYBYTES,
+               "a CURVE public key is a crypto_box key");
+_Static_assert(ZR_CURVE_KEY_LEN == crypto_box_SECRETKEYBYTES,
+               "a CURVE secret key is a crypto_box key");
 _Static_assert(ZR_CURVE_KEY_LEN == crypto_scalarmult_BYTES, "scalarmult_base yields a public key");
 _Static_assert(ZR_CURVE_KEY_Z85_LEN == ZR_CURVE_KEY_LEN / 4 * 5, "Z85: 5 characters per 4 octets");
 
@@ -72,7 +74,8 @@ zr_curve_key_decode(uint8_t key[ZR_CURVE_KEY_LEN], const char *z85)
 
 /* see zmtp.h */
 int
-zr_curve_keypair(char public_z85[ZR_CURVE_KEY_Z85_LEN + 1], char secret_z85[ZR_CURVE_KEY_Z85_LEN + 1])
+zr_curve_keypair(char public_z85[ZR_CURVE_KEY_Z85_LEN + 1],
+                 char secret_z85[ZR_CURVE_KEY_Z85_LEN + 1])
 {
 	uint8_t pk[ZR_CURVE_KEY_LEN], sk[ZR_CURVE_KEY_LEN];
 	int rc;

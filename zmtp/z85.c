@@ -22,8 +22,8 @@ static const char z85_alphabet[85] =
  * from the same string so the two tables cannot disagree. */
 #define Z85_D(c, v) [(unsigned char)(c)] = (uint8_t)((v) + 1)
 static const uint8_t z85_digit_plus_one[256] = {
-	Z85_D('0', 0), Z85_D('1', 1), Z85_D('2', 2), Z85_D('3', 3), Z85_D('4', 4),
-	Z85_D('5', 5), Z85_D('6', 6), Z85_D('7', 7), Z85_D('8', 8), Z85_D('9', 9),
+	Z85_D('0', 0),  Z85_D('1', 1),  Z85_D('2', 2),  Z85_D('3', 3),  Z85_D('4', 4),
+	Z85_D('5', 5),  Z85_D('6', 6),  Z85_D('7', 7),  Z85_D('8', 8),  Z85_D('9', 9),
 	Z85_D('a', 10), Z85_D('b', 11), Z85_D('c', 12), Z85_D('d', 13), Z85_D('e', 14),
 	Z85_D('f', 15), Z85_D('g', 16), Z85_D('h', 17), Z85_D('i', 18), Z85_D('j', 19),
 	Z85_D('k', 20), Z85_D('l', 21), Z85_D('m', 22), Z85_D('n', 23), Z85_D('o', 24),
@@ -60,7 +60,8 @@ zr_z85_encode(char *out, size_t out_cap, const uint8_t *data, size_t len)
 
 	for (size_t g = 0; g < groups; g++) {
 		const uint8_t *p = data + g * 4;
-		uint32_t v = (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+		uint32_t v =
+			(uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 		char *o = out + g * 5;
 
 		for (int i = 4; i >= 0; i--) {

@@ -30,7 +30,8 @@
 #endif
 
 #define PEER_SCRIPT ZR_SOURCE_DIR "/tests/interop/peers/keys_peer.py"
-#define Z85_ALPHABET "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+#define Z85_ALPHABET \
+	"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
 #define MAX_LINES 1024
 #define LINE_MAX_LEN 2048
 
@@ -62,8 +63,7 @@ batch_fini(void)
 
 TestSuite(keys_pyzmq, .init = batch_open, .fini = batch_fini, .timeout = 60);
 
-static void
-batch_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void batch_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static void
 batch_add(const char *fmt, ...)
@@ -93,8 +93,8 @@ batch_run(void)
 	cr_assert_not_null(p, "popen: %s", strerror(errno));
 	while (fgets(buf, sizeof(buf), p) != NULL) {
 		buf[strcspn(buf, "\n")] = '\0';
-		cr_assert(strncmp(buf, "FATAL", 5) != 0,
-		          "%s (install Debian python3-zmq for %s)", buf, ZR_PYTHON);
+		cr_assert(strncmp(buf, "FATAL", 5) != 0, "%s (install Debian python3-zmq for %s)",
+		          buf, ZR_PYTHON);
 		cr_assert_lt(n_answers, (size_t)MAX_LINES);
 		answers[n_answers++] = strdup(buf);
 	}
@@ -201,7 +201,8 @@ Test(keys_pyzmq, z85_decoding_is_the_same_as_pyzmq_and_libzmq_for_our_texts)
 		char want[2 * BUF_MAX + 1], py[LINE_MAX_LEN], lz[LINE_MAX_LEN];
 		uint8_t back[BUF_MAX];
 
-		cr_assert_eq(zr_z85_decode(back, sizeof(back), texts[i], strlen(texts[i])), (int)len[i]);
+		cr_assert_eq(zr_z85_decode(back, sizeof(back), texts[i], strlen(texts[i])),
+		             (int)len[i]);
 		cr_assert_arr_eq(back, data[i], len[i]);
 		to_hex(want, data[i], len[i]);
 		answer_fields(i, "dec", py, sizeof(py), lz, sizeof(lz));
@@ -231,8 +232,8 @@ Test(keys_pyzmq, z85_refuses_exactly_the_texts_libzmq_refuses)
 		snprintf(texts[n++], sizeof(texts[0]), "Hello%corld", c);
 	}
 	static const char *const edges[] = {
-		"%nSc0", "%nSc1", "%nSd0", "%o000", "$0000", "#0000", "%%%%%", "#####",
-		"@####", "00000%%%%%", "%nSc0%nSc0", "Hell", "HelloWorl",
+		"%nSc0", "%nSc1", "%nSd0",      "%o000",      "$0000", "#0000",     "%%%%%",
+		"#####", "@####", "00000%%%%%", "%nSc0%nSc0", "Hell",  "HelloWorl",
 	}; /* (the empty text: see the test above) */
 	for (size_t i = 0; i < sizeof(edges) / sizeof(edges[0]); i++)
 		snprintf(texts[n++], sizeof(texts[0]), "%s", edges[i]);
@@ -249,8 +250,10 @@ Test(keys_pyzmq, z85_refuses_exactly_the_texts_libzmq_refuses)
 		answer_fields(i, "dec", py, sizeof(py), lz, sizeof(lz));
 		if (rc < 0) {
 			cr_assert_eq(rc, -EINVAL);
-			cr_assert_str_eq(lz, "ERR", "'%s': we refuse, libzmq gives %s", texts[i], lz);
-			cr_assert_str_eq(py, "ERR", "'%s': we refuse, pyzmq gives %s", texts[i], py);
+			cr_assert_str_eq(lz, "ERR", "'%s': we refuse, libzmq gives %s", texts[i],
+			                 lz);
+			cr_assert_str_eq(py, "ERR", "'%s': we refuse, pyzmq gives %s", texts[i],
+			                 py);
 			refused++;
 		} else {
 			to_hex(ours_hex, back, (size_t)rc);

@@ -96,9 +96,11 @@ Test(tools_keygen, prints_the_public_key_libzmq_derives_from_the_secret, .timeou
 
 	/* Z85 has no single quote, so the key can sit inside one. */
 	snprintf(cmd, sizeof(cmd),
-	         "'%s' -c 'import sys, zmq; print(zmq.curve_public(sys.argv[1].encode()).decode())' '%s'",
+	         "'%s' -c 'import sys, zmq; "
+	         "print(zmq.curve_public(sys.argv[1].encode()).decode())' '%s'",
 	         ZR_PYTHON, k.sec);
-	cr_assert_eq(run(cmd, out, sizeof(out)), 0, "pyzmq failed (install Debian python3-zmq): %s", out);
+	cr_assert_eq(run(cmd, out, sizeof(out)), 0, "pyzmq failed (install Debian python3-zmq): %s",
+	             out);
 	out[strcspn(out, "\n")] = '\0';
 	cr_assert_str_eq(out, k.pub, "libzmq says %s for secret %s", out, k.sec);
 }
@@ -122,6 +124,7 @@ Test(tools_keygen, an_unknown_argument_prints_the_usage_on_stderr_and_exits_1)
 		cr_assert_str_empty(out, "%s wrote to stdout: '%s'", args[i], out);
 		snprintf(cmd, sizeof(cmd), "'%s' keygen %s 2>&1 >/dev/null", ZRING, args[i]);
 		cr_assert_eq(run(cmd, out, sizeof(out)), 1, "%s", args[i]);
-		cr_assert_not_null(strstr(out, "usage: zring keygen"), "%s: stderr '%s'", args[i], out);
+		cr_assert_not_null(strstr(out, "usage: zring keygen"), "%s: stderr '%s'", args[i],
+		                   out);
 	}
 }

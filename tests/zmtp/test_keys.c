@@ -98,8 +98,8 @@ Test(zmtp_keys, refuses_a_key_text_that_is_not_exactly_40_characters)
 {
 	static const char *const bad[] = {
 		"",
-		"JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh",   /* 39 */
-		"JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh60", /* 41 */
+		"JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh",       /* 39 */
+		"JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh60",     /* 41 */
 		"JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6JTKVS", /* 45: whole groups, still not a key */
 		"HelloWorld",
 	};
@@ -121,7 +121,8 @@ Test(zmtp_keys, refuses_a_key_text_with_a_character_outside_z85)
 	char pub[41];
 
 	for (int pos = 0; pos < 40; pos++) {
-		static const char outside[] = {' ', '"', '\'', ',', ';', '\\', '_', '`', '|', '~', '\x7f', '\x80'};
+		static const char outside[] = {' ', '"', '\'', ',', ';',    '\\',
+		                               '_', '`', '|',  '~', '\x7f', '\x80'};
 		char text[41];
 
 		memcpy(text, LIBZMQ_SERVER_SECRET, 41);

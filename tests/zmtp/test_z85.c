@@ -14,7 +14,8 @@
 
 #include "guard.h"
 
-#define Z85_ALPHABET "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+#define Z85_ALPHABET \
+	"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
 
 /* RFC 32, "Test Case": these 8 octets are "HelloWorld". */
 static const uint8_t hello_octets[8] = {0x86, 0x4F, 0xD2, 0x6F, 0xB5, 0x59, 0xF7, 0x5B};
@@ -126,8 +127,8 @@ Test(zmtp_z85, refuses_a_group_whose_value_passes_32_bits)
 {
 	static const char *const over[] = {
 		"%nSc1", /* 2^32: the smallest value too large */
-		"%nSd0", "%nT00", "%o000", "$0000", "#0000",
-		"%%%%%", "#####", /* 85^5 - 1, the largest a group can spell */
+		"%nSd0", "%nT00", "%o000", "$0000",
+		"#0000", "%%%%%", "#####", /* 85^5 - 1, the largest a group can spell */
 	};
 	uint8_t out[8];
 
@@ -148,7 +149,8 @@ Test(zmtp_z85, refuses_a_text_that_is_not_whole_groups)
 	for (size_t n = 1; n < 15; n++) {
 		if (n % 5 == 0)
 			continue;
-		cr_assert_eq(zr_z85_decode(out, sizeof(out), "HelloWorldHello", n), -EINVAL, "length %zu", n);
+		cr_assert_eq(zr_z85_decode(out, sizeof(out), "HelloWorldHello", n), -EINVAL,
+		             "length %zu", n);
 	}
 }
 
@@ -159,7 +161,8 @@ Test(zmtp_z85, refuses_to_encode_a_length_that_is_not_whole_groups)
 	for (size_t n = 1; n < 8; n++) {
 		if (n % 4 == 0)
 			continue;
-		cr_assert_eq(zr_z85_encode(out, sizeof(out), hello_octets, n), -EINVAL, "length %zu", n);
+		cr_assert_eq(zr_z85_encode(out, sizeof(out), hello_octets, n), -EINVAL,
+		             "length %zu", n);
 	}
 }
 
@@ -203,7 +206,8 @@ Test(zmtp_z85, refuses_a_length_whose_result_would_not_fit_an_int)
 	size_t huge = ((size_t)INT_MAX / 5 + 1) * 4; /* text would pass INT_MAX */
 
 	cr_assert_eq(zr_z85_encode(out, sizeof(out), hello_octets, huge), -EINVAL);
-	cr_assert_eq(zr_z85_decode(back, sizeof(back), "HelloWorld", ((size_t)INT_MAX / 4 + 1) * 5), -EINVAL);
+	cr_assert_eq(zr_z85_decode(back, sizeof(back), "HelloWorld", ((size_t)INT_MAX / 4 + 1) * 5),
+	             -EINVAL);
 }
 
 Test(zmtp_z85, decodes_input_flush_against_an_unreadable_page)
