@@ -242,7 +242,8 @@ int zr__curve_encode_message(struct zr__curve *c, uint8_t flags, const uint8_t *
  * and its flags octet to *flags; returns n = len - 33. cap must be at least
  * len - 32 (the flags octet is decrypted in front of the data, then the data
  * is moved down). out may overlap body. The whole body must be present: the
- * MAC covers all of it.
+ * MAC covers all of it. A body over INT32_MAX octets is -EMSGSIZE (not
+ * sticky; the codec's max_msg_size keeps bodies far below it).
  */
 int zr__curve_decode_message(struct zr__curve *c, const uint8_t *body, size_t len, uint8_t *out,
                              size_t cap, uint8_t *flags);

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include <sodium.h>
+#include <zring/zmtp.h>
 
 #include "curve.h"
 #include "guard.h"
@@ -869,4 +870,20 @@ Test(zmtp_curve, fini_wipes_every_key)
 	zr__curve_fini(&cl);
 	static const uint8_t zeros[sizeof cl];
 	cr_assert_arr_eq(&cl, zeros, sizeof cl);
+}
+
+Test(zmtp_curve, handshake_works_with_the_zmq_curve_7_test_keys_given_in_z85)
+{
+	/* The test key pairs of libzmq's zmq_curve(7) page, through RFC 32. */
+	cr_assert_eq(zr_curve_key_decode(client_pk, "Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID"), 0);
+	cr_assert_eq(zr_curve_key_decode(client_sk, "D:)Q[IlAW!ahhC2ac:9*A}h:p?([4%wOTJ%JR%cs"), 0);
+	cr_assert_eq(zr_curve_key_decode(server_pk, "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"), 0);
+	cr_assert_eq(zr_curve_key_decode(server_sk, "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6"), 0);
+	uint8_t pk[32];
+	crypto_scalarmult_base(pk, client_sk);
+	cr_assert_arr_eq(pk, client_pk, 32);
+	curve_open(&cl, false, server_pk, &rnd_client, 0x11);
+	curve_open(&sv, true, NULL, &rnd_server, 0x22);
+	handshake();
+	cr_assert_arr_eq(zr__curve_peer_key(&sv), client_pk, 32);
 }
