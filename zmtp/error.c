@@ -37,6 +37,12 @@ static const char *const error_proto_text[ZR_ELAST - ZR_EBASE] = {
 	[ZR_EPEERERROR - ZR_EBASE] = "peer closed the connection with an ERROR command",
 	[ZR_EHANDSHAKE_TIMEOUT - ZR_EBASE] = "handshake timed out",
 	[ZR_EHEARTBEAT_TIMEOUT - ZR_EBASE] = "peer stopped responding (heartbeat timeout)",
+	[ZR_ECURVECMD - ZR_EBASE] = "malformed CURVE command (size or layout)",
+	[ZR_ECURVEBOX - ZR_EBASE] = "CURVE box did not open (wrong server key or tampered data)",
+	[ZR_ECURVENONCE - ZR_EBASE] = "CURVE nonce replayed or out of order",
+	[ZR_ECURVEVERSION - ZR_EBASE] = "unsupported CurveZMQ version in HELLO",
+	[ZR_ECURVECOOKIE - ZR_EBASE] = "CURVE cookie expired",
+	[ZR_ECURVEKEY - ZR_EBASE] = "CURVE keys do not match the vouch or cookie",
 };
 
 struct error_errno_text {
@@ -125,6 +131,8 @@ zr_errno(int err)
 	case ZR_EHEARTBEAT_TIMEOUT:
 		return -ETIMEDOUT;
 	case ZR_EAUTH:
+	case ZR_ECURVEBOX:
+	case ZR_ECURVEKEY:
 		return -EACCES;
 	case ZR_EPEERERROR:
 		return -ECONNREFUSED;

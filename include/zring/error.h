@@ -78,6 +78,14 @@ enum zr_err {
 	ZR_EHANDSHAKE_TIMEOUT, /* greeting + handshake not done within handshake_ivl */
 	ZR_EHEARTBEAT_TIMEOUT, /* no traffic within heartbeat timeout or the peer's TTL */
 
+	/* CURVE (RFC 26); appended so the codes above keep their numbers */
+	ZR_ECURVECMD,     /* a CURVE command of the wrong size or layout */
+	ZR_ECURVEBOX,     /* a box did not open: wrong server key, tampered bytes, foreign cookie */
+	ZR_ECURVENONCE,   /* a short nonce replayed or not increasing */
+	ZR_ECURVEVERSION, /* HELLO with a CurveZMQ version other than 1.0 */
+	ZR_ECURVECOOKIE,  /* INITIATE with a cookie older than the cookie key's 60 s */
+	ZR_ECURVEKEY,     /* vouch or cookie content does not match the keys */
+
 	ZR_ELAST /* one past the last code */
 };
 
@@ -90,8 +98,10 @@ ZR_API const char *zr_strerror(int err);
 
 /*
  * The errno a protocol code corresponds to (ZR_ETOOLARGE, ZR_ECMDSIZE -> EMSGSIZE,
- * timeouts -> ETIMEDOUT, ZR_EAUTH/ZR_EPEERERROR -> EACCES/ECONNREFUSED, the
- * rest -> EPROTO), negated; a negative errno is returned as it is.
+ * timeouts -> ETIMEDOUT, ZR_EAUTH/ZR_EPEERERROR -> EACCES/ECONNREFUSED,
+ * ZR_ECURVEBOX/ZR_ECURVEKEY -> EACCES (the keys do not match: an
+ * authentication failure), the rest -> EPROTO), negated; a negative errno is
+ * returned as it is.
  */
 ZR_API int zr_errno(int err);
 
