@@ -68,8 +68,7 @@
  * failure. Codes the PEER causes make the failure sticky: the state becomes
  * FAILED and every later call returns the same code (keys are wiped). Codes
  * the CALLER causes (-EINVAL: wrong role or state; -ENOBUFS: out too small)
- * change nothing. Until error.h has CURVE codes (see the request to the
- * lead), they map to distinct errno values:
+ * change nothing. The codes (macros, so the codec can name them in one place):
  */
 #ifndef ZR_ZMTP_CURVE_H
 #define ZR_ZMTP_CURVE_H
@@ -83,17 +82,17 @@
 #include <zring/error.h>
 
 /* Malformed: wrong size, truncated, oversized, bad layout, bad name-length. */
-#define ZR__CURVE_EMALFORMED (-EPROTO)
+#define ZR__CURVE_EMALFORMED (-ZR_ECURVECMD)
 /* A box did not open: wrong server key, tampered bytes, foreign cookie. */
-#define ZR__CURVE_EBOX (-EBADMSG)
+#define ZR__CURVE_EBOX (-ZR_ECURVEBOX)
 /* A short nonce equal to or below the last accepted one (replay). */
-#define ZR__CURVE_ENONCE (-EILSEQ)
+#define ZR__CURVE_ENONCE (-ZR_ECURVENONCE)
 /* HELLO announces a CurveZMQ version other than 1.0. */
-#define ZR__CURVE_EVERSION (-EPROTONOSUPPORT)
+#define ZR__CURVE_EVERSION (-ZR_ECURVEVERSION)
 /* INITIATE's cookie was made more than ZR__CURVE_COOKIE_TTL_MS ago. */
-#define ZR__CURVE_ECOOKIE (-EKEYEXPIRED)
+#define ZR__CURVE_ECOOKIE (-ZR_ECURVECOOKIE)
 /* Boxes opened but the keys inside disagree (vouch != C' + S, cookie != C'). */
-#define ZR__CURVE_EKEY (-EKEYREJECTED)
+#define ZR__CURVE_EKEY (-ZR_ECURVEKEY)
 /* A well-formed command that is not the one this state expects. */
 #define ZR__CURVE_EUNEXPECTED (-ZR_EUNEXPECTED)
 /* The server sent ERROR (client side); zr__curve_error_reason() has it. */

@@ -887,3 +887,20 @@ Test(zmtp_curve, handshake_works_with_the_zmq_curve_7_test_keys_given_in_z85)
 	handshake();
 	cr_assert_arr_eq(zr__curve_peer_key(&sv), client_pk, 32);
 }
+
+Test(zmtp_curve, failures_carry_the_curve_protocol_codes_and_a_box_failure_reads_as_eacces)
+{
+	cr_assert_eq(ZR__CURVE_EMALFORMED, -ZR_ECURVECMD);
+	cr_assert_eq(ZR__CURVE_EBOX, -ZR_ECURVEBOX);
+	cr_assert_eq(ZR__CURVE_ENONCE, -ZR_ECURVENONCE);
+	cr_assert_eq(ZR__CURVE_EVERSION, -ZR_ECURVEVERSION);
+	cr_assert_eq(ZR__CURVE_ECOOKIE, -ZR_ECURVECOOKIE);
+	cr_assert_eq(ZR__CURVE_EKEY, -ZR_ECURVEKEY);
+	uint8_t other_pk[32], other_sk[32];
+	keys_make(other_pk, other_sk, 0x99);
+	curve_open(&cl, false, other_pk, &rnd_client, 0x11);
+	do_hello();
+	int rc = zr__curve_server_on_hello(&sv, g(hello, 200), 200, 0, welcome, sizeof welcome);
+	cr_assert_eq(rc, -ZR_ECURVEBOX);
+	cr_assert_eq(zr_errno(rc), -EACCES, "a wrong key is an authentication failure");
+}
