@@ -352,8 +352,11 @@ Test(zmtp_malformed, has_at_least_forty_rows_covering_every_producible_code)
 		seen[-bad_rows[i].code - ZR_EBASE] = true;
 	for (int c = ZR_EBASE; c < ZR_ELAST; c++) {
 		/* Timers are in test_conn.c. ESUBSCRIBE: any SUBSCRIBE/CANCEL topic is
-		 * well-formed, so no input can produce it through the codec. */
-		if (c == ZR_EHANDSHAKE_TIMEOUT || c == ZR_EHEARTBEAT_TIMEOUT || c == ZR_ESUBSCRIBE)
+		 * well-formed, so no input can produce it through the codec. The
+		 * CURVE codes come from the CURVE core (tests/zmtp/test_curve.c)
+		 * until the connection codec drives CURVE; then they get rows here. */
+		if (c == ZR_EHANDSHAKE_TIMEOUT || c == ZR_EHEARTBEAT_TIMEOUT || c == ZR_ESUBSCRIBE ||
+		    (c >= ZR_ECURVECMD && c <= ZR_ECURVEKEY))
 			continue;
 		cr_expect(seen[c - ZR_EBASE], "no malformed row produces %d (%s)", c, zr_strerror(-c));
 	}
