@@ -45,6 +45,8 @@
 
 #include <zring/zring.h>
 
+#include "engine/sock_helpers.h" /* sleep_ms, free_tcp_port */
+
 #ifndef ZR_SOURCE_DIR
 #error "tests/CMakeLists.txt defines ZR_SOURCE_DIR"
 #endif
@@ -64,14 +66,6 @@ kp_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static inline void
-kp_sleep_ms(int ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-
-	nanosleep(&ts, NULL);
 }
 
 /* ---- payloads ------------------------------------------------------------------ */
@@ -337,23 +331,6 @@ kp_log_assert_all(struct kp_log *l, uint64_t n)
 	             bad, why);
 	cr_assert_eq(got, n, "%" PRIu64 " deliveries, expected %" PRIu64, got, n);
 	cr_assert_eq(next, n);
-}
-
-/* A loopback tcp port nobody listens on right now (for an endpoint a
- * publisher binds: the broker reports no bound address without a
- * subscription). */
-static inline unsigned
-kp_free_port(void)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof a;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	close(fd);
-	return ntohs(a.sin_port);
 }
 
 /* ---- brokers, released on teardown ------------------------------------------------ */

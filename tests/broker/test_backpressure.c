@@ -36,7 +36,7 @@ bp_settle(zr_subscription *sub, size_t want, struct zr_sub_stats *st)
 		zr_subscription_stats(sub, st);
 		if (st->depth >= want || kp_now_ms() >= end)
 			break;
-		kp_sleep_ms(20);
+		sleep_ms(20);
 	}
 }
 
@@ -214,7 +214,7 @@ bp_capacity(zr_subscription *sub, struct kp_log *l, size_t read_ahead, unsigned 
 	struct zr_sub_stats st;
 
 	bp_settle(sub, read_ahead, &st);
-	kp_sleep_ms(300); /* anything more would arrive now */
+	sleep_ms(300); /* anything more would arrive now */
 	zr_subscription_stats(sub, &st);
 	cr_assert_eq(st.read_ahead, read_ahead);
 	cr_assert_eq(st.depth, read_ahead, "the channel holds %zu, read_ahead is %zu", st.depth,
@@ -304,11 +304,11 @@ bp_42(bool ipc)
 		kp_tell(p, "send 8 5000");
 		kp_answer(p, 10000);
 		sent += 8;
-		kp_sleep_ms(100);
+		sleep_ms(100);
 		inq = kp_inq(fd);
 		if (inq == 0)
 			continue;
-		kp_sleep_ms(500);
+		sleep_ms(500);
 		if (kp_inq(fd) == inq)
 			break;
 	}
@@ -316,7 +316,7 @@ bp_42(bool ipc)
 		kp_tell(p, "send 8 5000");
 		kp_answer(p, 10000);
 		sent += 8;
-		kp_sleep_ms(200);
+		sleep_ms(200);
 		int now = kp_inq(fd);
 
 		cr_assert_geq(now, inq + 8 * 1024,

@@ -123,7 +123,7 @@ kp_queue_proof(bool ipc)
 		cr_assert_eq(st.depth, KP_READ_AHEAD, "the channel changed under the stall: %zu",
 		             st.depth);
 		cr_assert_eq(kp_log_count(l), 1);
-		kp_sleep_ms(100);
+		sleep_ms(100);
 	}
 	r = kp_answer(p, 15000);
 	unsigned tries = 0, through = 1;
@@ -240,7 +240,7 @@ kp_fanout_proof(bool ipc)
 	if (ipc)
 		kp_endpoint(true, ep, sizeof ep);
 	else
-		snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", kp_free_port());
+		snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", free_tcp_port());
 	/* No local subscription: the publisher binds the endpoint. */
 	zr_broker *b = kp_broker(ZR_FANOUT, ep, ZR_BIND, 0);
 
