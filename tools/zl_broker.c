@@ -38,6 +38,7 @@
 
 #include <zring.h>
 
+#include "zl_args.h"
 #include "zl_broker.h"
 
 static const char subscribe_usage_text[] =
@@ -201,25 +202,6 @@ bk_args_fini(struct bk_args *a)
 	free(a->headers);
 }
 
-/* A whole decimal integer in [min, max]. */
-static bool
-bk_parse_int(const char *s, long long min, long long max, long long *out)
-{
-	char *end;
-	long long v;
-
-	if (*s < '0' || *s > '9') {
-		if (*s != '-' || min >= 0)
-			return false;
-	}
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno != 0 || *end != '\0' || v < min || v > max)
-		return false;
-	*out = v;
-	return true;
-}
-
 static int
 bk_parse_pattern(const char *s)
 {
@@ -336,31 +318,31 @@ bk_parse_long(struct bk_args *a, int argc, char **argv, int *i)
 	} else if (strcmp(def->name, "header") == 0) {
 		return bk_parse_header(a, value);
 	} else if (strcmp(def->name, "read-ahead") == 0) {
-		if (!bk_parse_int(value, 1, 100000000, &v))
+		if (!zl_parse_int(value, 1, 100000000, &v))
 			return bk_usage_error(a,
 			                      "--read-ahead wants a count from 1 to 100000000, "
 			                      "not '%s'",
 			                      value);
 		a->read_ahead = (unsigned)v;
 	} else if (strcmp(def->name, "workers") == 0) {
-		if (!bk_parse_int(value, 1, 1024, &v))
+		if (!zl_parse_int(value, 1, 1024, &v))
 			return bk_usage_error(a, "--workers wants a count from 1 to 1024, not '%s'",
 			                      value);
 		a->workers = (unsigned)v;
 	} else if (strcmp(def->name, "batch") == 0) {
-		if (!bk_parse_int(value, 1, 1000000, &v))
+		if (!zl_parse_int(value, 1, 1000000, &v))
 			return bk_usage_error(a, "--batch wants a size from 1 to 1000000, not '%s'",
 			                      value);
 		a->batch = (unsigned)v;
 	} else if (strcmp(def->name, "handler-ms") == 0) {
-		if (!bk_parse_int(value, 0, 86400000, &v))
+		if (!zl_parse_int(value, 0, 86400000, &v))
 			return bk_usage_error(a,
 			                      "--handler-ms wants milliseconds (0 to 86400000), "
 			                      "not '%s'",
 			                      value);
 		a->handler_ms = (int)v;
 	} else {
-		if (!bk_parse_int(value, 0, INT_MAX, &v))
+		if (!zl_parse_int(value, 0, INT_MAX, &v))
 			return bk_usage_error(a, "--timeout wants milliseconds (0 to %d), not '%s'",
 			                      INT_MAX, value);
 		a->timeout_ms = (int)v;
@@ -437,7 +419,7 @@ bk_parse(struct bk_args *a, enum bk_cmd cmd, int argc, char **argv)
 				                         "publish");
 			if (value == NULL)
 				return bk_usage_error(a, "option -n wants a value");
-			if (!bk_parse_int(value, 1, LLONG_MAX, &n))
+			if (!zl_parse_int(value, 1, LLONG_MAX, &n))
 				return bk_usage_error(a, "-n wants a count of 1 or more, not '%s'",
 				                      value);
 			a->count = (unsigned long long)n;
@@ -448,16 +430,6 @@ bk_parse(struct bk_args *a, enum bk_cmd cmd, int argc, char **argv)
 		}
 	}
 	return 0;
-}
-
-/* Whether endpoint asks for a port the kernel picks ("tcp://...:*", ":0"). */
-static bool
-bk_wildcard_port(const char *endpoint)
-{
-	const char *colon = strrchr(endpoint, ':');
-
-	return strncmp(endpoint, "tcp://", 6) == 0 && colon != NULL &&
-	       (strcmp(colon, ":*") == 0 || strcmp(colon, ":0") == 0);
 }
 
 /* The checks that need the whole command line. */
@@ -473,7 +445,7 @@ bk_check(const struct bk_args *a)
 	if (a->cmd == BK_PUBLISH) {
 		if (a->name == NULL)
 			return bk_usage_error(a, "say --name NAME: the destination");
-		if (a->side == 'b' && bk_wildcard_port(a->endpoint))
+		if (a->side == 'b' && zl_wildcard_port(a->endpoint))
 			return bk_usage_error(a,
 			                      "publish -b needs a fixed port for its "
 			                      "subscribers to dial, not '%s'",

@@ -25,6 +25,7 @@
 
 #include <zring.h>
 
+#include "zl_args.h"
 #include "zl_cat.h"
 
 static const char cat_usage_text[] =
@@ -264,23 +265,6 @@ cat_unescape(const char *s, struct cat_bytes *out)
 	return 0;
 }
 
-/* A whole decimal integer in [min, max]. */
-static bool
-cat_parse_int(const char *s, long long min, long long max, long long *out)
-{
-	char *end;
-	long long v;
-
-	if (*s == '\0' || isspace((unsigned char)*s))
-		return false;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno != 0 || *end != '\0' || v < min || v > max)
-		return false;
-	*out = v;
-	return true;
-}
-
 static const struct cat_optdef *
 cat_optdef_find(const char *name, size_t len)
 {
@@ -314,8 +298,8 @@ cat_parse_sockopt(struct cat_args *a, const char *arg)
 	if (o.def->kind != CAT_OPT_BYTES) {
 		long long v;
 		bool ok = o.def->kind == CAT_OPT_INT
-		                  ? cat_parse_int(o.value, INT_MIN, INT_MAX, &v)
-		                  : cat_parse_int(o.value, INT64_MIN, INT64_MAX, &v);
+		                  ? zl_parse_int(o.value, INT_MIN, INT_MAX, &v)
+		                  : zl_parse_int(o.value, INT64_MIN, INT64_MAX, &v);
 		if (!ok)
 			return cat_usage_error("socket option %s wants an integer, not '%s'",
 			                       o.def->name, o.value);
@@ -416,7 +400,7 @@ cat_parse(struct cat_args *a, int argc, char **argv)
 				continue;
 			}
 			long long ms;
-			if (!cat_parse_int(value, 0, INT_MAX, &ms))
+			if (!zl_parse_int(value, 0, INT_MAX, &ms))
 				return cat_usage_error("--timeout wants milliseconds (0 to %d), "
 				                       "not '%s'",
 				                       INT_MAX, value);
@@ -463,7 +447,7 @@ cat_parse(struct cat_args *a, int argc, char **argv)
 							"-F: the separator is empty");
 					a->sep_given = true;
 				} else if (*c == 'n') {
-					if (!cat_parse_int(value, 1, LLONG_MAX, &n))
+					if (!zl_parse_int(value, 1, LLONG_MAX, &n))
 						return cat_usage_error(
 							"-n wants a count of 1 or more, "
 							"not '%s'",
@@ -597,16 +581,6 @@ cat_configure(const struct cat_args *a, zr_socket *s)
 	return 0;
 }
 
-/* Whether endpoint asks for a port the kernel picks ("tcp://...:*", ":0"). */
-static bool
-cat_wildcard_port(const char *endpoint)
-{
-	const char *colon = strrchr(endpoint, ':');
-
-	return strncmp(endpoint, "tcp://", 6) == 0 && colon != NULL &&
-	       (strcmp(colon, ":*") == 0 || strcmp(colon, ":0") == 0);
-}
-
 static int
 cat_attach(const struct cat_args *a, zr_socket *s)
 {
@@ -619,7 +593,7 @@ cat_attach(const struct cat_args *a, zr_socket *s)
 			          ep, zr_strerror(rc));
 			return ZL_CAT_ENDPOINT;
 		}
-		if (a->attach == 'b' && cat_wildcard_port(ep)) {
+		if (a->attach == 'b' && zl_wildcard_port(ep)) {
 			char last[256];
 			size_t len = sizeof(last) - 1;
 
