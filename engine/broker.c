@@ -103,6 +103,7 @@ struct zr_publisher {
 	char dealer_target[ZR__ENDPOINT_TEXT_MAX];
 	int efd_cancel;
 	atomic_int waiting;
+	atomic_int signalled; /* efd_cancel may be readable */
 	_Atomic uint64_t published, blocked_ms, wait_start;
 	char err[ZR_ERRTEXT_MAX];
 };
@@ -1110,8 +1111,10 @@ zr_broker_free(zr_broker *b)
 static void
 pub_wake(struct zr_publisher *p)
 {
-	if (atomic_load(&p->waiting))
+	if (atomic_load(&p->waiting)) {
+		atomic_store(&p->signalled, 1);
 		fd_signal(p->efd_cancel);
+	}
 }
 
 /* see zring.h */
@@ -1228,6 +1231,9 @@ pub_fail(struct zr_publisher *p, int rc, const char *fmt, ...)
 static int
 pub_interrupted(struct zr_publisher *p, const char *name)
 {
+	/* The signal is used up: a later publish must not see it again. */
+	atomic_store(&p->signalled, 0);
+	fd_drain(p->efd_cancel);
 	if (atomic_load(&p->b->closed))
 		return pub_fail(p, -ENOTCONN,
 		                "transport is not connected: the broker on '%s' was shut down while publishing to '%s'",
@@ -1316,7 +1322,9 @@ static void
 pub_wait_begin(struct zr_publisher *p)
 {
 	atomic_store(&p->waiting, 1);
-	fd_drain(p->efd_cancel); /* a cancel aimed at an earlier publish */
+	/* A cancel aimed at an earlier publish; no syscall when there was none. */
+	if (atomic_exchange(&p->signalled, 0))
+		fd_drain(p->efd_cancel);
 }
 
 static void
