@@ -225,6 +225,28 @@ curve_expect(const struct zr__curve *c, int state)
 	return c->state == state ? 0 : -EINVAL;
 }
 
+/*
+ * The checks every command from the peer starts with: its name, and its size
+ * (exactly size, or at least size). An ERROR where the client may read one
+ * gives 1 (the caller hands it on); else 0 or the failure.
+ */
+static int
+curve_command(struct zr__curve *c, const uint8_t *body, size_t len, const uint8_t *name,
+              size_t size, bool exact, bool error_ok)
+{
+	int rc = curve_name_is(body, len, name);
+	if (rc < 0)
+		return curve_fail(c, rc);
+	if (rc == 0) {
+		if (error_ok && curve_name_is(body, len, curve_error_name) == 1)
+			return 1;
+		return curve_fail(c, ZR__CURVE_EUNEXPECTED);
+	}
+	if (exact ? len != size : len < size)
+		return curve_fail(c, ZR__CURVE_EMALFORMED);
+	return 0;
+}
+
 int
 zr__curve_client_hello(struct zr__curve *c, uint8_t *out, size_t cap)
 {
@@ -271,16 +293,11 @@ zr__curve_client_on_welcome(struct zr__curve *c, const uint8_t *body, size_t len
 	if (cap < total)
 		return -ENOBUFS;
 
-	rc = curve_name_is(body, len, curve_welcome_name);
+	rc = curve_command(c, body, len, curve_welcome_name, ZR__CURVE_WELCOME_SIZE, true, true);
+	if (rc == 1)
+		return curve_client_on_error(c, body, len);
 	if (rc < 0)
-		return curve_fail(c, rc);
-	if (rc == 0) {
-		if (curve_name_is(body, len, curve_error_name) == 1)
-			return curve_client_on_error(c, body, len);
-		return curve_fail(c, ZR__CURVE_EUNEXPECTED);
-	}
-	if (len != ZR__CURVE_WELCOME_SIZE)
-		return curve_fail(c, ZR__CURVE_EMALFORMED);
+		return rc;
 
 	uint8_t nonce[CURVE_NONCE];
 	uint8_t plain[WELCOME_PLAIN];
@@ -335,16 +352,11 @@ zr__curve_client_on_ready(struct zr__curve *c, const uint8_t *body, size_t len, 
 	int rc = curve_expect(c, ZR__CURVE_CLIENT_READY);
 	if (rc != 0)
 		return rc;
-	rc = curve_name_is(body, len, curve_ready_name);
+	rc = curve_command(c, body, len, curve_ready_name, ZR__CURVE_READY_MIN, false, true);
+	if (rc == 1)
+		return curve_client_on_error(c, body, len);
 	if (rc < 0)
-		return curve_fail(c, rc);
-	if (rc == 0) {
-		if (curve_name_is(body, len, curve_error_name) == 1)
-			return curve_client_on_error(c, body, len);
-		return curve_fail(c, ZR__CURVE_EUNEXPECTED);
-	}
-	if (len < ZR__CURVE_READY_MIN)
-		return curve_fail(c, ZR__CURVE_EMALFORMED);
+		return rc;
 	size_t plen = len - ZR__CURVE_READY_MIN;
 	if (cap < plen)
 		return -ENOBUFS;
@@ -373,13 +385,9 @@ zr__curve_server_on_hello(struct zr__curve *c, const uint8_t *body, size_t len, 
 		return rc;
 	if (cap < ZR__CURVE_WELCOME_SIZE)
 		return -ENOBUFS;
-	rc = curve_name_is(body, len, curve_hello_name);
+	rc = curve_command(c, body, len, curve_hello_name, ZR__CURVE_HELLO_SIZE, true, false);
 	if (rc < 0)
-		return curve_fail(c, rc);
-	if (rc == 0)
-		return curve_fail(c, ZR__CURVE_EUNEXPECTED);
-	if (len != ZR__CURVE_HELLO_SIZE)
-		return curve_fail(c, ZR__CURVE_EMALFORMED);
+		return rc;
 	if (body[HELLO_VERSION] != 1 || body[HELLO_VERSION + 1] != 0)
 		return curve_fail(c, ZR__CURVE_EVERSION);
 	/* Padding body[8..80) deliberately unchecked, as libzmq (curve.h). */
@@ -437,13 +445,9 @@ zr__curve_server_on_initiate(struct zr__curve *c, const uint8_t *body, size_t le
 	int rc = curve_expect(c, ZR__CURVE_SERVER_INITIATE);
 	if (rc != 0)
 		return rc;
-	rc = curve_name_is(body, len, curve_initiate_name);
+	rc = curve_command(c, body, len, curve_initiate_name, ZR__CURVE_INITIATE_MIN, false, false);
 	if (rc < 0)
-		return curve_fail(c, rc);
-	if (rc == 0)
-		return curve_fail(c, ZR__CURVE_EUNEXPECTED);
-	if (len < ZR__CURVE_INITIATE_MIN)
-		return curve_fail(c, ZR__CURVE_EMALFORMED);
+		return rc;
 	size_t plen = len - INITIATE_BOX - CURVE_MAC; /* 128 + metadata */
 	if (cap < plen)
 		return -ENOBUFS;
@@ -556,13 +560,9 @@ zr__curve_decode_message(struct zr__curve *c, const uint8_t *body, size_t len, u
 	int rc = curve_expect(c, ZR__CURVE_TRAFFIC);
 	if (rc != 0)
 		return rc;
-	rc = curve_name_is(body, len, curve_message_name);
+	rc = curve_command(c, body, len, curve_message_name, ZR__CURVE_MESSAGE_MIN, false, false);
 	if (rc < 0)
-		return curve_fail(c, rc);
-	if (rc == 0)
-		return curve_fail(c, ZR__CURVE_EUNEXPECTED);
-	if (len < ZR__CURVE_MESSAGE_MIN)
-		return curve_fail(c, ZR__CURVE_EMALFORMED);
+		return rc;
 	if (len - ZR__CURVE_MESSAGE_MIN > (size_t)INT32_MAX)
 		return -EMSGSIZE;
 	size_t plen = len - MESSAGE_BOX - CURVE_MAC; /* flags + data */
