@@ -40,6 +40,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -343,6 +344,21 @@ bu_log_count_named(struct bu_log *log, const char *name)
 		k += strcmp(log->items[i]->name != NULL ? log->items[i]->name : "", name) == 0;
 	pthread_mutex_unlock(&log->mu);
 	return k;
+}
+
+/* Joins th if it sets *done within timeout_ms (a call that must end in
+ * time); false, leaving it running, if not. */
+static inline bool
+bu_join_within(pthread_t th, atomic_bool *done, int timeout_ms)
+{
+	uint64_t until = bu_now_ms() + (uint64_t)timeout_ms;
+
+	while (!atomic_load(done) && bu_now_ms() < until)
+		bu_sleep_ms(10);
+	if (!atomic_load(done))
+		return false;
+	pthread_join(th, NULL);
+	return true;
 }
 
 /* ---- brokers (assert on failure) ---- */

@@ -325,14 +325,7 @@ shutdown_start(struct shutdown_call *c, zr_broker *b)
 static bool
 shutdown_join(struct shutdown_call *c, int timeout_ms)
 {
-	uint64_t until = bu_now_ms() + (uint64_t)timeout_ms;
-
-	while (!atomic_load(&c->done) && bu_now_ms() < until)
-		bu_sleep_ms(10);
-	if (!atomic_load(&c->done))
-		return false;
-	pthread_join(c->th, NULL);
-	return true;
+	return bu_join_within(c->th, &c->done, timeout_ms);
 }
 
 static bool

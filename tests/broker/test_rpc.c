@@ -193,14 +193,7 @@ req_start(struct req_call *c, zr_publisher *p, const char *payload, const char *
 static bool
 req_join(struct req_call *c, int timeout_ms)
 {
-	uint64_t until = bu_now_ms() + (uint64_t)timeout_ms;
-
-	while (!atomic_load(&c->done) && bu_now_ms() < until)
-		bu_sleep_ms(10);
-	if (!atomic_load(&c->done))
-		return false;
-	pthread_join(c->th, NULL);
-	return true;
+	return bu_join_within(c->th, &c->done, timeout_ms);
 }
 
 static void
