@@ -50,60 +50,30 @@
 
 /* ---- the tool as child processes ---------------------------------------- */
 
-struct tool {
-	const char *cmd; /* "subscribe" or "publish", for messages */
-	pid_t pid;       /* 0: none, or reaped */
-	int in_fd, out_fd, err_fd;
-	char out[1 << 16];
-	size_t out_len;
-	char err[1 << 14];
-	size_t err_len;
-};
+#include "tools/tool_proc.h"
 
 /* Per test: Criterion runs each test in its own process. */
 static struct tool tools[MAX_TOOLS];
 static struct zl_proc peer;
 static char peer_line[ZL_PROC_LINE_MAX];
 
-static long long
-now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-fd_close(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
+#define now_ms tool_now_ms
+#define count_char tool_count_char
 
 static void
 setup(void)
 {
 	signal(SIGPIPE, SIG_IGN); /* a tool that exited early must not kill us */
 	for (int i = 0; i < MAX_TOOLS; i++)
-		tools[i].in_fd = tools[i].out_fd = tools[i].err_fd = -1;
+		tool_reset(&tools[i]);
 	cr_assert(access(ZRING, X_OK) == 0, "%s is not built", ZRING);
 }
 
 static void
 teardown(void)
 {
-	for (int i = 0; i < MAX_TOOLS; i++) {
-		struct tool *t = &tools[i];
-		if (t->pid > 0) {
-			kill(t->pid, SIGKILL);
-			waitpid(t->pid, NULL, 0);
-			t->pid = 0;
-		}
-		fd_close(&t->in_fd);
-		fd_close(&t->out_fd);
-		fd_close(&t->err_fd);
-	}
+	for (int i = 0; i < MAX_TOOLS; i++)
+		tool_kill(&tools[i]);
 	zl_proc_stop(&peer, 2000);
 }
 
@@ -111,147 +81,32 @@ teardown(void)
  * parallel runs): every wait below is bounded by WAIT_MS instead. */
 TestSuite(broker_cli, .init = setup, .fini = teardown);
 
-/* Starts `zring CMD ARGS...` (NULL-terminated) as tools[slot], with pipes on
- * its three standard streams. */
+/* Starts `zring CMD ARGS...` (NULL-terminated) as tools[slot]. */
 static struct tool *
 tool_start(int slot, const char *cmd, ...)
 {
 	struct tool *t = &tools[slot];
-	char *argv[40];
-	int argc = 0;
-	int in[2], out[2], err[2];
 	va_list ap;
 
-	cr_assert(slot >= 0 && slot < MAX_TOOLS && t->pid == 0);
-	argv[argc++] = (char *)ZRING;
-	argv[argc++] = (char *)cmd;
+	cr_assert(slot >= 0 && slot < MAX_TOOLS);
 	va_start(ap, cmd);
-	for (const char *a = va_arg(ap, const char *); a != NULL; a = va_arg(ap, const char *)) {
-		cr_assert(argc < 39);
-		argv[argc++] = (char *)a;
-	}
+	tool_vbegin(t, cmd, va_arg(ap, const char *), ap);
 	va_end(ap);
-	argv[argc] = NULL;
-
-	cr_assert(pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0 &&
-	          pipe2(err, O_CLOEXEC) == 0);
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	cr_assert(pid >= 0, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		signal(SIGPIPE, SIG_DFL);
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		dup2(err[1], 2);
-		/* Not the pipes of the other tools or the pyzmq peer: each must
-		 * see its own stdin close. */
-		for (int fd = 3; fd < 1024; fd++)
-			close(fd);
-		execv(ZRING, argv);
-		_exit(127);
-	}
-	close(in[0]);
-	close(out[1]);
-	close(err[1]);
-	t->cmd = cmd;
-	t->pid = pid;
-	t->in_fd = in[1];
-	t->out_fd = out[0];
-	t->err_fd = err[0];
-	t->out_len = t->err_len = 0;
-	t->out[0] = t->err[0] = '\0';
 	return t;
-}
-
-/* Reads whatever the tool wrote within timeout_ms. Returns false once both
- * its stdout and stderr are at end of file. */
-static bool
-tool_pump(struct tool *t, int timeout_ms)
-{
-	struct pollfd p[2] = {{.fd = t->out_fd, .events = POLLIN},
-	                      {.fd = t->err_fd, .events = POLLIN}};
-	if (t->out_fd < 0 && t->err_fd < 0)
-		return false;
-	if (poll(p, 2, timeout_ms) <= 0)
-		return true;
-	for (int i = 0; i < 2; i++) {
-		int *fd = i == 0 ? &t->out_fd : &t->err_fd;
-		char *buf = i == 0 ? t->out : t->err;
-		size_t *len = i == 0 ? &t->out_len : &t->err_len;
-		size_t cap = i == 0 ? sizeof(t->out) : sizeof(t->err);
-
-		if (*fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
-			continue;
-		ssize_t n = read(*fd, buf + *len, cap - 1 - *len);
-		if (n <= 0) {
-			fd_close(fd);
-			continue;
-		}
-		*len += (size_t)n;
-		buf[*len] = '\0';
-	}
-	return true;
 }
 
 /* Writes text to the tool's stdin (keeps it open). */
 static void
-tool_write(struct tool *t, const char *text)
+tool_write_text(struct tool *t, const char *text)
 {
-	size_t off = 0, len = strlen(text);
-	while (off < len) {
-		ssize_t n = write(t->in_fd, text + off, len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			break; /* EPIPE: it exited; its status tells the test why */
-		off += (size_t)n;
-	}
+	tool_write(t, text, strlen(text));
 }
 
 /* Writes text to the tool's stdin and closes it (end of input). */
 static void
-tool_input(struct tool *t, const char *text)
+tool_input_text(struct tool *t, const char *text)
 {
-	tool_write(t, text);
-	fd_close(&t->in_fd);
-}
-
-/* Waits for the tool to exit; returns its exit status. Fails the test if it
- * is still running after timeout_ms. */
-static int
-tool_wait(struct tool *t, int timeout_ms)
-{
-	long long deadline = now_ms() + timeout_ms;
-	int status;
-
-	fd_close(&t->in_fd);
-	while (now_ms() < deadline) {
-		if (!tool_pump(t, 20)) {
-			pid_t r = waitpid(t->pid, &status, WNOHANG);
-			if (r == t->pid) {
-				t->pid = 0;
-				cr_assert(WIFEXITED(status), "zring %s died by signal %d", t->cmd,
-				          WIFSIGNALED(status) ? WTERMSIG(status) : -1);
-				return WEXITSTATUS(status);
-			}
-			usleep(10000);
-		}
-	}
-	cr_assert_fail("zring %s still running after %d ms; stdout: %s; stderr: %s", t->cmd,
-	               timeout_ms, t->out, t->err);
-	return -1;
-}
-
-static size_t
-count_char(const char *s, size_t len, char c)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < len; i++)
-		n += s[i] == c;
-	return n;
+	tool_input(t, text, strlen(text));
 }
 
 /* Waits until the tool printed at least n lines on stdout. */
@@ -278,27 +133,12 @@ static const char *
 tool_bound(struct tool *t)
 {
 	static char eps[MAX_TOOLS][256];
-	static const char tag[] = "zring: bound to ";
 	char *ep = eps[t - tools];
-	long long deadline = now_ms() + WAIT_MS;
 
-	while (now_ms() < deadline) {
-		const char *hit = strstr(t->err, tag);
-		const char *nl = hit != NULL ? strchr(hit, '\n') : NULL;
-		if (nl != NULL) {
-			size_t n = (size_t)(nl - hit) - (sizeof(tag) - 1);
-			cr_assert(n < sizeof(eps[0]));
-			memcpy(ep, hit + sizeof(tag) - 1, n);
-			ep[n] = '\0';
-			cr_assert(strncmp(ep, "tcp://127.0.0.1:", 16) == 0 && atoi(ep + 16) > 0,
-			          "bound to '%s'", ep);
-			return ep;
-		}
-		if (!tool_pump(t, 50))
-			break;
-	}
-	cr_assert_fail("zring %s did not report its address; stderr: %s", t->cmd, t->err);
-	return NULL;
+	tool_stderr_after(t, "zring: bound to ", ep, sizeof eps[0], WAIT_MS);
+	cr_assert(strncmp(ep, "tcp://127.0.0.1:", 16) == 0 && atoi(ep + 16) > 0, "bound to '%s'",
+	          ep);
+	return ep;
 }
 
 /* Runs `zring CMD ARGS` on no input and expects a failure: the status,
@@ -385,13 +225,13 @@ Test(broker_cli, queue_subscriber_prints_name_headers_and_payload_of_each_messag
 	struct tool *pub =
 		tool_start(1, "publish", "queue", ep, "-c", "--name", "jobs", "--header",
 	                   "content-type: text/plain", "--header", "x-tenant:acme ", NULL);
-	tool_input(pub, "one\ntwo words\nthree\n");
+	tool_input_text(pub, "one\ntwo words\nthree\n");
 	cr_assert_eq(tool_wait(pub, WAIT_MS), 0, "stderr: %s", pub->err);
 	cr_assert_eq(pub->out_len, 0, "publish printed: %s", pub->out);
 
 	/* No headers: the field is empty, the tabs are still there. */
 	pub = tool_start(2, "publish", "queue", ep, "-c", "--name", "jobs", NULL);
-	tool_input(pub, "four\n");
+	tool_input_text(pub, "four\n");
 	cr_assert_eq(tool_wait(pub, WAIT_MS), 0, "stderr: %s", pub->err);
 
 	cr_assert_eq(tool_wait(sub, WAIT_MS), 0, "stderr: %s", sub->err);
@@ -408,7 +248,7 @@ Test(broker_cli, queue_publisher_that_binds_feeds_a_dialling_subscriber)
 	struct tool *pub = tool_start(1, "publish", "queue", ep, "-b", "--name", "work", NULL);
 	struct tool *sub = tool_start(0, "subscribe", "queue", ep, "-c", "-n", "2", NULL);
 	/* A queue publish waits (up to 5 s) for a peer: nothing is lost. */
-	tool_input(pub, "a\nb\n");
+	tool_input_text(pub, "a\nb\n");
 
 	cr_assert_eq(tool_wait(sub, WAIT_MS), 0, "stderr: %s", sub->err);
 	cr_assert_str_eq(sub->out, "work\t\ta\nwork\t\tb\n");
@@ -448,7 +288,7 @@ Test(broker_cli, batch_subscriber_prints_each_batch_size_then_its_messages_in_or
 	                              "3", "--handler-ms", "300", "-n", "7", NULL);
 	const char *ep = tool_bound(sub);
 	struct tool *pub = tool_start(1, "publish", "queue", ep, "-c", "--name", "b", NULL);
-	tool_input(pub, "m1\nm2\nm3\nm4\nm5\nm6\nm7\n");
+	tool_input_text(pub, "m1\nm2\nm3\nm4\nm5\nm6\nm7\n");
 	cr_assert_eq(tool_wait(pub, WAIT_MS), 0, "stderr: %s", pub->err);
 
 	cr_assert_eq(tool_wait(sub, WAIT_MS), 0, "stderr: %s", sub->err);
@@ -481,7 +321,7 @@ Test(broker_cli, workers_print_whole_lines_and_every_message_once)
 	                              "--workers", "4", "--handler-ms", "200", "-n", "12", NULL);
 	const char *ep = tool_bound(sub);
 	struct tool *pub = tool_start(1, "publish", "queue", ep, "-c", "--name", "w", NULL);
-	tool_input(pub, "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n");
+	tool_input_text(pub, "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n");
 	cr_assert_eq(tool_wait(pub, WAIT_MS), 0, "stderr: %s", pub->err);
 
 	cr_assert_eq(tool_wait(sub, WAIT_MS), 0, "stderr: %s", sub->err);
@@ -507,7 +347,7 @@ Test(broker_cli, by_key_workers_keep_the_order_of_each_lane)
 	                   "--by-key", "--handler-ms", "100", "-n", "6", NULL);
 	const char *ep = tool_bound(sub);
 	struct tool *pub = tool_start(1, "publish", "queue", ep, "-c", "--name", "k", NULL);
-	tool_input(pub, "0\n1\n2\n3\n4\n5\n");
+	tool_input_text(pub, "0\n1\n2\n3\n4\n5\n");
 	cr_assert_eq(tool_wait(pub, WAIT_MS), 0, "stderr: %s", pub->err);
 
 	cr_assert_eq(tool_wait(sub, WAIT_MS), 0, "stderr: %s", sub->err);
@@ -538,7 +378,7 @@ feed_until_exit(struct tool *pub, struct tool *sub, const char *prefix)
 	while (now_ms() < deadline) {
 		char line[64];
 		snprintf(line, sizeof line, "%s%d\n", prefix, ++fed);
-		tool_write(pub, line);
+		tool_write_text(pub, line);
 		if (!tool_pump(sub, 100))
 			return fed;
 	}
@@ -584,8 +424,8 @@ Test(broker_cli, fanout_subscriber_that_does_not_match_receives_nothing)
 	cr_assert_eq(tool_wait(eu, WAIT_MS), 0, "stderr: %s", eu->err);
 	expect_consecutive(eu->out, 3, "orders.eu.1", "e");
 	/* A few more the us subscriber must not see either. */
-	tool_write(pub, "e100\ne101\n");
-	tool_input(pub, "");
+	tool_write_text(pub, "e100\ne101\n");
+	tool_input_text(pub, "");
 	cr_assert_eq(tool_wait(pub, WAIT_MS), 0, "stderr: %s", pub->err);
 	tool_pump(us, 200);
 	cr_assert_eq(us->out_len, 0, "orders.us received: %s", us->out);
@@ -595,7 +435,7 @@ Test(broker_cli, fanout_subscriber_that_does_not_match_receives_nothing)
 	feed_until_exit(pub, us, "u");
 	cr_assert_eq(tool_wait(us, WAIT_MS), 0, "stderr: %s", us->err);
 	expect_consecutive(us->out, 1, "orders.us.2", "u");
-	tool_input(pub, "");
+	tool_input_text(pub, "");
 	cr_assert_eq(tool_wait(pub, WAIT_MS), 0, "stderr: %s", pub->err);
 }
 
@@ -604,7 +444,7 @@ Test(broker_cli, fanout_publish_with_no_subscriber_succeeds)
 {
 	struct tool *pub =
 		tool_start(1, "publish", "fanout", unused_endpoint(), "-c", "--name", "news", NULL);
-	tool_input(pub, "nobody\nlistens\n");
+	tool_input_text(pub, "nobody\nlistens\n");
 	cr_assert_eq(tool_wait(pub, WAIT_MS), 0, "stderr: %s", pub->err);
 	cr_assert_eq(pub->out_len, 0);
 }
@@ -678,7 +518,7 @@ Test(broker_cli, rpc_publisher_prints_each_reply_of_a_zring_responder)
 	                              "x-user: ann", "--timeout", "15000", NULL);
 	char pid[32];
 	snprintf(pid, sizeof pid, "%d", (int)req->pid);
-	tool_input(req, "hello\nsecond line\n");
+	tool_input_text(req, "hello\nsecond line\n");
 
 	cr_assert_eq(tool_wait(req, WAIT_MS), 0, "stderr: %s", req->err);
 	cr_assert_str_eq(req->out, "re:hello\nre:second line\n");
@@ -696,7 +536,7 @@ Test(broker_cli, rpc_responder_answers_with_the_reply_text)
 	const char *ep = tool_bound(rsp);
 	struct tool *req = tool_start(1, "publish", "rpc", ep, "-c", "--name", "ping", "--timeout",
 	                              "15000", NULL);
-	tool_input(req, "a\nb\nc\n");
+	tool_input_text(req, "a\nb\nc\n");
 
 	cr_assert_eq(tool_wait(req, WAIT_MS), 0, "stderr: %s", req->err);
 	cr_assert_str_eq(req->out, "pong\npong\npong\n");
@@ -712,7 +552,7 @@ Test(broker_cli, rpc_request_without_an_answer_exits_3)
 	long long t0 = now_ms();
 	struct tool *req = tool_start(1, "publish", "rpc", ep, "-c", "--name", "ask", "--timeout",
 	                              "300", NULL);
-	tool_input(req, "anyone?\n");
+	tool_input_text(req, "anyone?\n");
 
 	cr_assert_eq(tool_wait(req, WAIT_MS), 3, "stderr: %s", req->err);
 	cr_assert_geq(now_ms() - t0, 300);
@@ -732,7 +572,7 @@ Test(broker_cli, rpc_request_with_no_responder_at_all_exits_3)
 {
 	struct tool *req = tool_start(1, "publish", "rpc", unused_endpoint(), "-c", "--name", "ask",
 	                              "--timeout", "300", NULL);
-	tool_input(req, "anyone?\n");
+	tool_input_text(req, "anyone?\n");
 
 	cr_assert_eq(tool_wait(req, WAIT_MS), 3, "stderr: %s", req->err);
 	cr_assert(strncmp(req->err, "zring: ", 7) == 0 &&
@@ -748,7 +588,7 @@ Test(broker_cli, queue_publish_with_no_peer_times_out_with_3)
 	long long t0 = now_ms();
 	struct tool *pub = tool_start(1, "publish", "queue", unused_endpoint(), "-c", "--name",
 	                              "jobs", "--timeout", "300", NULL);
-	tool_input(pub, "lost\n");
+	tool_input_text(pub, "lost\n");
 
 	cr_assert_eq(tool_wait(pub, WAIT_MS), 3, "stderr: %s", pub->err);
 	long long took = now_ms() - t0;
@@ -764,7 +604,7 @@ Test(broker_cli, queue_publish_with_no_peer_fails_with_2_after_the_retry_window)
 	long long t0 = now_ms();
 	struct tool *pub =
 		tool_start(1, "publish", "queue", unused_endpoint(), "-c", "--name", "jobs", NULL);
-	tool_input(pub, "lost\n");
+	tool_input_text(pub, "lost\n");
 
 	cr_assert_eq(tool_wait(pub, WAIT_MS), 2, "stderr: %s", pub->err);
 	long long took = now_ms() - t0;
@@ -801,7 +641,7 @@ Test(broker_cli, a_header_that_is_not_utf8_exits_1)
 {
 	struct tool *pub = tool_start(0, "publish", "queue", unused_endpoint(), "-c", "--name",
 	                              "orders", "--header", "x-bad: \xff\xfe", NULL);
-	tool_input(pub, "x\n");
+	tool_input_text(pub, "x\n");
 	cr_assert_eq(tool_wait(pub, WAIT_MS), 1, "stderr: %s", pub->err);
 	cr_assert(strstr(pub->err, "x-bad") != NULL && strstr(pub->err, "orders") != NULL,
 	          "stderr: %s", pub->err);
@@ -828,7 +668,7 @@ Test(broker_cli, sigterm_hands_the_accepted_messages_to_the_handler_first)
 	                              "--handler-ms", "500", NULL);
 	const char *ep = tool_bound(sub);
 	struct tool *pub = tool_start(1, "publish", "queue", ep, "-c", "--name", "d", NULL);
-	tool_input(pub, "1\n2\n3\n");
+	tool_input_text(pub, "1\n2\n3\n");
 	cr_assert_eq(tool_wait(pub, WAIT_MS), 0, "stderr: %s", pub->err);
 	/* All three went out together: when the first line shows, 500 ms after
 	 * the first arrived, the other two are in the channel. */

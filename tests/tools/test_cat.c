@@ -46,47 +46,20 @@
 
 /* ---- the tool as a subprocess ------------------------------------------- */
 
-struct tool {
-	pid_t pid; /* 0: none, or reaped */
-	int in_fd, out_fd, err_fd;
-	char out[1 << 16];
-	size_t out_len;
-	char err[1 << 14];
-	size_t err_len;
-};
+#include "tools/tool_proc.h"
 
 /* Per test: Criterion runs each test in its own process. */
-static struct tool tool = {.in_fd = -1, .out_fd = -1, .err_fd = -1};
+static struct tool tool;
 static struct zl_proc peer;
 static char peer_line[ZL_PROC_LINE_MAX];
 
-static long long
-now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-fd_close(int *fd)
-{
-	if (*fd >= 0)
-		close(*fd);
-	*fd = -1;
-}
+#define now_ms tool_now_ms
+#define count_char tool_count_char
 
 static void
 teardown(void)
 {
-	if (tool.pid > 0) {
-		kill(tool.pid, SIGKILL);
-		waitpid(tool.pid, NULL, 0);
-		tool.pid = 0;
-	}
-	fd_close(&tool.in_fd);
-	fd_close(&tool.out_fd);
-	fd_close(&tool.err_fd);
+	tool_kill(&tool);
 	zl_proc_stop(&peer, 2000);
 }
 
@@ -94,131 +67,21 @@ static void
 setup(void)
 {
 	signal(SIGPIPE, SIG_IGN); /* a tool that exited early must not kill us */
+	tool_reset(&tool);
 	cr_assert(access(ZRING, X_OK) == 0, "%s is not built", ZRING);
 }
 
 TestSuite(cat, .init = setup, .fini = teardown, .timeout = 120);
 
-/* Starts `zring cat ARGS...` (NULL-terminated) with pipes on all three
- * standard streams. */
+/* Starts `zring cat ARGS...` (NULL-terminated). */
 static void
 tool_start(const char *arg, ...)
 {
-	char *argv[40];
-	int argc = 0;
-	int in[2], out[2], err[2];
 	va_list ap;
 
-	argv[argc++] = (char *)ZRING;
-	argv[argc++] = (char *)"cat";
 	va_start(ap, arg);
-	for (const char *a = arg; a != NULL; a = va_arg(ap, const char *)) {
-		cr_assert(argc < 39);
-		argv[argc++] = (char *)a;
-	}
+	tool_vbegin(&tool, "cat", arg, ap);
 	va_end(ap);
-	argv[argc] = NULL;
-
-	cr_assert(pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0 &&
-	          pipe2(err, O_CLOEXEC) == 0);
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	cr_assert(pid >= 0, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		signal(SIGPIPE, SIG_DFL);
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		dup2(err[1], 2);
-		/* Not the pipes of the pyzmq peer: it must see its stdin close. */
-		for (int fd = 3; fd < 1024; fd++)
-			close(fd);
-		execv(ZRING, argv);
-		_exit(127);
-	}
-	close(in[0]);
-	close(out[1]);
-	close(err[1]);
-	tool.pid = pid;
-	tool.in_fd = in[1];
-	tool.out_fd = out[0];
-	tool.err_fd = err[0];
-	tool.out_len = tool.err_len = 0;
-	tool.out[0] = tool.err[0] = '\0';
-}
-
-/* Reads whatever the tool wrote within timeout_ms. Returns false once both
- * its stdout and stderr are at end of file. */
-static bool
-tool_pump(int timeout_ms)
-{
-	struct pollfd p[2] = {{.fd = tool.out_fd, .events = POLLIN},
-	                      {.fd = tool.err_fd, .events = POLLIN}};
-	if (tool.out_fd < 0 && tool.err_fd < 0)
-		return false;
-	if (poll(p, 2, timeout_ms) <= 0)
-		return true;
-	for (int i = 0; i < 2; i++) {
-		int *fd = i == 0 ? &tool.out_fd : &tool.err_fd;
-		char *buf = i == 0 ? tool.out : tool.err;
-		size_t *len = i == 0 ? &tool.out_len : &tool.err_len;
-		size_t cap = i == 0 ? sizeof(tool.out) : sizeof(tool.err);
-
-		if (*fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
-			continue;
-		ssize_t n = read(*fd, buf + *len, cap - 1 - *len);
-		if (n <= 0) {
-			fd_close(fd);
-			continue;
-		}
-		*len += (size_t)n;
-		buf[*len] = '\0';
-	}
-	return true;
-}
-
-/* Writes data to the tool's stdin and closes it (end of input). */
-static void
-tool_input(const char *data, size_t len)
-{
-	size_t off = 0;
-	while (off < len) {
-		ssize_t n = write(tool.in_fd, data + off, len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			break; /* EPIPE: it exited; its status tells the test why */
-		off += (size_t)n;
-	}
-	fd_close(&tool.in_fd);
-}
-
-/* Waits for the tool to exit; returns its exit status. Fails the test (and
- * kills the tool) if it is still running after timeout_ms. */
-static int
-tool_wait(int timeout_ms)
-{
-	long long deadline = now_ms() + timeout_ms;
-	int status;
-
-	fd_close(&tool.in_fd);
-	while (now_ms() < deadline) {
-		if (!tool_pump(20)) {
-			pid_t r = waitpid(tool.pid, &status, WNOHANG);
-			if (r == tool.pid) {
-				tool.pid = 0;
-				cr_assert(WIFEXITED(status), "zring cat died by signal %d",
-				          WIFSIGNALED(status) ? WTERMSIG(status) : -1);
-				return WEXITSTATUS(status);
-			}
-			usleep(10000);
-		}
-	}
-	cr_assert_fail("zring cat still running after %d ms; stdout: %s; stderr: %s", timeout_ms,
-	               tool.out, tool.err);
-	return -1;
 }
 
 /* The endpoint the tool reported binding to ("zring cat: bound to EP"). */
@@ -226,33 +89,8 @@ static const char *
 tool_bound_endpoint(void)
 {
 	static char ep[256];
-	static const char tag[] = "zring cat: bound to ";
-	long long deadline = now_ms() + WAIT_MS;
 
-	while (now_ms() < deadline) {
-		const char *hit = strstr(tool.err, tag);
-		const char *nl = hit != NULL ? strchr(hit, '\n') : NULL;
-		if (nl != NULL) {
-			size_t n = (size_t)(nl - hit) - (sizeof(tag) - 1);
-			cr_assert(n < sizeof(ep));
-			memcpy(ep, hit + sizeof(tag) - 1, n);
-			ep[n] = '\0';
-			return ep;
-		}
-		if (!tool_pump(50))
-			break;
-	}
-	cr_assert_fail("zring cat did not report its endpoint; stderr: %s", tool.err);
-	return NULL;
-}
-
-static size_t
-count_char(const char *s, size_t len, char c)
-{
-	size_t n = 0;
-	for (size_t i = 0; i < len; i++)
-		n += s[i] == c;
-	return n;
+	return tool_stderr_after(&tool, "zring cat: bound to ", ep, sizeof ep, WAIT_MS);
 }
 
 /* Runs `zring cat ARGS` on no input and expects a usage-type failure: the
@@ -260,7 +98,7 @@ count_char(const char *s, size_t len, char c)
 #define expect_fails(status, ...)                                                                 \
 	do {                                                                                      \
 		tool_start(__VA_ARGS__, NULL);                                                    \
-		int rc_ = tool_wait(WAIT_MS);                                                     \
+		int rc_ = tool_wait(&tool, WAIT_MS);                                                     \
 		cr_expect_eq(rc_, (status), "zring cat %s: exit %d, want %d; stderr: %s",         \
 		             #__VA_ARGS__, rc_, (status), tool.err);                              \
 		cr_expect_eq(tool.out_len, 0, "%s: wrote to stdout: %s", #__VA_ARGS__, tool.out); \
@@ -325,7 +163,7 @@ Test(cat, pull_prints_each_message_from_a_pyzmq_push_and_stops_after_n)
 	peer_start("PUSH", "connect", ep, "--send", "[\"hello\"]", "--send", "[\"two words\"]",
 	           "--send", "[\"\"]", "--send", "[\"not printed\"]", NULL);
 
-	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
 	cr_assert_str_eq(tool.out, "hello\ntwo words\n\n");
 }
 
@@ -336,7 +174,7 @@ Test(cat, pull_joins_frames_with_the_f_separator)
 	peer_start("PUSH", "connect", ep, "--send", "[\"a\",\"b\",\"c\"]", "--send", "[\"\",\"x\"]",
 	           "--send", "[\"solo\"]", "--send", "[\"\",\"\"]", NULL);
 
-	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
 	cr_assert_str_eq(tool.out, "a|b|c\n|x\nsolo\n|\n");
 }
 
@@ -346,7 +184,7 @@ Test(cat, pull_joins_frames_with_a_tab_by_default)
 	const char *ep = tool_bound_endpoint();
 	peer_start("PUSH", "connect", ep, "--send", "[\"key\",\"value\",\"more\"]", NULL);
 
-	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
 	cr_assert_str_eq(tool.out, "key\tvalue\tmore\n");
 }
 
@@ -356,7 +194,7 @@ Test(cat, dash_zero_ends_each_printed_message_with_nul)
 	const char *ep = tool_bound_endpoint();
 	peer_start("PUSH", "connect", ep, "--send", "[\"x\\ny\"]", "--send", "[\"z\"]", NULL);
 
-	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
 	cr_assert_eq(tool.out_len, 6);
 	cr_assert(memcmp(tool.out, "x\ny\0z\0", 6) == 0);
 }
@@ -367,7 +205,7 @@ Test(cat, connecting_pull_receives_from_a_bound_pyzmq_push)
 	                            "--send", "[\"m2\"]", NULL);
 	tool_start("-r", "-c", "PULL", ep, "-n", "2", "--timeout", "15000", NULL);
 
-	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
 	cr_assert_str_eq(tool.out, "m1\nm2\n");
 }
 
@@ -379,9 +217,9 @@ Test(cat, push_sends_each_line_of_stdin_as_one_message)
 	/* The option names also go in libzmq's spelling and in any case. */
 	tool_start("-w", "-c", "PUSH", ep, "-o", "zmq_sndhwm=10", "-o", "Linger=-1", NULL);
 	static const char input[] = "one\na,b stays whole\n\nlast without newline";
-	tool_input(input, sizeof(input) - 1);
+	tool_input(&tool, input, sizeof(input) - 1);
 
-	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
 	peer_expect("MSG [\"one\"]");
 	peer_expect("MSG [\"a,b stays whole\"]");
 	peer_expect("MSG [\"\"]");
@@ -395,9 +233,9 @@ Test(cat, push_splits_lines_into_frames_at_the_f_separator)
 	const char *ep = peer_start("PULL", "bind", "tcp://127.0.0.1:*", "--recv", "3", NULL);
 	tool_start("-w", "-c", "PUSH", ep, "-F", ",", NULL);
 	static const char input[] = "a,b,c\n,x,\nplain\n";
-	tool_input(input, sizeof(input) - 1);
+	tool_input(&tool, input, sizeof(input) - 1);
 
-	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
 	peer_expect("MSG [\"a\",\"b\",\"c\"]");
 	peer_expect("MSG [\"\",\"x\",\"\"]");
 	peer_expect("MSG [\"plain\"]");
@@ -409,9 +247,9 @@ Test(cat, push_stops_after_n_lines)
 	const char *ep = peer_start("PULL", "bind", "tcp://127.0.0.1:*", "--recv", "2", NULL);
 	tool_start("-w", "-c", "PUSH", ep, "-n", "2", NULL);
 	static const char input[] = "first\nsecond\nthird\n";
-	tool_input(input, sizeof(input) - 1);
+	tool_input(&tool, input, sizeof(input) - 1);
 
-	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
 	peer_expect("MSG [\"first\"]");
 	peer_expect("MSG [\"second\"]");
 	peer_expect("DONE");
@@ -422,9 +260,9 @@ Test(cat, dash_zero_reads_nul_terminated_messages_from_stdin)
 	const char *ep = peer_start("PULL", "bind", "tcp://127.0.0.1:*", "--recv", "3", NULL);
 	tool_start("-w", "-0", "-c", "PUSH", ep, "-F", "\\t", NULL);
 	static const char input[] = "one\ntwo\0k\tv\0\0";
-	tool_input(input, sizeof(input) - 1);
+	tool_input(&tool, input, sizeof(input) - 1);
 
-	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
 	peer_expect("MSG [\"one\\ntwo\"]");
 	peer_expect("MSG [\"k\",\"v\"]");
 	peer_expect("MSG [\"\"]");
@@ -435,11 +273,11 @@ Test(cat, binding_push_delivers_to_a_pyzmq_pull_that_connects_later)
 {
 	tool_start("-w", "-b", "PUSH", "tcp://127.0.0.1:*", "--timeout", "15000", NULL);
 	const char *ep = tool_bound_endpoint();
-	tool_input("early\n", 6); /* waits in the send until a peer is there */
+	tool_input(&tool, "early\n", 6); /* waits in the send until a peer is there */
 	usleep(200 * 1000);
 	peer_start("PULL", "connect", ep, "--recv", "1", NULL);
 
-	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
 	peer_expect("MSG [\"early\"]");
 	peer_expect("DONE");
 }
@@ -451,9 +289,9 @@ Test(cat, req_sends_each_line_as_a_request_and_prints_the_reply)
 	const char *ep = peer_start("REP", "bind", "tcp://127.0.0.1:*", "--serve", "2", NULL);
 	tool_start("-w", "-c", "REQ", ep, "-F", "|", "--timeout", "15000", NULL);
 	static const char input[] = "a\nb|c\n";
-	tool_input(input, sizeof(input) - 1);
+	tool_input(&tool, input, sizeof(input) - 1);
 
-	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
 	cr_assert_str_eq(tool.out, "RE:a\nRE:b|c\n");
 	peer_expect("MSG [\"a\"]");
 	peer_expect("MSG [\"b\",\"c\"]");
@@ -470,7 +308,7 @@ Test(cat, rep_prints_each_request_and_answers_with_the_reply_text)
 	peer_expect("MSG [\"pong\"]");
 	peer_expect("MSG [\"pong\"]");
 	peer_expect("DONE");
-	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
 	cr_assert_str_eq(tool.out, "one\ntwo\tthree\n");
 }
 
@@ -483,7 +321,7 @@ Test(cat, rep_reply_text_is_split_into_frames_with_f)
 
 	peer_expect("MSG [\"ok\",\"\",\"done\"]");
 	peer_expect("DONE");
-	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
 	cr_assert_str_eq(tool.out, "q\n");
 }
 
@@ -495,7 +333,7 @@ Test(cat, rep_echoes_each_request_without_reply)
 
 	peer_expect("MSG [\"ping\",\"\",\"x\"]");
 	peer_expect("DONE");
-	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
 	cr_assert_str_eq(tool.out, "ping\t\tx\n");
 }
 
@@ -505,9 +343,9 @@ Test(cat, dealer_announces_the_routing_id_set_with_o)
 {
 	const char *ep = peer_start("ROUTER", "bind", "tcp://127.0.0.1:*", "--recv", "1", NULL);
 	tool_start("-w", "-c", "DEALER", ep, "-o", "ZMQ_ROUTING_ID=cat-1", NULL);
-	tool_input("hello\n", 6);
+	tool_input(&tool, "hello\n", 6);
 
-	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
 	peer_expect("MSG [\"cat-1\",\"hello\"]");
 	peer_expect("DONE");
 }
@@ -519,7 +357,7 @@ Test(cat, router_prints_the_routing_id_of_the_sender_as_frame_0)
 	peer_start("DEALER", "connect", ep, "--routing-id", "d1", "--send", "[\"hi\",\"there\"]",
 	           NULL);
 
-	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
 	cr_assert_str_eq(tool.out, "d1|hi|there\n");
 }
 
@@ -529,9 +367,9 @@ Test(cat, plain_credentials_set_with_o_pass_a_libzmq_zap_check)
 	                            "admin:secret", "--recv", "1", NULL);
 	tool_start("-w", "-c", "PUSH", ep, "-o", "plain_username=admin", "-o",
 	           "PLAIN_PASSWORD=secret", "--timeout", "15000", NULL);
-	tool_input("authenticated\n", 14);
+	tool_input(&tool, "authenticated\n", 14);
 
-	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
 	peer_expect("MSG [\"authenticated\"]");
 	peer_expect("DONE");
 }
@@ -545,7 +383,7 @@ Test(cat, pull_binds_and_receives_over_ipc)
 	/* libzmq retries an ipc connect until the path exists: no race. */
 	peer_start("PUSH", "connect", ep, "--send", "[\"over\"]", "--send", "[\"ipc\"]", NULL);
 
-	int rc = tool_wait(WAIT_MS);
+	int rc = tool_wait(&tool, WAIT_MS);
 	unlink(ep + 6);
 	cr_assert_eq(rc, 0, "stderr: %s", tool.err);
 	cr_assert_str_eq(tool.out, "over\nipc\n");
@@ -564,7 +402,7 @@ Test(cat, sub_prints_only_the_subscribed_prefixes_of_a_pyzmq_pub)
 	tool_start("-r", "-c", "SUB", ep, "-s", "apple", "-s", "che", "-n", "10", "--timeout",
 	           "15000", NULL);
 
-	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
 	int apples = 0, cherries = 0;
 	char *save = NULL;
 	for (char *l = strtok_r(tool.out, "\n", &save); l != NULL;
@@ -587,7 +425,7 @@ Test(cat, sub_without_s_receives_every_message)
 	                            "[\"t\",\"{i}\"]", "--publish", "[\"\"]", NULL);
 	tool_start("-r", "-c", "SUB", ep, "-n", "6", "--timeout", "15000", "-F", " ", NULL);
 
-	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
 	int topics = 0, empties = 0;
 	char *l = tool.out;
 	for (int k = 0; k < 6; k++) {
@@ -613,7 +451,7 @@ Test(cat, receive_timeout_exits_3)
 	long long t0 = now_ms();
 	tool_start("-r", "-b", "PULL", "tcp://127.0.0.1:*", "--timeout", "200", NULL);
 
-	cr_assert_eq(tool_wait(WAIT_MS), 3, "stderr: %s", tool.err);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 3, "stderr: %s", tool.err);
 	long long took = now_ms() - t0;
 	cr_assert(took >= 200, "gave up after %lld ms, before the 200 ms", took);
 	cr_assert(strstr(tool.err, "zring cat: timed out after 200 ms waiting to receive\n") !=
@@ -628,9 +466,9 @@ Test(cat, send_timeout_exits_3)
 	long long t0 = now_ms();
 	tool_start("-w", "-c", "PUSH", "tcp://127.0.0.1:1", "-o", "SNDHWM=1", "--timeout", "300",
 	           NULL);
-	tool_input("a\nb\nc\nd\n", 8);
+	tool_input(&tool, "a\nb\nc\nd\n", 8);
 
-	cr_assert_eq(tool_wait(WAIT_MS), 3, "stderr: %s", tool.err);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 3, "stderr: %s", tool.err);
 	cr_assert(now_ms() - t0 < 10000);
 	cr_assert(strstr(tool.err, "zring cat: timed out after 300 ms waiting to send") != NULL,
 	          "stderr: %s", tool.err);
@@ -642,9 +480,9 @@ Test(cat, timeout_caps_the_linger_after_stdin_ends)
 	 * libzmq does); LINGER -1 would wait for ever, --timeout bounds it. */
 	long long t0 = now_ms();
 	tool_start("-w", "-c", "PUSH", "tcp://127.0.0.1:1", "--timeout", "300", NULL);
-	tool_input("x\n", 2);
+	tool_input(&tool, "x\n", 2);
 
-	cr_assert_eq(tool_wait(WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
 	long long took = now_ms() - t0;
 	cr_assert(took >= 300 && took < 10000, "exited after %lld ms", took);
 }
@@ -654,9 +492,9 @@ Test(cat, req_without_an_answer_times_out_with_3)
 	/* The pyzmq REP takes the request and never answers. */
 	const char *rep = peer_start("REP", "bind", "tcp://127.0.0.1:*", "--recv", "1", NULL);
 	tool_start("-w", "-c", "REQ", rep, "--timeout", "300", NULL);
-	tool_input("question\n", 9);
+	tool_input(&tool, "question\n", 9);
 
-	cr_assert_eq(tool_wait(WAIT_MS), 3, "stderr: %s", tool.err);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 3, "stderr: %s", tool.err);
 	peer_expect("MSG [\"question\"]");
 	cr_assert(strstr(tool.err, "waiting to receive") != NULL, "stderr: %s", tool.err);
 }
@@ -746,7 +584,7 @@ Test(cat, socket_option_values_are_validated)
 Test(cat, help_prints_the_usage_on_stdout)
 {
 	tool_start("--help", NULL);
-	cr_assert_eq(tool_wait(WAIT_MS), 0);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0);
 	cr_assert(strncmp(tool.out, "usage: zring cat (-r|-w) (-b|-c) TYPE ENDPOINT...", 49) == 0,
 	          "stdout: %s", tool.out);
 	cr_assert(strstr(tool.out, "slow joiner") != NULL);

@@ -1,0 +1,252 @@
+/*
+ * The built `zring` tool as a child process, for the CLI tests: pipes on its
+ * three standard streams, bounded waits, everything it printed kept for the
+ * assertions. Static inline; include after <criterion/criterion.h>, with
+ * ZRING defined as the tool's path.
+ *
+ *   static struct tool t;                         // tool_reset(&t) in setup
+ *   tool_begin(&t, "cat", "-r", "-b", "PULL", ep, NULL);
+ *   tool_input(&t, "x\n", 2);                     // stdin, then end of input
+ *   cr_assert_eq(tool_wait(&t, WAIT_MS), 0);      // its exit status
+ *   cr_assert_str_eq(t.out, "...");
+ *   tool_kill(&t);                                // in teardown
+ */
+#ifndef ZR_TESTS_TOOLS_TOOL_PROC_H
+#define ZR_TESTS_TOOLS_TOOL_PROC_H
+
+#include <criterion/criterion.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+struct tool {
+	const char *cmd; /* the subcommand, for messages */
+	pid_t pid;       /* 0: none, or reaped */
+	int in_fd, out_fd, err_fd;
+	char out[1 << 16];
+	size_t out_len;
+	char err[1 << 14];
+	size_t err_len;
+};
+
+static inline long long
+tool_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static inline void
+tool_fd_close(int *fd)
+{
+	if (*fd >= 0)
+		close(*fd);
+	*fd = -1;
+}
+
+/* No process, no pipes (call before the first start). */
+static inline void
+tool_reset(struct tool *t)
+{
+	t->pid = 0;
+	t->in_fd = t->out_fd = t->err_fd = -1;
+}
+
+/* Kills a tool still running and closes its pipes. */
+static inline void
+tool_kill(struct tool *t)
+{
+	if (t->pid > 0) {
+		kill(t->pid, SIGKILL);
+		waitpid(t->pid, NULL, 0);
+		t->pid = 0;
+	}
+	tool_fd_close(&t->in_fd);
+	tool_fd_close(&t->out_fd);
+	tool_fd_close(&t->err_fd);
+}
+
+/* Starts `zring CMD ARG...`: first, then the NULL-terminated rest in ap. */
+static inline void
+tool_vbegin(struct tool *t, const char *cmd, const char *first, va_list ap)
+{
+	char *argv[40];
+	int argc = 0;
+	int in[2], out[2], err[2];
+
+	cr_assert(t->pid == 0);
+	argv[argc++] = (char *)ZRING;
+	argv[argc++] = (char *)cmd;
+	for (const char *a = first; a != NULL; a = va_arg(ap, const char *)) {
+		cr_assert(argc < 39);
+		argv[argc++] = (char *)a;
+	}
+	argv[argc] = NULL;
+
+	cr_assert(pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0 &&
+	          pipe2(err, O_CLOEXEC) == 0);
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	cr_assert(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		signal(SIGPIPE, SIG_DFL);
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		dup2(err[1], 2);
+		/* Not the pipes of other tools or of a pyzmq peer: each must see
+		 * its own stdin close. */
+		for (int fd = 3; fd < 1024; fd++)
+			close(fd);
+		execv(ZRING, argv);
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	close(err[1]);
+	t->cmd = cmd;
+	t->pid = pid;
+	t->in_fd = in[1];
+	t->out_fd = out[0];
+	t->err_fd = err[0];
+	t->out_len = t->err_len = 0;
+	t->out[0] = t->err[0] = '\0';
+}
+
+static inline void
+tool_begin(struct tool *t, const char *cmd, ...)
+{
+	va_list ap;
+
+	va_start(ap, cmd);
+	tool_vbegin(t, cmd, va_arg(ap, const char *), ap);
+	va_end(ap);
+}
+
+/* Reads whatever the tool wrote within timeout_ms. Returns false once both
+ * its stdout and stderr are at end of file. */
+static inline bool
+tool_pump(struct tool *t, int timeout_ms)
+{
+	struct pollfd p[2] = {{.fd = t->out_fd, .events = POLLIN},
+	                      {.fd = t->err_fd, .events = POLLIN}};
+	if (t->out_fd < 0 && t->err_fd < 0)
+		return false;
+	if (poll(p, 2, timeout_ms) <= 0)
+		return true;
+	for (int i = 0; i < 2; i++) {
+		int *fd = i == 0 ? &t->out_fd : &t->err_fd;
+		char *buf = i == 0 ? t->out : t->err;
+		size_t *len = i == 0 ? &t->out_len : &t->err_len;
+		size_t cap = i == 0 ? sizeof(t->out) : sizeof(t->err);
+
+		if (*fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		ssize_t n = read(*fd, buf + *len, cap - 1 - *len);
+		if (n <= 0) {
+			tool_fd_close(fd);
+			continue;
+		}
+		*len += (size_t)n;
+		buf[*len] = '\0';
+	}
+	return true;
+}
+
+/* Writes len bytes to the tool's stdin (keeps it open). */
+static inline void
+tool_write(struct tool *t, const char *data, size_t len)
+{
+	size_t off = 0;
+	while (off < len) {
+		ssize_t n = write(t->in_fd, data + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break; /* EPIPE: it exited; its status tells the test why */
+		off += (size_t)n;
+	}
+}
+
+/* Writes len bytes to the tool's stdin and closes it (end of input). */
+static inline void
+tool_input(struct tool *t, const char *data, size_t len)
+{
+	tool_write(t, data, len);
+	tool_fd_close(&t->in_fd);
+}
+
+/* Waits for the tool to exit; returns its exit status. Fails the test if it
+ * is still running after timeout_ms. */
+static inline int
+tool_wait(struct tool *t, int timeout_ms)
+{
+	long long deadline = tool_now_ms() + timeout_ms;
+	int status;
+
+	tool_fd_close(&t->in_fd);
+	while (tool_now_ms() < deadline) {
+		if (!tool_pump(t, 20)) {
+			pid_t r = waitpid(t->pid, &status, WNOHANG);
+			if (r == t->pid) {
+				t->pid = 0;
+				cr_assert(WIFEXITED(status), "zring %s died by signal %d", t->cmd,
+				          WIFSIGNALED(status) ? WTERMSIG(status) : -1);
+				return WEXITSTATUS(status);
+			}
+			usleep(10000);
+		}
+	}
+	cr_assert_fail("zring %s still running after %d ms; stdout: %s; stderr: %s", t->cmd,
+	               timeout_ms, t->out, t->err);
+	return -1;
+}
+
+/* Waits (up to timeout_ms) for a stderr line "TAG<text>" and copies <text>
+ * into buf. */
+static inline const char *
+tool_stderr_after(struct tool *t, const char *tag, char *buf, size_t cap, int timeout_ms)
+{
+	long long deadline = tool_now_ms() + timeout_ms;
+	size_t tlen = strlen(tag);
+
+	while (tool_now_ms() < deadline) {
+		const char *hit = strstr(t->err, tag);
+		const char *nl = hit != NULL ? strchr(hit, '\n') : NULL;
+		if (nl != NULL) {
+			size_t n = (size_t)(nl - hit) - tlen;
+			cr_assert(n < cap);
+			memcpy(buf, hit + tlen, n);
+			buf[n] = '\0';
+			return buf;
+		}
+		if (!tool_pump(t, 50))
+			break;
+	}
+	cr_assert_fail("zring %s did not print \"%s...\"; stderr: %s", t->cmd, tag, t->err);
+	return NULL;
+}
+
+static inline size_t
+tool_count_char(const char *s, size_t len, char c)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < len; i++)
+		n += s[i] == c;
+	return n;
+}
+
+#endif /* ZR_TESTS_TOOLS_TOOL_PROC_H */
