@@ -109,7 +109,7 @@ struct cd_run {
 };
 
 static int
-cd_auth_cb(void *arg, const struct zr_zmtp_auth_req *req)
+cd_auth_cb(void *arg, struct zr_zmtp_auth_req *req)
 {
 	struct cd_auth *a = arg;
 	unsigned sel;

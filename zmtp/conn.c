@@ -1,6 +1,7 @@
 /*
  * The connection codec: greeting -> mechanism handshake -> traffic (RFC 23,
- * RFC 37, PLAIN RFC 24), with heartbeats and the handshake deadline.
+ * RFC 37, PLAIN RFC 24, CURVE RFC 26 through curve.h), with heartbeats and
+ * the handshake deadline.
  *
  * One state enum (enum zr_zmtp_state) advanced in zr_zmtp_feed's switch, a
  * step enum inside the handshake, sticky errors. The codec's own output
@@ -25,13 +26,32 @@
  *    unexpected (B5.41).
  *  - Unknown commands after the handshake are ignored (libzmq drops them);
  *    during the handshake they are errors.
+ *
+ * CURVE (checklist B8), as libzmq 4.3 puts it on the wire:
+ *  - Handshake commands are command frames; curve.c checks and writes them.
+ *  - In traffic every frame is a MESSAGE in a plain data frame (flags 0x00):
+ *    MORE travels inside the box (0x01), and so do our PING, PONG,
+ *    SUBSCRIBE and CANCEL, as commands flagged 0x02. A MESSAGE in a command
+ *    frame (RFC 26's form) is accepted too; anything else in traffic, a wire
+ *    MORE flag included, closes the connection without ERROR.
+ *  - The server answers a failed handshake with ERROR (a zring client can
+ *    then say which check failed); the client just closes, as libzmq's does.
+ *    Refused by the authenticator: ERROR with the bare status ("400").
  */
 #include <errno.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include <zring/zmtp.h>
 
+#include "curve.h"
 #include "wire.h"
+
+_Static_assert(sizeof(struct zr__curve) <= ZR_ZMTP_MECH_STATE_MAX,
+               "ZR_ZMTP_MECH_STATE_MAX too small for the CURVE state");
+_Static_assert(_Alignof(struct zr__curve) <= _Alignof(uint64_t),
+               "the CURVE state needs more alignment than struct zr_zmtp gives");
 
 #define CONN_NEVER UINT64_MAX
 #define CONN_ERROR_REASON_MAX 96
@@ -47,7 +67,20 @@ enum conn_step {
 	CONN_PLAIN_C_WAIT_READY,
 	CONN_PLAIN_S_WAIT_HELLO,
 	CONN_PLAIN_S_WAIT_INITIATE,
+	CONN_CURVE_C_WAIT_WELCOME,
+	CONN_CURVE_C_WAIT_READY,
+	CONN_CURVE_S_WAIT_HELLO,
+	CONN_CURVE_S_WAIT_INITIATE,
 };
+
+/* A PING or PONG as a CURVE MESSAGE: data frame header 2, MESSAGE 33, command body. */
+#define CONN_CURVE_WRAP (2 + ZR__CURVE_MESSAGE_MIN)
+
+static struct zr__curve *
+conn_curve(struct zr_zmtp *z)
+{
+	return (struct zr__curve *)(void *)z->mech.bytes;
+}
 
 /* see zmtp.h */
 void
@@ -92,9 +125,13 @@ conn_config_check(const struct zr_zmtp_config *cfg)
 	if (cfg->socket_type < 0 || cfg->socket_type >= ZR_SOCKTYPE_COUNT ||
 	    cfg->socket_type == ZR_STREAM || cfg->socket_type == ZR_DGRAM)
 		return -EINVAL;
-	if (cfg->mechanism == ZR_MECH_CURVE)
-		return -ENOTSUP;
-	if (cfg->mechanism != ZR_MECH_NULL && cfg->mechanism != ZR_MECH_PLAIN)
+	if (cfg->mechanism != ZR_MECH_NULL && cfg->mechanism != ZR_MECH_PLAIN &&
+	    cfg->mechanism != ZR_MECH_CURVE)
+		return -EINVAL;
+	/* A server's public key can be derived from its secret one. */
+	if (cfg->mechanism == ZR_MECH_CURVE &&
+	    (cfg->curve_secret_key == NULL || (!cfg->as_server && cfg->curve_public_key == NULL) ||
+	     (!cfg->as_server && cfg->curve_server_key == NULL)))
 		return -EINVAL;
 	if (cfg->minor > 1)
 		return -EINVAL;
@@ -138,6 +175,9 @@ conn_out_worst(const struct zr_zmtp_config *cfg, size_t meta)
 	if (cfg->mechanism == ZR_MECH_PLAIN)
 		n += ZR_ZMTP_HEADER_MAX + 1 + 5 + 2 + cfg->username_len + cfg->password_len /* HELLO */
 		     + 2 + 1 + 7; /* WELCOME */
+	if (cfg->mechanism == ZR_MECH_CURVE) /* HELLO (or WELCOME), INITIATE (or READY) boxes */
+		return n + 2 + ZR__CURVE_HELLO_SIZE + ZR__CURVE_INITIATE_MIN + CONN_ERROR_CMD_MAX +
+		       CONN_CURVE_WRAP + CONN_PING_CMD_MAX + CONN_CURVE_WRAP + CONN_PONG_CMD_MAX;
 	return n + CONN_ERROR_CMD_MAX + CONN_PING_CMD_MAX + CONN_PONG_CMD_MAX;
 }
 
@@ -167,6 +207,8 @@ conn_fail(struct zr_zmtp *z, int err)
 	z->state = ZR_ZMTP_FAILED;
 	z->ping_pending = false;
 	z->pong_pending = false;
+	if (z->cfg.mechanism == ZR_MECH_CURVE)
+		zr__curve_fini(conn_curve(z)); /* no key is needed any more */
 	return err;
 }
 
@@ -210,17 +252,33 @@ conn_fail_handshake(struct zr_zmtp *z, int err)
 	return conn_fail(z, err);
 }
 
-/* Queues READY or INITIATE with our metadata. */
+/* Writes our metadata block (conn_metadata_size octets) at p. */
+static size_t
+conn_metadata_write(const struct zr_zmtp_config *cfg, uint8_t *p)
+{
+	const char *type = zr_socktype_name(cfg->socket_type);
+	size_t meta = conn_metadata_size(cfg), off = 0;
+
+	/* Exact casing: libzmq matches these two names case-sensitively. */
+	off += (size_t)zr_zmtp_prop_encode(p + off, meta - off, "Socket-Type", (const uint8_t *)type,
+	                                   strlen(type));
+	if (conn_sends_identity(cfg->socket_type))
+		off += (size_t)zr_zmtp_prop_encode(p + off, meta - off, "Identity", cfg->routing_id,
+		                                   cfg->routing_id_len);
+	for (size_t i = 0; i < cfg->props_count; i++)
+		off += (size_t)zr_zmtp_prop_encode(p + off, meta - off, cfg->props[i].name,
+		                                   cfg->props[i].value, cfg->props[i].value_len);
+	return off;
+}
+
+/* Queues READY or INITIATE with our metadata (NULL, PLAIN). */
 static void
 conn_queue_metadata(struct zr_zmtp *z, const char *name)
 {
-	const struct zr_zmtp_config *cfg = &z->cfg;
-	const char *type = zr_socktype_name(cfg->socket_type);
-	size_t meta = conn_metadata_size(cfg), nlen = strlen(name), off;
+	size_t meta = conn_metadata_size(&z->cfg), nlen = strlen(name), off;
 	uint8_t hdr[ZR_ZMTP_HEADER_MAX];
 	int hlen = zr_zmtp_frame_header(hdr, 1 + nlen + meta, ZR_ZMTP_COMMAND);
 	uint8_t *p = conn_out_reserve(z, (size_t)hlen + 1 + nlen + meta);
-	size_t i;
 
 	if (p == NULL)
 		return; /* cannot happen: checked at init */
@@ -229,15 +287,7 @@ conn_queue_metadata(struct zr_zmtp *z, const char *name)
 	p[off++] = (uint8_t)nlen;
 	memcpy(p + off, name, nlen);
 	off += nlen;
-	/* Exact casing: libzmq matches these two names case-sensitively. */
-	off += (size_t)zr_zmtp_prop_encode(p + off, meta, "Socket-Type", (const uint8_t *)type,
-	                                   strlen(type));
-	if (conn_sends_identity(cfg->socket_type))
-		off += (size_t)zr_zmtp_prop_encode(p + off, meta, "Identity", cfg->routing_id,
-		                                   cfg->routing_id_len);
-	for (i = 0; i < cfg->props_count; i++)
-		off += (size_t)zr_zmtp_prop_encode(p + off, meta, cfg->props[i].name,
-		                                   cfg->props[i].value, cfg->props[i].value_len);
+	conn_metadata_write(&z->cfg, p + off);
 }
 
 static void
@@ -255,6 +305,38 @@ conn_queue_plain_hello(struct zr_zmtp *z)
 	conn_queue_cmd(z, "HELLO", body, 2 + ul + pl);
 }
 
+/* Sets up the CurveZMQ state from the configured keys (copied, then wiped
+ * from the stack). The codec keeps no pointer to the caller's keys. */
+static int
+conn_curve_init(struct zr_zmtp *z)
+{
+	const struct zr_zmtp_config *cfg = &z->cfg;
+	struct zr__curve_config cc = {
+		.as_server = cfg->as_server,
+		.random = cfg->random,
+		.random_arg = cfg->random_arg,
+	};
+	int rc;
+
+	if (sodium_init() < 0)
+		return -ENOSYS;
+	memcpy(cc.secret_key, cfg->curve_secret_key, ZR__CURVE_KEY);
+	if (cfg->curve_public_key != NULL)
+		memcpy(cc.public_key, cfg->curve_public_key, ZR__CURVE_KEY);
+	else
+		crypto_scalarmult_base(cc.public_key, cc.secret_key);
+	if (!cfg->as_server)
+		memcpy(cc.server_key, cfg->curve_server_key, ZR__CURVE_KEY);
+	rc = zr__curve_init(conn_curve(z), &cc);
+	sodium_memzero(&cc, sizeof cc);
+	/* The configured pointers are not needed again: drop them so a caller's
+	 * freed key buffer can never be read through z->cfg. */
+	z->cfg.curve_public_key = NULL;
+	z->cfg.curve_secret_key = NULL;
+	z->cfg.curve_server_key = NULL;
+	return rc;
+}
+
 /* see zmtp.h */
 int
 zr_zmtp_init(struct zr_zmtp *z, const struct zr_zmtp_config *cfg, uint64_t now_ms)
@@ -269,6 +351,11 @@ zr_zmtp_init(struct zr_zmtp *z, const struct zr_zmtp_config *cfg, uint64_t now_m
 
 	memset(z, 0, sizeof *z);
 	z->cfg = *cfg;
+	if (cfg->mechanism == ZR_MECH_CURVE) {
+		rc = conn_curve_init(z);
+		if (rc < 0)
+			return rc;
+	}
 	zr_zmtp_dec_init(&z->dec, cfg->max_msg_size, cfg->max_handshake_cmd);
 	z->state = ZR_ZMTP_GREETING;
 	z->peer_type = -1;
@@ -278,9 +365,42 @@ zr_zmtp_init(struct zr_zmtp *z, const struct zr_zmtp_config *cfg, uint64_t now_m
 	z->ping_deadline = CONN_NEVER;
 
 	p = conn_out_reserve(z, ZR_ZMTP_GREETING_SIZE);
-	/* as-server: 1 for a PLAIN server as RFC 23 says; NULL sends 0. */
+	/* as-server: 1 for a PLAIN or CURVE server as RFC 23 says; NULL sends 0. */
 	zr_zmtp_greeting_encode(p, cfg->minor, cfg->mechanism,
 	                        cfg->mechanism != ZR_MECH_NULL && cfg->as_server);
+	return 0;
+}
+
+/* see zmtp.h */
+void
+zr_zmtp_fini(struct zr_zmtp *z)
+{
+	if (z->cfg.mechanism == ZR_MECH_CURVE)
+		zr__curve_fini(conn_curve(z));
+	sodium_memzero(z->mech.bytes, sizeof z->mech.bytes);
+}
+
+/* CURVE after the greeting: the client says HELLO, the server waits for it. */
+static int
+conn_curve_start(struct zr_zmtp *z)
+{
+	uint8_t *p;
+	int n;
+
+	if (z->cfg.as_server) {
+		z->step = CONN_CURVE_S_WAIT_HELLO;
+		return 0;
+	}
+	p = conn_out_reserve(z, 2 + ZR__CURVE_HELLO_SIZE);
+	if (p == NULL)
+		return conn_fail(z, -ENOBUFS); /* cannot happen: conn_out_worst */
+	zr_zmtp_frame_header(p, ZR__CURVE_HELLO_SIZE, ZR_ZMTP_COMMAND);
+	n = zr__curve_client_hello(conn_curve(z), p + 2, ZR__CURVE_HELLO_SIZE);
+	if (n < 0) {
+		z->out_len -= 2 + ZR__CURVE_HELLO_SIZE;
+		return conn_fail(z, n);
+	}
+	z->step = CONN_CURVE_C_WAIT_WELCOME;
 	return 0;
 }
 
@@ -298,6 +418,8 @@ conn_on_greeting(struct zr_zmtp *z, const struct zr_zmtp_greeting *g)
 	if (z->cfg.mechanism == ZR_MECH_NULL) {
 		conn_queue_metadata(z, "READY");
 		z->step = CONN_NULL_WAIT_READY;
+	} else if (z->cfg.mechanism == ZR_MECH_CURVE) {
+		return conn_curve_start(z);
 	} else if (!z->cfg.as_server) {
 		conn_queue_plain_hello(z);
 		z->step = CONN_PLAIN_C_WAIT_WELCOME;
@@ -307,15 +429,17 @@ conn_on_greeting(struct zr_zmtp *z, const struct zr_zmtp_greeting *g)
 	return 0;
 }
 
-/* Checks the peer's metadata (READY / INITIATE) and fills the READY event. */
+/* Checks the peer's metadata (READY / INITIATE, already validated) and fills
+ * the READY event. */
 static int
-conn_check_metadata(struct zr_zmtp *z, const struct zr_zmtp_cmd *cmd, struct zr_zmtp_event *ev)
+conn_check_metadata(struct zr_zmtp *z, const uint8_t *meta, size_t meta_len,
+                    struct zr_zmtp_event *ev)
 {
 	const uint8_t *v;
 	size_t vlen;
 	int type;
 
-	if (zr_zmtp_props_find(cmd->value, cmd->value_len, "Socket-Type", &v, &vlen) < 0)
+	if (zr_zmtp_props_find(meta, meta_len, "Socket-Type", &v, &vlen) < 0)
 		return -ZR_ENOSOCKTYPE;
 	type = zr_socktype_parse(v, vlen);
 	if (type < 0)
@@ -325,10 +449,11 @@ conn_check_metadata(struct zr_zmtp *z, const struct zr_zmtp_cmd *cmd, struct zr_
 	z->peer_type = type;
 	memset(ev, 0, sizeof *ev);
 	ev->type = ZR_ZMTP_EV_READY;
-	ev->data = cmd->value;
-	ev->len = cmd->value_len;
+	ev->data = meta;
+	ev->len = meta_len;
 	ev->peer_type = type;
-	if (zr_zmtp_props_find(cmd->value, cmd->value_len, "Identity", &v, &vlen) == 0) {
+	ev->user_id = z->user_id;
+	if (zr_zmtp_props_find(meta, meta_len, "Identity", &v, &vlen) == 0) {
 		ev->peer_identity = v;
 		ev->peer_identity_len = vlen;
 	}
@@ -341,6 +466,17 @@ conn_enter_traffic(struct zr_zmtp *z, uint64_t now_ms)
 	z->state = ZR_ZMTP_TRAFFIC;
 	z->hs_deadline = CONN_NEVER;
 	zr_zmtp_dec_set_cmd_limit(&z->dec, z->cfg.max_cmd_size);
+	if (z->cfg.mechanism == ZR_MECH_CURVE) {
+		/* Every frame is a MESSAGE box, opened whole: hold frames whole,
+		 * up to the largest plaintext allowed plus the box around it. */
+		uint64_t max = z->cfg.max_msg_size;
+
+		zr_zmtp_dec_init(&z->dec,
+		                 max > UINT64_MAX - ZR__CURVE_MESSAGE_MIN ? UINT64_MAX
+		                                                          : max + ZR__CURVE_MESSAGE_MIN,
+		                 z->cfg.max_cmd_size);
+		zr_zmtp_dec_set_whole(&z->dec, true);
+	}
 	if (z->cfg.heartbeat_ivl_ms > 0 && zr_zmtp_peer_minor(z) >= 1)
 		z->next_ping = now_ms + z->cfg.heartbeat_ivl_ms;
 }
@@ -356,6 +492,40 @@ conn_peer_error(struct zr_zmtp *z, const struct zr_zmtp_cmd *cmd, struct zr_zmtp
 	return ZR_OK;
 }
 
+/*
+ * A server asks the application about a client (req: the mechanism and the
+ * credentials). Keeps the answer (status, user id, text); on refusal queues
+ * ERROR with the bare status and fails with -ZR_EAUTH.
+ */
+static int
+conn_auth(struct zr_zmtp *z, struct zr_zmtp_auth_req *req)
+{
+	int status;
+	char code[4];
+
+	req->peer_address = z->cfg.peer_address;
+	req->user_id[0] = '\0';
+	req->text[0] = '\0';
+	status = z->cfg.auth ? z->cfg.auth(z->cfg.auth_arg, req) : 200;
+	req->user_id[ZR_ZMTP_USER_ID_MAX] = '\0';
+	req->text[ZR_ZMTP_AUTH_TEXT_MAX] = '\0';
+	if (status != 200 && (status < 300 || status > 599))
+		status = 500;
+	z->auth_status = status;
+	memcpy(z->auth_text, req->text, sizeof z->auth_text);
+	if (status == 200) {
+		memcpy(z->user_id, req->user_id, sizeof z->user_id);
+		return 0;
+	}
+	/* libzmq recognises only "300", "400" and "500" (its handle_error_reason). */
+	code[0] = (char)('0' + status / 100);
+	code[1] = '0';
+	code[2] = '0';
+	code[3] = '\0';
+	conn_queue_error(z, code);
+	return conn_fail(z, -ZR_EAUTH);
+}
+
 /* PLAIN server: ask the application about a HELLO. */
 static int
 conn_plain_auth(struct zr_zmtp *z, const struct zr_zmtp_cmd *cmd)
@@ -367,20 +537,8 @@ conn_plain_auth(struct zr_zmtp *z, const struct zr_zmtp_cmd *cmd)
 		.password = cmd->password,
 		.password_len = cmd->password_len,
 	};
-	int status = z->cfg.auth ? z->cfg.auth(z->cfg.auth_arg, &req) : 200;
-	char code[4];
 
-	if (status == 200)
-		return 0;
-	/* libzmq reads a three-digit ZAP status as the ERROR reason. */
-	if (status < 300 || status > 599)
-		status = 500;
-	code[0] = (char)('0' + status / 100);
-	code[1] = (char)('0' + status / 10 % 10);
-	code[2] = (char)('0' + status % 10);
-	code[3] = '\0';
-	conn_queue_error(z, code);
-	return conn_fail(z, -ZR_EAUTH);
+	return conn_auth(z, &req);
 }
 
 /*
@@ -401,7 +559,7 @@ conn_handshake_cmd(struct zr_zmtp *z, const struct zr_zmtp_cmd *cmd, struct zr_z
 	case CONN_PLAIN_C_WAIT_READY:
 		if (cmd->type != ZR_CMD_READY)
 			break;
-		rc = conn_check_metadata(z, cmd, ev);
+		rc = conn_check_metadata(z, cmd->value, cmd->value_len, ev);
 		if (rc < 0)
 			return conn_fail_handshake(z, rc);
 		conn_enter_traffic(z, now_ms);
@@ -424,7 +582,7 @@ conn_handshake_cmd(struct zr_zmtp *z, const struct zr_zmtp_cmd *cmd, struct zr_z
 	case CONN_PLAIN_S_WAIT_INITIATE:
 		if (cmd->type != ZR_CMD_INITIATE)
 			break;
-		rc = conn_check_metadata(z, cmd, ev);
+		rc = conn_check_metadata(z, cmd->value, cmd->value_len, ev);
 		if (rc < 0)
 			return conn_fail_handshake(z, rc);
 		conn_queue_metadata(z, "READY");
@@ -466,6 +624,170 @@ conn_traffic_cmd(struct zr_zmtp *z, const struct zr_zmtp_cmd *cmd, struct zr_zmt
 }
 
 /*
+ * A CURVE mechanism call failed with rc. The peer's ERROR becomes the
+ * PEER_ERROR event (the body is still in buf); a server tells the client why
+ * in ERROR; a client just closes, as libzmq's does.
+ */
+static int
+conn_curve_fail(struct zr_zmtp *z, int rc, const uint8_t *body, size_t len,
+                struct zr_zmtp_event *ev)
+{
+	struct zr_zmtp_cmd cmd;
+
+	if (rc == ZR__CURVE_EPEERERROR) {
+		int prc = zr_zmtp_cmd_parse(body, len, ZR_MECH_CURVE, &cmd);
+
+		if (prc < 0 || cmd.type != ZR_CMD_ERROR)
+			return conn_fail(z, prc < 0 ? prc : -ZR_EERRORCMD);
+		return conn_peer_error(z, &cmd, ev);
+	}
+	if (z->cfg.as_server && rc <= -ZR_EBASE)
+		return conn_fail_handshake(z, rc);
+	return conn_fail(z, rc);
+}
+
+/* Reserves a command frame of body_len octets in the output; returns where
+ * the body goes (the header is written), NULL if it cannot fit. */
+static uint8_t *
+conn_out_command(struct zr_zmtp *z, size_t body_len)
+{
+	uint8_t hdr[ZR_ZMTP_HEADER_MAX];
+	int h = zr_zmtp_frame_header(hdr, body_len, ZR_ZMTP_COMMAND);
+	uint8_t *p = conn_out_reserve(z, (size_t)h + body_len);
+
+	if (p == NULL)
+		return NULL;
+	memcpy(p, hdr, (size_t)h);
+	return p + h;
+}
+
+/*
+ * A CURVE handshake command (body: the whole frame body, in the caller's
+ * writable buf; boxes are opened in place). Same return convention as
+ * conn_handshake_cmd.
+ */
+static int
+conn_curve_handshake(struct zr_zmtp *z, uint8_t *body, size_t len, struct zr_zmtp_event *ev,
+                     uint64_t now_ms)
+{
+	struct zr__curve *c = conn_curve(z);
+	uint8_t ours[ZR_ZMTP_OUT_MAX];
+	size_t ours_len = 0, meta_len, mark = z->out_len;
+	const uint8_t *meta;
+	uint8_t *p;
+	int rc;
+
+	switch (z->step) {
+	case CONN_CURVE_C_WAIT_WELCOME:
+		ours_len = conn_metadata_write(&z->cfg, ours);
+		p = conn_out_command(z, ZR__CURVE_INITIATE_MIN + ours_len);
+		if (p == NULL)
+			return conn_fail(z, -ENOBUFS); /* cannot happen: conn_out_worst */
+		rc = zr__curve_client_on_welcome(c, body, len, ours, ours_len, p,
+		                                 ZR__CURVE_INITIATE_MIN + ours_len);
+		if (rc < 0) {
+			z->out_len = mark;
+			return conn_curve_fail(z, rc, body, len, ev);
+		}
+		z->step = CONN_CURVE_C_WAIT_READY;
+		return ZR_NEED_MORE;
+	case CONN_CURVE_C_WAIT_READY:
+		rc = zr__curve_client_on_ready(c, body, len, body, len, &meta, &meta_len);
+		if (rc < 0)
+			return conn_curve_fail(z, rc, body, len, ev);
+		break;
+	case CONN_CURVE_S_WAIT_HELLO:
+		p = conn_out_command(z, ZR__CURVE_WELCOME_SIZE);
+		if (p == NULL)
+			return conn_fail(z, -ENOBUFS);
+		rc = zr__curve_server_on_hello(c, body, len, now_ms, p, ZR__CURVE_WELCOME_SIZE);
+		if (rc < 0) {
+			z->out_len = mark;
+			return conn_curve_fail(z, rc, body, len, ev);
+		}
+		z->step = CONN_CURVE_S_WAIT_INITIATE;
+		return ZR_NEED_MORE;
+	case CONN_CURVE_S_WAIT_INITIATE: {
+		struct zr_zmtp_auth_req req = {.mechanism = ZR_MECH_CURVE};
+
+		rc = zr__curve_server_on_initiate(c, body, len, now_ms, body, len, &meta, &meta_len);
+		if (rc < 0)
+			return conn_curve_fail(z, rc, body, len, ev);
+		/* Authenticate first, as libzmq does (its ZAP request goes out on
+		 * INITIATE): a refused client learns nothing about its metadata. */
+		req.client_key = zr__curve_peer_key(c);
+		rc = conn_auth(z, &req);
+		if (rc < 0)
+			return rc;
+		break;
+	}
+	default:
+		return conn_fail_handshake(z, -ZR_EUNEXPECTED);
+	}
+
+	/* READY (client) or INITIATE (server) opened: the peer's metadata. */
+	rc = zr_zmtp_props_validate(meta, meta_len);
+	if (rc == 0)
+		rc = conn_check_metadata(z, meta, meta_len, ev);
+	if (rc < 0)
+		return z->cfg.as_server ? conn_fail_handshake(z, rc) : conn_fail(z, rc);
+	if (z->cfg.as_server) {
+		ours_len = conn_metadata_write(&z->cfg, ours);
+		p = conn_out_command(z, ZR__CURVE_READY_MIN + ours_len);
+		if (p == NULL)
+			return conn_fail(z, -ENOBUFS);
+		rc = zr__curve_server_ready(c, ours, ours_len, p, ZR__CURVE_READY_MIN + ours_len);
+		if (rc < 0) {
+			z->out_len = mark;
+			return conn_fail(z, rc);
+		}
+	}
+	conn_enter_traffic(z, now_ms);
+	return ZR_OK;
+}
+
+/*
+ * A frame in CURVE traffic: one MESSAGE, opened in place. Its plaintext is a
+ * message frame (the event) or, flagged 0x02, a command (PING, SUBSCRIBE...).
+ */
+static int
+conn_curve_traffic(struct zr_zmtp *z, uint8_t *body, const struct zr_zmtp_frame *f,
+                   struct zr_zmtp_event *ev)
+{
+	struct zr_zmtp_cmd cmd;
+	uint8_t mflags = 0;
+	int n, rc;
+
+	if (f->flags & ZR_ZMTP_MORE)
+		return conn_fail(z, -ZR_ECURVECMD); /* MORE travels inside the box */
+	n = zr__curve_decode_message(conn_curve(z), body, f->len, body, f->len, &mflags);
+	if (n < 0)
+		return conn_fail(z, n == -EMSGSIZE ? -ZR_ETOOLARGE : n);
+	if (mflags & 0x02) {
+		if (mflags & 0x01)
+			return conn_fail(z, -ZR_ECMDMORE);
+		if (z->msg_more)
+			return conn_fail(z, -ZR_ECMDINMSG);
+		rc = zr_zmtp_cmd_parse(body, (size_t)n, ZR_MECH_CURVE, &cmd);
+		if (rc < 0)
+			return conn_fail(z, rc);
+		return conn_traffic_cmd(z, &cmd, ev);
+	}
+	if ((uint64_t)n > z->cfg.max_msg_size - z->msg_total)
+		return conn_fail(z, -ZR_ETOOLARGE);
+	z->msg_more = (mflags & 0x01) != 0;
+	z->msg_total = z->msg_more ? z->msg_total + (uint64_t)n : 0;
+	memset(ev, 0, sizeof *ev);
+	ev->type = ZR_ZMTP_EV_FRAME;
+	ev->data = body;
+	ev->len = (size_t)n;
+	ev->frame_size = (uint64_t)n;
+	ev->offset = 0;
+	ev->flags = ZR_ZMTP_FRAME_END | ((mflags & 0x01) ? ZR_ZMTP_MORE : 0);
+	return ZR_OK;
+}
+
+/*
  * libzmq 4.3's PLAIN mechanism writes its ERROR command from the C literal
  * "\x05ERROR", where "\x05E" is a single hex escape (0x5E): the body on the
  * wire is 5E 'R' 'R' 'O' 'R', reason length, reason. Read literally that is a
@@ -497,8 +819,13 @@ conn_on_frame(struct zr_zmtp *z, const struct zr_zmtp_frame *f, struct zr_zmtp_e
 {
 	struct zr_zmtp_cmd cmd;
 	int mech = z->cfg.mechanism;
+	/* The frame lies in zr_zmtp_feed's buf, which is the caller's writable
+	 * memory: CURVE opens its boxes there. */
+	uint8_t *body = (uint8_t *)(uintptr_t)f->data;
 	int rc;
 
+	if (mech == ZR_MECH_CURVE && z->state == ZR_ZMTP_TRAFFIC)
+		return conn_curve_traffic(z, body, f, ev);
 	if (!(f->flags & ZR_ZMTP_COMMAND)) {
 		if (z->state != ZR_ZMTP_TRAFFIC)
 			return conn_fail_handshake(z, -ZR_EEARLYMSG);
@@ -513,6 +840,8 @@ conn_on_frame(struct zr_zmtp *z, const struct zr_zmtp_frame *f, struct zr_zmtp_e
 	}
 	if (conn_libzmq_plain_error(z, f, &cmd))
 		return conn_peer_error(z, &cmd, ev);
+	if (mech == ZR_MECH_CURVE && z->state == ZR_ZMTP_HANDSHAKE)
+		return conn_curve_handshake(z, body, f->len, ev, now_ms);
 	rc = zr_zmtp_cmd_parse(f->data, f->len, mech, &cmd);
 	if (rc < 0)
 		return z->state == ZR_ZMTP_HANDSHAKE ? conn_fail_handshake(z, rc) : conn_fail(z, rc);
@@ -522,7 +851,7 @@ conn_on_frame(struct zr_zmtp *z, const struct zr_zmtp_frame *f, struct zr_zmtp_e
 }
 
 static int
-conn_feed(struct zr_zmtp *z, const uint8_t *buf, size_t len, size_t *consumed,
+conn_feed(struct zr_zmtp *z, uint8_t *buf, size_t len, size_t *consumed,
           struct zr_zmtp_event *ev, uint64_t now_ms)
 {
 	struct zr_zmtp_greeting g;
@@ -572,7 +901,7 @@ conn_feed(struct zr_zmtp *z, const uint8_t *buf, size_t len, size_t *consumed,
 
 /* see zmtp.h */
 int
-zr_zmtp_feed(struct zr_zmtp *z, const uint8_t *buf, size_t len, size_t *consumed,
+zr_zmtp_feed(struct zr_zmtp *z, uint8_t *buf, size_t len, size_t *consumed,
              struct zr_zmtp_event *ev, uint64_t now_ms)
 {
 	int rc;
@@ -608,6 +937,82 @@ zr_zmtp_want(const struct zr_zmtp *z, const uint8_t *buf, size_t len)
 }
 
 /* see zmtp.h */
+bool
+zr_zmtp_encrypts(const struct zr_zmtp *z)
+{
+	return z->cfg.mechanism == ZR_MECH_CURVE && z->state == ZR_ZMTP_TRAFFIC;
+}
+
+/* see zmtp.h */
+size_t
+zr_zmtp_frame_wire_size(const struct zr_zmtp *z, size_t len)
+{
+	size_t body = len + (zr_zmtp_encrypts(z) ? ZR__CURVE_MESSAGE_MIN : 0);
+
+	return (body > 255 ? 9 : 2) + body;
+}
+
+/* see zmtp.h */
+int
+zr_zmtp_encode_frame(struct zr_zmtp *z, unsigned flags, const uint8_t *data, size_t len,
+                     uint8_t *out, size_t cap)
+{
+	size_t need;
+	int h, n;
+
+	if (z->err)
+		return z->err;
+	if (z->state != ZR_ZMTP_TRAFFIC || (flags & ~(ZR_ZMTP_MORE | ZR_ZMTP_COMMAND)) != 0 ||
+	    flags == (ZR_ZMTP_MORE | ZR_ZMTP_COMMAND) || (len > 0 && data == NULL))
+		return -EINVAL;
+	need = zr_zmtp_frame_wire_size(z, len);
+	if (len > (size_t)INT32_MAX - ZR__CURVE_MESSAGE_MIN - ZR_ZMTP_HEADER_MAX)
+		return -EINVAL; /* the int return (and crypto_box) limit */
+	if (cap < need)
+		return -ENOBUFS;
+	if (!zr_zmtp_encrypts(z)) {
+		h = zr_zmtp_frame_header(out, len, flags);
+		if (len > 0)
+			memcpy(out + h, data, len);
+		return h + (int)len;
+	}
+	/* libzmq's form: a data frame; MORE and COMMAND go inside the box. */
+	h = zr_zmtp_frame_header(out, ZR__CURVE_MESSAGE_MIN + len, 0);
+	n = zr__curve_encode_message(conn_curve(z),
+	                             (uint8_t)(((flags & ZR_ZMTP_MORE) ? 0x01 : 0) |
+	                                       ((flags & ZR_ZMTP_COMMAND) ? 0x02 : 0)),
+	                             data, len, out + h, cap - (size_t)h);
+	if (n < 0)
+		return zr__curve_error(conn_curve(z)) ? conn_fail(z, n) : n;
+	return h + n;
+}
+
+/* Queues a traffic command (PING, PONG): as it is, or inside a CURVE MESSAGE. */
+static void
+conn_queue_traffic_cmd(struct zr_zmtp *z, const char *name, const uint8_t *data, size_t len)
+{
+	uint8_t body[1 + 4 + ZR_ZMTP_PING_CONTEXT_MAX];
+	size_t nlen = strlen(name), need;
+	uint8_t *p;
+	int n;
+
+	if (!zr_zmtp_encrypts(z)) {
+		conn_queue_cmd(z, name, data, len);
+		return;
+	}
+	body[0] = (uint8_t)nlen;
+	memcpy(body + 1, name, nlen);
+	if (len > 0)
+		memcpy(body + 1 + nlen, data, len);
+	need = zr_zmtp_frame_wire_size(z, 1 + nlen + len);
+	p = conn_out_reserve(z, need);
+	if (p == NULL)
+		return; /* cannot happen: conn_out_worst bounds the queue */
+	n = zr_zmtp_encode_frame(z, ZR_ZMTP_COMMAND, body, 1 + nlen + len, p, need);
+	z->out_len -= need - (n > 0 ? (size_t)n : 0);
+}
+
+/* see zmtp.h */
 size_t
 zr_zmtp_out(struct zr_zmtp *z, const uint8_t **data)
 {
@@ -617,7 +1022,7 @@ zr_zmtp_out(struct zr_zmtp *z, const uint8_t **data)
 	bool idle = z->out_head == z->out_len;
 
 	if (idle && z->pong_pending) {
-		conn_queue_cmd(z, "PONG", z->pong_ctx, z->pong_ctx_len);
+		conn_queue_traffic_cmd(z, "PONG", z->pong_ctx, z->pong_ctx_len);
 		z->pong_pending = false;
 	}
 	if (idle && z->ping_pending) {
@@ -626,7 +1031,7 @@ zr_zmtp_out(struct zr_zmtp *z, const uint8_t **data)
 		wire_put16(ttl, (uint16_t)(z->cfg.heartbeat_ttl_ms / 100u > 0xffffu
 		                                   ? 0xffffu
 		                                   : z->cfg.heartbeat_ttl_ms / 100u));
-		conn_queue_cmd(z, "PING", ttl, sizeof ttl);
+		conn_queue_traffic_cmd(z, "PING", ttl, sizeof ttl);
 		z->ping_pending = false;
 	}
 	*data = z->out + z->out_head;
@@ -703,7 +1108,9 @@ zr_zmtp_abort(struct zr_zmtp *z, int err, const char *reason)
 {
 	if (z->err)
 		return z->err;
-	if (z->state == ZR_ZMTP_HANDSHAKE || z->state == ZR_ZMTP_TRAFFIC)
+	/* Under CURVE a plaintext ERROR after READY is what no peer expects. */
+	if (z->state == ZR_ZMTP_HANDSHAKE ||
+	    (z->state == ZR_ZMTP_TRAFFIC && z->cfg.mechanism != ZR_MECH_CURVE))
 		conn_queue_error(z, reason ? reason : zr_strerror(err));
 	return conn_fail(z, err);
 }
@@ -736,4 +1143,13 @@ int
 zr_zmtp_peer_type(const struct zr_zmtp *z)
 {
 	return z->state == ZR_ZMTP_TRAFFIC || z->state == ZR_ZMTP_FAILED ? z->peer_type : -1;
+}
+
+/* see zmtp.h */
+int
+zr_zmtp_auth_status(const struct zr_zmtp *z, const char **text)
+{
+	if (text != NULL)
+		*text = z->auth_text;
+	return z->auth_status;
 }

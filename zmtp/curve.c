@@ -369,7 +369,10 @@ zr__curve_client_on_ready(struct zr__curve *c, const uint8_t *body, size_t len, 
 	                                 c->precom) != 0)
 		return curve_fail(c, ZR__CURVE_EBOX);
 	curve_peer_nonce_take(c, n);
+	/* From here on only the shared key is needed. */
 	sodium_memzero(c->cookie, sizeof c->cookie);
+	sodium_memzero(c->secret_key, sizeof c->secret_key);
+	sodium_memzero(c->cn_secret, sizeof c->cn_secret);
 	*meta = out;
 	*meta_len = plen;
 	c->state = ZR__CURVE_TRAFFIC;
@@ -522,6 +525,9 @@ zr__curve_server_ready(struct zr__curve *c, const uint8_t *meta, size_t meta_len
 	if (crypto_box_easy_afternm(out + READY_BOX, out + READY_BOX + CURVE_MAC, meta_len, nonce,
 	                            c->precom) != 0)
 		return curve_fail(c, -EIO);
+	/* From here on only the shared key is needed. */
+	sodium_memzero(c->secret_key, sizeof c->secret_key);
+	sodium_memzero(c->cn_secret, sizeof c->cn_secret);
 	c->state = ZR__CURVE_TRAFFIC;
 	return (int)(ZR__CURVE_READY_MIN + meta_len);
 }

@@ -51,7 +51,15 @@ zr_zmtp_dec_init(struct zr_zmtp_dec *d, uint64_t max_msg_size, uint32_t max_cmd_
 	d->body_flags = 0;
 	d->in_body = false;
 	d->in_msg = false;
+	d->whole = false;
 	d->err = 0;
+}
+
+/* see zmtp.h */
+void
+zr_zmtp_dec_set_whole(struct zr_zmtp_dec *d, bool whole)
+{
+	d->whole = whole;
 }
 
 /* see zmtp.h */
@@ -147,16 +155,21 @@ zr_zmtp_dec_feed(struct zr_zmtp_dec *d, const uint8_t *buf, size_t len, size_t *
 		return ZR_NEED_MORE;
 	flags = buf[0] & (ZR_ZMTP_MORE | ZR_ZMTP_COMMAND);
 
-	if (flags & ZR_ZMTP_COMMAND) {
-		/* Commands come out whole: the caller keeps the bytes until then
-		 * (bounded by max_cmd_size, checked above). */
+	if ((flags & ZR_ZMTP_COMMAND) || d->whole) {
+		/* Commands (and in whole mode every frame) come out whole: the
+		 * caller keeps the bytes until then (bounded by the limits checked
+		 * above). */
 		if (len - (size_t)hlen < size)
 			return ZR_NEED_MORE;
+		if (!(flags & ZR_ZMTP_COMMAND)) {
+			d->in_msg = (flags & ZR_ZMTP_MORE) != 0;
+			d->msg_total = d->in_msg ? d->msg_total + size : 0;
+		}
 		f->data = buf + hlen;
 		f->len = (size_t)size;
 		f->size = size;
 		f->offset = 0;
-		f->flags = ZR_ZMTP_COMMAND | ZR_ZMTP_FRAME_END;
+		f->flags = flags | ZR_ZMTP_FRAME_END;
 		*consumed = (size_t)hlen + (size_t)size;
 		return ZR_OK;
 	}
@@ -201,7 +214,7 @@ zr_zmtp_dec_want(const struct zr_zmtp_dec *d, const uint8_t *buf, size_t len)
 		return 0;
 	if (hlen == 0)
 		return (buf[0] & ZR_ZMTP_LONG) ? 9 : 2;
-	if (buf[0] & ZR_ZMTP_COMMAND)
+	if ((buf[0] & ZR_ZMTP_COMMAND) || d->whole)
 		return (size_t)hlen + (size_t)size;
 	return (size_t)hlen;
 }

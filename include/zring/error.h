@@ -85,6 +85,8 @@ enum zr_err {
 	ZR_ECURVEVERSION, /* HELLO with a CurveZMQ version other than 1.0 */
 	ZR_ECURVECOOKIE,  /* INITIATE with a cookie older than the cookie key's 60 s */
 	ZR_ECURVEKEY,     /* vouch or cookie content does not match the keys */
+	ZR_ECURVEHUNGUP,  /* the server closed the connection on our HELLO without a word:
+	                     what libzmq does when the box does not open (wrong server key) */
 
 	ZR_ELAST /* one past the last code */
 };
@@ -99,7 +101,7 @@ ZR_API const char *zr_strerror(int err);
 /*
  * The errno a protocol code corresponds to (ZR_ETOOLARGE, ZR_ECMDSIZE -> EMSGSIZE,
  * timeouts -> ETIMEDOUT, ZR_EAUTH/ZR_EPEERERROR -> EACCES/ECONNREFUSED,
- * ZR_ECURVEBOX/ZR_ECURVEKEY -> EACCES (the keys do not match: an
+ * ZR_ECURVEBOX/ZR_ECURVEKEY/ZR_ECURVEHUNGUP -> EACCES (the keys do not match: an
  * authentication failure), the rest -> EPROTO), negated; a negative errno is
  * returned as it is.
  */

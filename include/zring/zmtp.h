@@ -1,7 +1,10 @@
 /*
- * zring — the ZMTP 3.1 codec (RFC 23, 37; PLAIN RFC 24). Sans-IO.
+ * zring — the ZMTP 3.1 codec (RFC 23, 37; PLAIN RFC 24; CURVE RFC 25, 26).
+ * Sans-IO.
  *
  * The codec never performs I/O, reads a clock, starts a thread or allocates.
+ * (CURVE needs randomness: it comes from libsodium's randombytes_buf unless
+ * the configuration supplies its own source, see zr_zmtp_config.random.)
  * The caller feeds it the bytes that arrived (in any chunking) and the time
  * (now_ms, any monotonic millisecond clock), takes typed events out, and
  * writes the bytes the codec asks it to write.
@@ -17,7 +20,11 @@
  *     command limits (plus 9 for a header), never by the peer.
  *   - Message frame bodies are never copied: an event points into buf. A body
  *     that is not yet all there comes out in pieces (offset, len), the last one
- *     flagged ZR_ZMTP_FRAME_END. Split the input differently and the pieces
+ *     flagged ZR_ZMTP_FRAME_END. Under CURVE a frame is one MESSAGE command
+ *     whose box can only be opened whole, so message frames are consumed
+ *     whole (zr_zmtp_want says how much to hold: up to max_msg_size + 42) and
+ *     decrypted IN PLACE: the consumed bytes of buf are overwritten with the
+ *     plaintext, which the event points at. That is why buf is not const. Split the input differently and the pieces
  *     differ, but the frames they join into, and every other event, are the
  *     same.
  *   - Every span in an event points into the buf of the call that returned
@@ -91,7 +98,7 @@ ZR_API bool zr_socktype_compatible(int ours, int peer);
 enum zr_mechanism {
 	ZR_MECH_NULL = 0,
 	ZR_MECH_PLAIN = 1,
-	ZR_MECH_CURVE = 2, /* recognised on the wire; not yet implemented */
+	ZR_MECH_CURVE = 2, /* CurveZMQ (RFC 26), libsodium's crypto_box */
 };
 
 #define ZR_ZMTP_GREETING_SIZE 64
@@ -170,6 +177,7 @@ struct zr_zmtp_dec {
 	unsigned body_flags;
 	bool in_body;
 	bool in_msg; /* a MORE frame was seen: the message is not finished */
+	bool whole;  /* message frames too come out whole (CURVE) */
 	int err;     /* sticky */
 };
 
@@ -177,6 +185,14 @@ ZR_API void zr_zmtp_dec_init(struct zr_zmtp_dec *d, uint64_t max_msg_size, uint3
 
 /* Changes the command limit (the connection raises it once the handshake is done). */
 ZR_API void zr_zmtp_dec_set_cmd_limit(struct zr_zmtp_dec *d, uint32_t max_cmd_size);
+
+/*
+ * Whole mode: message frames, like commands, are handed out only once their
+ * whole body is in buf (one piece, offset 0, ZR_ZMTP_FRAME_END), so the
+ * caller must hold up to max_msg_size + 9 bytes. CURVE needs it: a MESSAGE
+ * box opens only whole. Off by default.
+ */
+ZR_API void zr_zmtp_dec_set_whole(struct zr_zmtp_dec *d, bool whole);
 
 /*
  * Decodes from buf (see the input contract at the top). Returns
@@ -294,29 +310,57 @@ ZR_API int zr_zmtp_sub_prefix(uint8_t out[ZR_ZMTP_SUB_PREFIX_MAX], uint8_t peer_
 /* ---------------------------------------------------------------------- */
 /* The connection: greeting -> mechanism handshake -> traffic. */
 
-/* PLAIN (and later CURVE) servers ask the application. */
+#define ZR_ZMTP_USER_ID_MAX 255   /* octets of a user id an authenticator gives */
+#define ZR_ZMTP_AUTH_TEXT_MAX 127 /* octets of its status text */
+
+/*
+ * PLAIN and CURVE servers ask the application about every client that
+ * completed the mechanism's own checks (PLAIN: HELLO; CURVE: INITIATE with a
+ * valid cookie, box and vouch), before the client is READY. The request
+ * fields are the client's; the answer fields start empty and the callback may
+ * fill them.
+ */
 struct zr_zmtp_auth_req {
-	int mechanism; /* enum zr_mechanism */
+	int mechanism;            /* ZR_MECH_PLAIN or ZR_MECH_CURVE */
+	const char *peer_address; /* zr_zmtp_config.peer_address (may be NULL) */
+	/* PLAIN: the HELLO credentials */
 	const uint8_t *username;
 	size_t username_len;
 	const uint8_t *password;
 	size_t password_len;
+	/* CURVE: the client's long-term public key, ZR_CURVE_KEY_LEN octets */
+	const uint8_t *client_key;
+
+	/* Answer on accept (optional): the user id the client's messages carry
+	 * as their "User-Id" property. NUL-terminated. */
+	char user_id[ZR_ZMTP_USER_ID_MAX + 1];
+	/* Answer on refusal (optional): why, for the local side's logs and
+	 * monitor events. NUL-terminated. It is NOT sent: the ERROR carries the
+	 * bare three-digit status, the only form libzmq peers recognise as an
+	 * authentication failure (ZMQ_EVENT_HANDSHAKE_FAILED_AUTH). */
+	char text[ZR_ZMTP_AUTH_TEXT_MAX + 1];
 };
 
 /*
  * Returns a ZAP status code (RFC 27): 200 accepts; 300 (temporary), 400
- * (refused) or 500 (internal error) refuses, and the three digits are sent as
- * the ERROR reason, which is what libzmq peers read. Called from inside
+ * (refused) or 500 (internal error) refuses (any other value counts as 500),
+ * and the three digits are sent as the ERROR reason. Called from inside
  * zr_zmtp_feed, on its thread; it must not call back into the same codec.
  */
-typedef int zr_zmtp_auth_cb(void *arg, const struct zr_zmtp_auth_req *req);
+typedef int zr_zmtp_auth_cb(void *arg, struct zr_zmtp_auth_req *req);
+
+/* A source of randomness (CURVE): fills buf with len unpredictable octets.
+ * Must not fail. */
+typedef void zr_zmtp_random_cb(void *arg, uint8_t *buf, size_t len);
 
 struct zr_zmtp_config {
 	int socket_type; /* enum zr_socktype: ours, sent as Socket-Type */
-	int mechanism;   /* ZR_MECH_NULL or ZR_MECH_PLAIN */
-	bool as_server;  /* the mechanism role (PLAIN server). Sent in the greeting;
-	                    the peer's as-server octet is never read (libzmq always
-	                    sends 0). */
+	int mechanism;   /* ZR_MECH_NULL, ZR_MECH_PLAIN or ZR_MECH_CURVE. Only a peer
+	                    announcing the same mechanism is accepted: a PLAIN or
+	                    CURVE codec never falls back to NULL (downgrade). */
+	bool as_server;  /* the mechanism role (PLAIN / CURVE server). Sent in the
+	                    greeting; the peer's as-server octet is never read
+	                    (libzmq always sends 0). */
 	uint8_t minor;   /* the minor version we announce: 1 (ZMTP 3.1, default) or 0 */
 
 	/* Identity sent in READY for REQ, DEALER and ROUTER (empty if none), as
@@ -333,10 +377,25 @@ struct zr_zmtp_config {
 	size_t username_len;
 	const uint8_t *password;
 	size_t password_len;
-	/* PLAIN server: asked about every HELLO. NULL accepts every client, as
-	 * libzmq does without a ZAP handler. */
+	/* CURVE keys, ZR_CURVE_KEY_LEN octets each, copied at init (the codec
+	 * wipes its copies when the handshake ends and in zr_zmtp_fini). Both
+	 * roles: our long-term key pair (a server's is the one its clients know
+	 * by the public half). Client: the server's public key as well. */
+	const uint8_t *curve_public_key;
+	const uint8_t *curve_secret_key;
+	const uint8_t *curve_server_key;
+	/* CURVE randomness; NULL: libsodium's randombytes_buf. Tests and fuzzers
+	 * fix it to make the handshake reproducible. */
+	zr_zmtp_random_cb *random;
+	void *random_arg;
+
+	/* PLAIN / CURVE server: asked about every client. NULL accepts every
+	 * client that completes the handshake, as libzmq does without a ZAP
+	 * handler. */
 	zr_zmtp_auth_cb *auth;
 	void *auth_arg;
+	/* Passed to auth as peer_address ("tcp://127.0.0.1:5555"). Borrowed. */
+	const char *peer_address;
 
 	uint64_t max_msg_size;      /* MAXMSGSIZE: default 64 MiB */
 	uint32_t max_cmd_size;      /* command frames after the handshake: 64 KiB */
@@ -380,11 +439,15 @@ struct zr_zmtp_event {
 	int peer_type; /* enum zr_socktype */
 	const uint8_t *peer_identity; /* the Identity property, or NULL */
 	size_t peer_identity_len;
+	const char *user_id; /* server: what the authenticator gave ("" if none) */
 };
 
 /* Room for the bytes the codec writes itself: greeting, one handshake
- * command (metadata or PLAIN HELLO), PING, PONG, ERROR. */
+ * command (metadata, PLAIN HELLO, CURVE HELLO / INITIATE), PING, PONG, ERROR. */
 #define ZR_ZMTP_OUT_MAX 2048
+
+/* Room for a mechanism's private state inside struct zr_zmtp (CURVE). */
+#define ZR_ZMTP_MECH_STATE_MAX 768
 
 /* The connection codec. Caller storage; initialise with zr_zmtp_init. The
  * members are private: do not rely on their names or layout. */
@@ -406,17 +469,30 @@ struct zr_zmtp {
 	uint8_t pong_ctx[ZR_ZMTP_PING_CONTEXT_MAX];
 	bool ping_pending;
 	size_t unconsumed; /* what the last feed left: re-presented bytes are not traffic */
+	uint64_t msg_total; /* CURVE: plaintext octets of the message so far */
+	bool msg_more;      /* CURVE: the last frame had MORE */
+	int auth_status;    /* server: the authenticator's answer (0: not asked) */
+	char user_id[ZR_ZMTP_USER_ID_MAX + 1];
+	char auth_text[ZR_ZMTP_AUTH_TEXT_MAX + 1];
 	size_t out_head, out_len;
 	uint8_t out[ZR_ZMTP_OUT_MAX];
+	union {
+		uint64_t align;
+		unsigned char bytes[ZR_ZMTP_MECH_STATE_MAX];
+	} mech; /* CURVE: the CurveZMQ state (keys, nonces) */
 };
 
 /*
  * Initialises z and queues our greeting in its output. Returns 0, or -EINVAL
  * (unknown socket type or mechanism, minor not 0/1, credentials or identity
- * over 255 octets, a bad property name), -ENOTSUP (CURVE, not yet), or
- * -EMSGSIZE (metadata too large for ZR_ZMTP_OUT_MAX).
+ * over 255 octets, a bad property name, CURVE without its keys), -EMSGSIZE
+ * (metadata too large for ZR_ZMTP_OUT_MAX), -ENOSYS (libsodium failed to
+ * initialise). Call zr_zmtp_fini when done with z.
  */
 ZR_API int zr_zmtp_init(struct zr_zmtp *z, const struct zr_zmtp_config *cfg, uint64_t now_ms);
+
+/* Wipes z's key material (CURVE). Idempotent; z may be initialised again. */
+ZR_API void zr_zmtp_fini(struct zr_zmtp *z);
 
 /*
  * Feeds received bytes (see the input contract at the top). Returns
@@ -434,11 +510,40 @@ ZR_API int zr_zmtp_init(struct zr_zmtp *z, const struct zr_zmtp_config *cfg, uin
  * a bad greeting (no framing yet) nor for errors in traffic (the connection
  * is just closed, as libzmq does).
  */
-ZR_API int zr_zmtp_feed(struct zr_zmtp *z, const uint8_t *buf, size_t len, size_t *consumed,
+ZR_API int zr_zmtp_feed(struct zr_zmtp *z, uint8_t *buf, size_t len, size_t *consumed,
                         struct zr_zmtp_event *ev, uint64_t now_ms);
 
 /* How many contiguous bytes the next feed needs at least (see the contract). */
 ZR_API size_t zr_zmtp_want(const struct zr_zmtp *z, const uint8_t *buf, size_t len);
+
+/*
+ * Outgoing frames in traffic. Under NULL and PLAIN a frame goes on the wire
+ * as it is (zr_zmtp_frame_header, then the body by reference); under CURVE
+ * every frame is a MESSAGE the codec encrypts, so the caller writes it with
+ * this call instead. flags: ZR_ZMTP_MORE, or ZR_ZMTP_COMMAND for a command
+ * (data = its body: name-length octet, name, data; under CURVE it travels
+ * inside a MESSAGE flagged 0x02, as libzmq does). Writes the whole wire frame
+ * (header and body) into out and returns its length, or -ENOBUFS (cap below
+ * zr_zmtp_frame_wire_size), -EINVAL (flags, or not in traffic), or the sticky
+ * error. Frames must go on the wire in the order they were encoded (CURVE
+ * nonces only increase), and this call's frames after any bytes
+ * zr_zmtp_out handed out earlier.
+ */
+ZR_API int zr_zmtp_encode_frame(struct zr_zmtp *z, unsigned flags, const uint8_t *data, size_t len,
+                                uint8_t *out, size_t cap);
+
+/* How many octets zr_zmtp_encode_frame writes for len octets of data. */
+ZR_API size_t zr_zmtp_frame_wire_size(const struct zr_zmtp *z, size_t len);
+
+/* Whether frames must go through zr_zmtp_encode_frame (CURVE in traffic). */
+ZR_API bool zr_zmtp_encrypts(const struct zr_zmtp *z);
+
+/*
+ * Server: the authenticator's last answer (0 if it was not asked) and its
+ * text (never NULL). A client refused by the server sees -ZR_EPEERERROR and
+ * the peer's ERROR reason instead.
+ */
+ZR_API int zr_zmtp_auth_status(const struct zr_zmtp *z, const char **text);
 
 /*
  * The bytes the codec wants written, in order: sets *data and returns their

@@ -543,7 +543,7 @@ struct auth_log {
 };
 
 static int
-auth_cb(void *arg, const struct zr_zmtp_auth_req *req)
+auth_cb(void *arg, struct zr_zmtp_auth_req *req)
 {
 	struct auth_log *a = arg;
 	a->calls++;

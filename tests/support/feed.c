@@ -157,7 +157,7 @@ struct feed_drv {
 };
 
 static int
-feed_call(struct feed_drv *drv, struct zt_run *r, const uint8_t *buf, size_t len, size_t *consumed)
+feed_call(struct feed_drv *drv, struct zt_run *r, uint8_t *buf, size_t len, size_t *consumed)
 {
 	int rc;
 
@@ -214,7 +214,7 @@ feed_drive(struct feed_drv *drv, const uint8_t *in, size_t n, const size_t *cuts
 	r->rc = ZR_NEED_MORE;
 	for (size_t c = 0; c <= ncuts && r->rc >= 0; c++) {
 		size_t stop = c < ncuts ? cuts[c] : n;
-		const uint8_t *buf;
+		uint8_t *buf;
 		size_t avail, off = 0;
 
 		if (stop < pos || stop > n) {
@@ -254,7 +254,7 @@ feed_drive(struct feed_drv *drv, const uint8_t *in, size_t n, const size_t *cuts
 			/* Sticky: one more call, on what is left (or one junk byte). */
 			static const uint8_t junk[1] = {0};
 			size_t used, left = avail - off;
-			const uint8_t *again = left > 0 ? buf + off : zt_guard_place(&g, junk, 1);
+			uint8_t *again = left > 0 ? buf + off : zt_guard_place(&g, junk, 1);
 			size_t nev = r->nev;
 
 			r->sticky_rc = feed_call(drv, r, again, left > 0 ? left : 1, &used);

@@ -158,6 +158,8 @@ client_ready(void)
 	                                 &meta, &meta_len);
 }
 
+static uint8_t cl_cn_secret[32], sv_cn_secret[32];
+
 static void
 handshake(void)
 {
@@ -165,6 +167,10 @@ handshake(void)
 	do_welcome(1000);
 	do_initiate();
 	cr_assert_eq(server_initiate(2000), 0);
+	/* READY ends each side's need for its transient secret (it is wiped):
+	 * keep copies to check the boxes against libsodium. */
+	memcpy(cl_cn_secret, cl.cn_secret, 32);
+	memcpy(sv_cn_secret, sv.cn_secret, 32);
 	do_ready();
 	cr_assert_eq(client_ready(), 0);
 }
@@ -292,6 +298,20 @@ Test(zmtp_curve, initiate_carries_cookie_client_key_and_vouch_of_c_prime_and_s)
 	cr_assert_arr_eq(out + 128, client_meta, CLIENT_META_LEN);
 }
 
+Test(zmtp_curve, secrets_are_wiped_once_ready_leaves_only_the_shared_key)
+{
+	static const uint8_t zero[32];
+
+	handshake();
+	cr_assert_arr_eq(cl.secret_key, zero, 32, "client long-term secret");
+	cr_assert_arr_eq(cl.cn_secret, zero, 32, "client transient secret");
+	cr_assert_arr_eq(sv.secret_key, zero, 32, "server long-term secret");
+	cr_assert_arr_eq(sv.cn_secret, zero, 32, "server transient secret");
+	cr_assert_arr_eq(sv.cookie_key, zero, 32, "cookie key");
+	cr_assert(memcmp(cl.precom, zero, 32) != 0 && memcmp(cl.precom, sv.precom, 32) == 0,
+	          "both sides keep the same shared key");
+}
+
 Test(zmtp_curve, ready_box_opens_with_libsodium_to_the_server_metadata)
 {
 	handshake();
@@ -300,7 +320,7 @@ Test(zmtp_curve, ready_box_opens_with_libsodium_to_the_server_metadata)
 	uint8_t n[24], out[128];
 	nonce_make(n, "CurveZMQREADY---", 16, ready + 6);
 	cr_assert_eq(crypto_box_open_easy(out, ready + 14, ready_len - 14, n, sv.cn_public,
-	                                  cl.cn_secret),
+	                                  cl_cn_secret),
 	             0);
 	cr_assert_arr_eq(out, server_meta, SERVER_META_LEN);
 }
@@ -337,7 +357,7 @@ Test(zmtp_curve, messages_flow_both_ways_with_flags_and_libsodium_opens_them)
 		/* libsodium, with the transient keys */
 		uint8_t nn[24];
 		nonce_make(nn, rows[i].prefix, 16, wire + 8);
-		const uint8_t *sk = rows[i].from->cn_secret;
+		const uint8_t *sk = rows[i].from == &cl ? cl_cn_secret : sv_cn_secret;
 		const uint8_t *pk = rows[i].to->cn_public;
 		cr_assert_eq(crypto_box_open_easy(plain, wire + 16, (size_t)n - 16, nn, pk, sk), 0,
 		             "row %zu", i);

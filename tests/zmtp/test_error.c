@@ -82,6 +82,7 @@ Test(zmtp_error, folds_protocol_codes_into_the_documented_errno_classes)
 		case ZR_EAUTH:
 		case ZR_ECURVEBOX: /* the keys do not match: authentication */
 		case ZR_ECURVEKEY:
+		case ZR_ECURVEHUNGUP:
 			want = -EACCES;
 			break;
 		case ZR_EPEERERROR:

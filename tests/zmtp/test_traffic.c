@@ -13,8 +13,8 @@
 static void
 ready_pull(struct zr_zmtp *z)
 {
-	static const uint8_t greeting[64] = {0xff, 0, 0, 0, 0, 0, 0, 0, 1, 0x7f, 3, 1, 'N', 'U', 'L', 'L'};
-	static const uint8_t ready[] = {0x04, 0x1a, 0x05, 'R', 'E', 'A', 'D', 'Y', 0x0b, 'S', 'o', 'c',
+	static uint8_t greeting[64] = {0xff, 0, 0, 0, 0, 0, 0, 0, 1, 0x7f, 3, 1, 'N', 'U', 'L', 'L'};
+	static uint8_t ready[] = {0x04, 0x1a, 0x05, 'R', 'E', 'A', 'D', 'Y', 0x0b, 'S', 'o', 'c',
 	                                'k', 'e', 't', '-', 'T', 'y', 'p', 'e', 0, 0, 0, 4, 'P', 'U',
 	                                'S', 'H'};
 	struct zr_zmtp_config cfg;
@@ -35,7 +35,7 @@ ready_pull(struct zr_zmtp *z)
 
 Test(zmtp_traffic, re_presented_leftover_bytes_do_not_keep_a_silent_peer_alive)
 {
-	static const uint8_t partial[] = {0x02}; /* a long-frame header, 1 of 9 octets */
+	static uint8_t partial[] = {0x02}; /* a long-frame header, 1 of 9 octets */
 	struct zr_zmtp z;
 	struct zr_zmtp_event ev;
 	size_t used;
@@ -60,7 +60,7 @@ Test(zmtp_traffic, re_presented_leftover_bytes_do_not_keep_a_silent_peer_alive)
 
 Test(zmtp_traffic, new_bytes_after_a_leftover_count_as_traffic)
 {
-	static const uint8_t msg[] = {0x00, 0x01, 'x'};
+	static uint8_t msg[] = {0x00, 0x01, 'x'};
 	struct zr_zmtp z;
 	struct zr_zmtp_event ev;
 	size_t used;
