@@ -244,11 +244,27 @@ conn_queue_error(struct zr_zmtp *z, const char *reason)
 	conn_queue_cmd(z, "ERROR", body, 1 + n);
 }
 
-/* Fails in the handshake: tells the peer why with ERROR first. */
+/*
+ * Whether we may tell the peer why with ERROR. Not a CURVE client: in
+ * RFC 26's dialogue only the server sends ERROR, libzmq's CURVE client never
+ * does, and its CURVE server takes a client's ERROR as one more protocol
+ * violation. Nor anyone in CURVE traffic, where a plaintext command is
+ * something no peer expects.
+ */
+static bool
+conn_may_send_error(const struct zr_zmtp *z)
+{
+	if (z->cfg.mechanism != ZR_MECH_CURVE)
+		return z->state == ZR_ZMTP_HANDSHAKE || z->state == ZR_ZMTP_TRAFFIC;
+	return z->cfg.as_server && z->state == ZR_ZMTP_HANDSHAKE;
+}
+
+/* Fails in the handshake: tells the peer why with ERROR first (if we may). */
 static int
 conn_fail_handshake(struct zr_zmtp *z, int err)
 {
-	conn_queue_error(z, zr_strerror(err));
+	if (conn_may_send_error(z))
+		conn_queue_error(z, zr_strerror(err));
 	return conn_fail(z, err);
 }
 
@@ -1108,9 +1124,7 @@ zr_zmtp_abort(struct zr_zmtp *z, int err, const char *reason)
 {
 	if (z->err)
 		return z->err;
-	/* Under CURVE a plaintext ERROR after READY is what no peer expects. */
-	if (z->state == ZR_ZMTP_HANDSHAKE ||
-	    (z->state == ZR_ZMTP_TRAFFIC && z->cfg.mechanism != ZR_MECH_CURVE))
+	if (conn_may_send_error(z))
 		conn_queue_error(z, reason ? reason : zr_strerror(err));
 	return conn_fail(z, err);
 }

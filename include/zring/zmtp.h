@@ -508,7 +508,9 @@ ZR_API void zr_zmtp_fini(struct zr_zmtp *z);
  * ERROR is queued for errors found after the greeting and before the
  * handshake completes (the peer learns why; RFC 23 "Error Handling"), not for
  * a bad greeting (no framing yet) nor for errors in traffic (the connection
- * is just closed, as libzmq does).
+ * is just closed, as libzmq does). A CURVE client never sends ERROR (in
+ * RFC 26 only the server does; libzmq's CURVE server would take it as one
+ * more protocol violation): it just closes.
  */
 ZR_API int zr_zmtp_feed(struct zr_zmtp *z, uint8_t *buf, size_t len, size_t *consumed,
                         struct zr_zmtp_event *ev, uint64_t now_ms);
@@ -579,7 +581,8 @@ ZR_API uint64_t zr_zmtp_deadline(const struct zr_zmtp *z);
 /*
  * Fails the connection on the engine's behalf (for a reason the codec cannot
  * see) with err (negative), queueing ERROR with reason if the handshake
- * framing is established. Returns err.
+ * framing is established (never from a CURVE client, nor in CURVE traffic,
+ * where a plaintext command is what no peer expects). Returns err.
  */
 ZR_API int zr_zmtp_abort(struct zr_zmtp *z, int err, const char *reason);
 
