@@ -552,7 +552,9 @@ ZR_API int zr_zmtp_auth_status(const struct zr_zmtp *z, const char **text);
  * length (0 when none). They stay at that address, unchanged, until acked,
  * even if the codec queues more meanwhile (so they may go to an asynchronous
  * send as they are). Write them before any message frame you write next,
- * and only between messages (never inside a multipart message). Then call
+ * and only between messages (never inside a multipart message). Under CURVE
+ * the PING or PONG laid out here takes the next nonce, so a frame that
+ * zr_zmtp_encode_frame wrote before this call goes on the wire first. Then call
  * zr_zmtp_out_ack with how many were written. A pending PONG or PING is laid
  * out here, so a burst of PINGs costs one PONG (answering the latest).
  */
