@@ -15,11 +15,18 @@
  * written into c->tx_hdr, bodies go by reference. Short sends resume where
  * they stopped; a message is finished before anything else is written.
  *
+ * CURVE: every frame is encrypted into c->tx_crypt when its batch is built
+ * (so frames reach the wire in nonce order, after the control bytes laid out
+ * before them), and a MESSAGE box opens only whole, so c->in grows to hold
+ * the largest frame the codec lets through (MAXMSGSIZE + 42) and shrinks
+ * back once it is consumed.
+ *
  * Teardown: shutdown(2), cancel every operation on the fd, wait until none is
  * in flight, close, then reconnect (connecters) or free.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -84,14 +91,24 @@ conn_codec_config(struct zr__conn *c)
 	zr_zmtp_config_default(cfg, c->sock->type);
 	cfg->routing_id = o->routing_id;
 	cfg->routing_id_len = o->routing_id_len;
-	if (o->plain_server || o->username_len > 0) {
-		cfg->mechanism = ZR_MECH_PLAIN;
-		cfg->as_server = o->plain_server;
+	cfg->mechanism = o->mechanism;
+	cfg->as_server = o->as_server;
+	if (o->mechanism == ZR_MECH_PLAIN && !o->as_server) {
 		cfg->username = o->username;
 		cfg->username_len = o->username_len;
 		cfg->password = o->password;
 		cfg->password_len = o->password_len;
 	}
+	if (o->mechanism == ZR_MECH_CURVE) {
+		cfg->curve_public_key = o->curve_public_set ? o->curve_public : NULL;
+		cfg->curve_secret_key = o->curve_secret_set ? o->curve_secret : NULL;
+		cfg->curve_server_key = o->curve_server_set && !o->as_server ? o->curve_server : NULL;
+	}
+	if (o->as_server) {
+		cfg->auth = c->sock->auth;
+		cfg->auth_arg = c->sock->auth_arg;
+	}
+	cfg->peer_address = c->peer_addr;
 	cfg->max_msg_size = o->maxmsgsize < 0 ? UINT64_MAX : (uint64_t)o->maxmsgsize;
 	cfg->max_cmd_size = CONN_MAX_CMD;
 	cfg->handshake_ivl_ms = o->handshake_ivl_ms > 0 ? (uint32_t)o->handshake_ivl_ms : 0;
@@ -179,6 +196,11 @@ conn_start(struct zr__conn *c, int fd)
 	c->fd = fd;
 	c->in_len = 0;
 	c->peer_status = 0;
+	c->peer_reason[0] = '\0';
+	c->rx_total = 0;
+	if (zr__endpoint_peer(fd, c->ep.transport ? c->ep.transport : ZR__TCP, c->peer_addr,
+	                      sizeof c->peer_addr) < 0)
+		c->peer_addr[0] = '\0';
 	conn_codec_config(c);
 	rc = zr_zmtp_init(&c->z, &c->zcfg, zr__now_ms());
 	if (rc < 0) {
@@ -287,6 +309,7 @@ conn_frame(struct zr__conn *c, const struct zr_zmtp_event *ev)
 			rc = zr_msg_new(&c->rx_msg);
 			if (rc < 0)
 				return rc;
+			c->rx_msg->meta = zr__meta_ref(c->meta);
 			/* ROUTER and REP see who sent it: the routing id first. */
 			if (c->sock->type == ZR_ROUTER || c->sock->type == ZR_REP) {
 				rc = zr_msg_add(c->rx_msg, c->rid, c->rid_len);
@@ -306,6 +329,46 @@ conn_frame(struct zr__conn *c, const struct zr_zmtp_event *ev)
 		if (!conn_deliver(c, m))
 			return 1; /* paused */
 	}
+	return 0;
+}
+
+/* The peer's ERROR reason, printable, for the monitor event. */
+static void
+conn_keep_reason(struct zr__conn *c, const uint8_t *p, size_t n)
+{
+	size_t i;
+
+	if (n > sizeof c->peer_reason - 1)
+		n = sizeof c->peer_reason - 1;
+	for (i = 0; i < n; i++)
+		c->peer_reason[i] = p[i] >= 0x20 && p[i] < 0x7f ? (char)p[i] : '?';
+	c->peer_reason[n] = '\0';
+}
+
+/*
+ * Sizes c->in for what the codec needs next: under CURVE a whole MESSAGE
+ * (up to MAXMSGSIZE + 42 octets, the codec checked the size against that);
+ * back to the usual size once a large frame is consumed, so one big message
+ * does not pin its buffer for the connection's life. Returns 0 or -ENOMEM.
+ */
+static int
+conn_in_fit(struct zr__conn *c)
+{
+	size_t want = zr_zmtp_want(&c->z, c->in, c->in_len);
+	size_t cap = c->in_cap;
+	uint8_t *p;
+
+	if (want > cap)
+		cap = want;
+	else if (cap > ZR__CONN_RX_BUF && want <= ZR__CONN_RX_BUF && c->in_len <= ZR__CONN_RX_BUF)
+		cap = ZR__CONN_RX_BUF;
+	if (cap == c->in_cap)
+		return 0;
+	p = realloc(c->in, cap);
+	if (p == NULL)
+		return cap > c->in_cap ? -ENOMEM : 0;
+	c->in = p;
+	c->in_cap = cap;
 	return 0;
 }
 
@@ -341,6 +404,12 @@ conn_decode(struct zr__conn *c)
 				memcpy(c->rid, ev.peer_identity, ev.peer_identity_len);
 				c->rid_len = ev.peer_identity_len;
 			}
+			zr__meta_unref(c->meta);
+			c->meta = zr__meta_new(ev.data, ev.len, c->peer_addr, ev.user_id);
+			if (c->meta == NULL) {
+				rc = -ENOMEM;
+				break;
+			}
 			zr__sock_event(c->sock, ZR_EVENT_HANDSHAKE_SUCCEEDED, 0, c->endpoint);
 			rc = zr__sock_conn_active(c->sock, c);
 			if (rc < 0) {
@@ -359,6 +428,7 @@ conn_decode(struct zr__conn *c)
 			break;
 		case ZR_ZMTP_EV_PEER_ERROR:
 			c->no_reconnect = true; /* RFC 23: ERROR is final for these credentials */
+			conn_keep_reason(c, ev.data, ev.len);
 			/* A three-digit reason is a ZAP status (RFC 27): an auth refusal. */
 			if (ev.len == 3 && ev.data[0] >= '1' && ev.data[0] <= '5' &&
 			    ev.data[1] >= '0' && ev.data[1] <= '9' && ev.data[2] >= '0' && ev.data[2] <= '9')
@@ -377,7 +447,36 @@ conn_decode(struct zr__conn *c)
 		rc = 0;
 	if (rc == 0 && zr_zmtp_error(&c->z) < 0)
 		rc = zr_zmtp_error(&c->z);
+	if (rc == 0)
+		rc = conn_in_fit(c);
 	return rc;
+}
+
+/* The monitor event for a failed handshake, with its reason in words. */
+static void
+conn_handshake_failed(struct zr__conn *c, int err)
+{
+	char why[2 * ZR_EVENT_REASON_MAX]; /* the event keeps what fits */
+	const char *peer = c->peer_addr[0] ? c->peer_addr : "the peer";
+	const char *text;
+	int status;
+
+	if (err == -ZR_EAUTH) {
+		status = zr_zmtp_auth_status(&c->z, &text);
+		snprintf(why, sizeof why, "%s refused by the authenticator (%d)%s%s", peer, status,
+		         text[0] ? ": " : "", text);
+		zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_AUTH, status, c->endpoint, why);
+	} else if (err == -ZR_EPEERERROR && c->peer_status > 0) {
+		snprintf(why, sizeof why, "%s refused us: status %d", peer, c->peer_status);
+		zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_AUTH, c->peer_status, c->endpoint,
+		                   why);
+	} else if (err == -ZR_EPEERERROR) {
+		snprintf(why, sizeof why, "%s sent ERROR: %s", peer, c->peer_reason);
+		zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, err, c->endpoint, why);
+	} else {
+		snprintf(why, sizeof why, "%s: %s", peer, zr_strerror(err));
+		zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, err, c->endpoint, why);
+	}
 }
 
 /* A protocol error: say ERROR if the codec queued one (best effort, the
@@ -389,14 +488,8 @@ conn_fail(struct zr__conn *c, int err)
 	const uint8_t *p;
 	size_t n;
 
-	if (c->state == ZR__CONN_HANDSHAKE) {
-		if (err == -ZR_EAUTH)
-			zr__sock_event(c->sock, ZR_EVENT_HANDSHAKE_FAILED_AUTH, 400, c->endpoint);
-		else if (err == -ZR_EPEERERROR && c->peer_status > 0)
-			zr__sock_event(c->sock, ZR_EVENT_HANDSHAKE_FAILED_AUTH, c->peer_status, c->endpoint);
-		else
-			zr__sock_event(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, err, c->endpoint);
-	}
+	if (c->state == ZR__CONN_HANDSHAKE)
+		conn_handshake_failed(c, err);
 	/* A protocol error (or the peer's ERROR) is final; a timeout is not. */
 	if (err <= -ZR_EBASE && err > -ZR_ELAST && err != -ZR_EHEARTBEAT_TIMEOUT &&
 	    err != -ZR_EHANDSHAKE_TIMEOUT) {
@@ -424,9 +517,18 @@ conn_rx_done(struct zr__op *op, int res, uint32_t flags)
 		return;
 	}
 	if (res <= 0) {
+		/* A CURVE server that cannot open our HELLO (libzmq: wrong server
+		 * key) closes without a word after its greeting: say so, rather
+		 * than leave "a wrong key looks like a timeout". Still reconnect:
+		 * it may also have been restarting. */
+		if (c->state == ZR__CONN_HANDSHAKE && c->zcfg.mechanism == ZR_MECH_CURVE &&
+		    !c->zcfg.as_server && zr_zmtp_state(&c->z) == ZR_ZMTP_HANDSHAKE &&
+		    c->rx_total <= ZR_ZMTP_GREETING_SIZE)
+			conn_handshake_failed(c, -ZR_ECURVEHUNGUP);
 		conn_teardown(c);
 		return;
 	}
+	c->rx_total += (size_t)res;
 	c->in_len += (size_t)res;
 	rc = conn_decode(c);
 	if (rc < 0) {
@@ -549,6 +651,79 @@ conn_outq_pop(struct zr__conn *c)
 	c->out_n--;
 }
 
+/* Room for n more octets of ciphertext after the used ones. */
+static int
+conn_crypt_room(struct zr__conn *c, size_t used, size_t n)
+{
+	size_t cap = c->tx_crypt_cap ? c->tx_crypt_cap : 4096;
+	uint8_t *p;
+
+	if (n <= c->tx_crypt_cap - used)
+		return 0;
+	while (cap - used < n) {
+		if (cap > SIZE_MAX / 2)
+			return -ENOMEM;
+		cap *= 2;
+	}
+	p = realloc(c->tx_crypt, cap);
+	if (p == NULL)
+		return -ENOMEM;
+	c->tx_crypt = p;
+	c->tx_crypt_cap = cap;
+	return 0;
+}
+
+/*
+ * CURVE: encrypts the next frames of outq into c->tx_crypt, from frame *f of
+ * message *nmsg on, until the batch budget is spent (at a frame boundary,
+ * like the plain path). A subscription (a raw message: a frame header, then
+ * a SUBSCRIBE / CANCEL command body or a ZMTP 3.0 message) becomes a MESSAGE
+ * flagged COMMAND, or a plain one for 3.0, as libzmq sends it. *used: octets
+ * written. Returns 0 or a negative code (the connection must close).
+ */
+static int
+conn_tx_encrypt(struct zr__conn *c, uint32_t *f, size_t *nmsg, size_t *used)
+{
+	while (*nmsg < c->out_n && *used < ZR__CONN_TX_BATCH) {
+		zr_msg *m = conn_outq_at(c, *nmsg);
+		uint32_t nframes = m->raw ? 1u : m->nframes;
+
+		for (; *f < nframes && *used < ZR__CONN_TX_BATCH; (*f)++) {
+			const uint8_t *data;
+			size_t len, need;
+			unsigned flags;
+			int n;
+
+			if (m->raw) {
+				size_t h = (m->data[0] & ZR_ZMTP_LONG) ? 9 : 2;
+
+				data = m->data + h;
+				len = m->len - h;
+				flags = m->data[0] & ZR_ZMTP_COMMAND;
+			} else {
+				data = m->data + m->frames[*f].off;
+				len = m->frames[*f].len;
+				flags = *f + 1 < nframes ? ZR_ZMTP_MORE : 0;
+			}
+			need = zr_zmtp_frame_wire_size(&c->z, len);
+			if (conn_crypt_room(c, *used, need) < 0)
+				return -ENOMEM;
+			n = zr_zmtp_encode_frame(&c->z, flags, len > 0 ? data : NULL, len,
+			                         c->tx_crypt + *used, c->tx_crypt_cap - *used);
+			if (n < 0)
+				return n;
+			*used += (size_t)n;
+		}
+		if (*f < nframes) {
+			c->tx_end_frame = *f; /* the budget is spent: go on from here next time */
+			break;
+		}
+		*f = 0;
+		(*nmsg)++;
+	}
+	return 0;
+}
+
 static void
 conn_tx_kick(struct zr__conn *c)
 {
@@ -569,7 +744,22 @@ conn_tx_kick(struct zr__conn *c)
 		bytes += n;
 	}
 	c->tx_end_frame = 0;
-	if (c->state == ZR__CONN_ACTIVE && zr_zmtp_state(&c->z) == ZR_ZMTP_TRAFFIC) {
+	if (c->state == ZR__CONN_ACTIVE && zr_zmtp_encrypts(&c->z)) {
+		size_t used = 0;
+
+		/* Out of memory, or 2^64 nonces spent: close at the next timer turn
+		 * (the callers of this function still hold c). */
+		if (conn_tx_encrypt(c, &f, &nmsg, &used) < 0) {
+			zr__conn_kick_out(c);
+			return;
+		}
+		if (used > 0) {
+			c->tx_iov[niov].iov_base = c->tx_crypt;
+			c->tx_iov[niov].iov_len = used;
+			niov++;
+			bytes += used;
+		}
+	} else if (c->state == ZR__CONN_ACTIVE && zr_zmtp_state(&c->z) == ZR_ZMTP_TRAFFIC) {
 		while (nmsg < c->out_n && bytes < ZR__CONN_TX_BATCH) {
 			zr_msg *m = conn_outq_at(c, nmsg);
 
@@ -652,6 +842,12 @@ conn_tx_done(struct zr__op *op, int res, uint32_t flags)
 		return;
 	}
 	zr_zmtp_out_ack(&c->z, c->tx_ctl);
+	/* One huge CURVE message must not pin its ciphertext buffer. */
+	if (c->tx_crypt_cap > 4 * ZR__CONN_TX_BATCH) {
+		free(c->tx_crypt);
+		c->tx_crypt = NULL;
+		c->tx_crypt_cap = 0;
+	}
 	was_full = !zr__conn_has_room(c);
 	for (size_t i = 0; i < c->tx_msgs; i++)
 		conn_outq_pop(c);
@@ -722,6 +918,20 @@ conn_reset_buffers(struct zr__conn *c)
 	c->tx_ctl = 0;
 	c->tx_frame = 0;
 	c->tx_end_frame = 0;
+	zr_zmtp_fini(&c->z); /* CURVE keys */
+	zr__meta_unref(c->meta);
+	c->meta = NULL;
+	free(c->tx_crypt);
+	c->tx_crypt = NULL;
+	c->tx_crypt_cap = 0;
+	if (c->in_cap > ZR__CONN_RX_BUF) {
+		uint8_t *p = realloc(c->in, ZR__CONN_RX_BUF);
+
+		if (p != NULL) {
+			c->in = p;
+			c->in_cap = ZR__CONN_RX_BUF;
+		}
+	}
 }
 
 static void
@@ -741,6 +951,9 @@ conn_free(struct zr__conn *c)
 	if (c->connecter)
 		zr__sock_pipes_add(s, -1);
 	zr__subs_fini(&c->subs);
+	zr_zmtp_fini(&c->z);
+	zr__meta_unref(c->meta);
+	free(c->tx_crypt);
 	free(c->outq);
 	free(c->in);
 	free(c);

@@ -50,7 +50,26 @@ struct zr_msg {
 	size_t len, cap;
 	uint32_t refs; /* io thread only: a fan-out shares one message */
 	bool raw;      /* io thread only: data is wire bytes (a subscription) */
+	struct zr__meta *meta; /* received: its connection's properties (zr_msg_gets) */
 };
+
+/*
+ * A connection's properties for zr_msg_gets: made once per connection when
+ * its handshake completes, shared by every message received on it (freed
+ * by whichever thread drops the last reference).
+ */
+struct zr__meta {
+	atomic_uint refs;
+	size_t len;
+	char kv[]; /* "Name\0Value\0" pairs */
+};
+
+/* props: the peer's validated metadata block; peer_address and user_id may
+ * be NULL or "". Returns NULL on allocation failure. */
+struct zr__meta *zr__meta_new(const uint8_t *props, size_t props_len, const char *peer_address,
+                              const char *user_id);
+struct zr__meta *zr__meta_ref(struct zr__meta *m);
+void zr__meta_unref(struct zr__meta *m);
 
 int zr__msg_reserve(zr_msg *m, size_t extra);
 /* Starts a frame of size bytes (reserved at once: size is bounded by MAXMSGSIZE). */
@@ -98,7 +117,12 @@ struct zr__options {
 	int pub_policy;             /* enum zr_pub_policy */
 	bool router_mandatory;
 	bool ipv6;
-	bool plain_server;
+	/* security: the last mechanism option set decides (libzmq's rule) */
+	int mechanism; /* enum zr_mechanism */
+	bool as_server;
+	bool curve_public_set, curve_secret_set, curve_server_set;
+	uint8_t curve_public[ZR_CURVE_KEY_LEN], curve_secret[ZR_CURVE_KEY_LEN],
+	        curve_server[ZR_CURVE_KEY_LEN];
 	uint8_t routing_id[ZR__SUB_MAX];
 	size_t routing_id_len;
 	uint8_t username[ZR__SUB_MAX], password[ZR__SUB_MAX];
@@ -179,7 +203,15 @@ struct zr__conn {
 	size_t tx_iov_start;   /* first iovec not yet fully written */
 
 	char endpoint[ZR__ENDPOINT_TEXT_MAX]; /* for monitor events */
+	char peer_addr[ZR__ENDPOINT_TEXT_MAX]; /* the other end (auth, Peer-Address) */
 	int peer_status;                      /* ZAP status from the peer's ERROR */
+	char peer_reason[128];                /* the peer's ERROR reason, as text */
+	uint64_t rx_total;                    /* octets received on this connection */
+	struct zr__meta *meta;                /* set once READY: shared with messages */
+
+	/* CURVE: the batch's frames, encrypted (grows to the largest batch) */
+	uint8_t *tx_crypt;
+	size_t tx_crypt_cap;
 
 	/* routing */
 	uint8_t rid[ZR__SUB_MAX + 1];
@@ -205,6 +237,8 @@ struct zr_socket {
 	struct zr_ctx *ctx;
 	int type;
 	struct zr__options opt;
+	zr_zmtp_auth_cb *auth; /* set by the app before bind/connect; called on the io thread */
+	void *auth_arg;
 	char last_endpoint[ZR__ENDPOINT_TEXT_MAX];
 
 	/* shared between the app thread and the io thread */
@@ -337,6 +371,9 @@ void zr__sock_close_kick(struct zr_socket *s);
 bool zr__sock_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m);
 /* Records a monitor event if the app asked for this type (io thread). */
 void zr__sock_event(struct zr_socket *s, int type, int value, const char *endpoint);
+/* The same, with a reason in words (handshake failures). */
+void zr__sock_event_why(struct zr_socket *s, int type, int value, const char *endpoint,
+                        const char *reason);
 /* A subscription (un)subscribe arrived on c (PUB/XPUB). */
 void zr__sock_subscription(struct zr_socket *s, struct zr__conn *c, bool subscribe,
                            const uint8_t *topic, size_t len);

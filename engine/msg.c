@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "engine.h"
 
@@ -34,8 +35,105 @@ zr_msg_free(zr_msg *m)
 		return;
 	if (m->frames != m->inl)
 		free(m->frames);
+	zr__meta_unref(m->meta);
 	free(m->data);
 	free(m);
+}
+
+/* Appends "name\0value\0" at kv + *off (room was counted by the caller). */
+static void
+meta_put(char *kv, size_t *off, const char *name, size_t nlen, const void *value, size_t vlen)
+{
+	const char *v = value;
+
+	/* A value holding a NUL reads as cut there: keep the pair well formed. */
+	vlen = v != NULL ? strnlen(v, vlen) : 0;
+	memcpy(kv + *off, name, nlen);
+	kv[*off + nlen] = '\0';
+	*off += nlen + 1;
+	if (vlen > 0)
+		memcpy(kv + *off, v, vlen);
+	kv[*off + vlen] = '\0';
+	*off += vlen + 1;
+}
+
+/* The names this side vouches for: a peer's own "User-Id" must never pass
+ * for the authenticator's. */
+static bool
+meta_reserved(const uint8_t *name, size_t nlen)
+{
+	return (nlen == strlen("User-Id") && strncasecmp((const char *)name, "User-Id", nlen) == 0) ||
+	       (nlen == strlen("Peer-Address") &&
+	        strncasecmp((const char *)name, "Peer-Address", nlen) == 0);
+}
+
+struct zr__meta *
+zr__meta_new(const uint8_t *props, size_t props_len, const char *peer_address, const char *user_id)
+{
+	struct zr_zmtp_prop_iter it = {props, props + props_len};
+	const uint8_t *name, *value;
+	size_t nlen, vlen, len = 0, off = 0;
+	struct zr__meta *m;
+
+	while (zr_zmtp_props_next(&it, &name, &nlen, &value, &vlen) == 1)
+		if (!meta_reserved(name, nlen))
+			len += nlen + vlen + 2;
+	if (peer_address != NULL && peer_address[0] != '\0')
+		len += sizeof "Peer-Address" + strlen(peer_address) + 1;
+	if (user_id != NULL && user_id[0] != '\0')
+		len += sizeof "User-Id" + strlen(user_id) + 1;
+	m = malloc(sizeof *m + len);
+	if (m == NULL)
+		return NULL;
+	atomic_init(&m->refs, 1);
+	/* Ours first: a peer cannot shadow User-Id or Peer-Address with its
+	 * own metadata, lookups take the first match. */
+	if (user_id != NULL && user_id[0] != '\0')
+		meta_put(m->kv, &off, "User-Id", strlen("User-Id"), user_id, strlen(user_id));
+	if (peer_address != NULL && peer_address[0] != '\0')
+		meta_put(m->kv, &off, "Peer-Address", strlen("Peer-Address"), peer_address,
+		         strlen(peer_address));
+	it.p = props;
+	while (zr_zmtp_props_next(&it, &name, &nlen, &value, &vlen) == 1)
+		if (!meta_reserved(name, nlen))
+			meta_put(m->kv, &off, (const char *)name, nlen, value, vlen);
+	m->len = off;
+	return m;
+}
+
+struct zr__meta *
+zr__meta_ref(struct zr__meta *m)
+{
+	if (m != NULL)
+		atomic_fetch_add_explicit(&m->refs, 1, memory_order_relaxed);
+	return m;
+}
+
+void
+zr__meta_unref(struct zr__meta *m)
+{
+	if (m != NULL && atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1)
+		free(m);
+}
+
+/* see zring.h */
+const char *
+zr_msg_gets(const zr_msg *msg, const char *property)
+{
+	const struct zr__meta *m = msg != NULL ? msg->meta : NULL;
+	size_t off = 0;
+
+	if (m == NULL || property == NULL)
+		return NULL;
+	while (off < m->len) {
+		const char *name = m->kv + off;
+		const char *value = name + strlen(name) + 1;
+
+		if (strcasecmp(name, property) == 0)
+			return value;
+		off = (size_t)(value - m->kv) + strlen(value) + 1;
+	}
+	return NULL;
 }
 
 void

@@ -25,6 +25,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "engine.h"
 
 #define SOCK_BYTES_DEFAULT ((int64_t)8 << 20)
@@ -295,6 +297,20 @@ zr_disconnect(zr_socket *s, const char *endpoint)
 	return sock_endpoint_cmd(s, &s->connected, ZR__CMD_DISCONNECT, endpoint);
 }
 
+/* Whether the security options make a working side: a CURVE client needs
+ * its key pair and the server's key, a CURVE server its secret key. */
+static int
+sock_mechanism_check(const struct zr__options *o)
+{
+	if (o->mechanism != ZR_MECH_CURVE)
+		return 0;
+	if (!o->curve_secret_set)
+		return -EINVAL;
+	if (!o->as_server && (!o->curve_public_set || !o->curve_server_set))
+		return -EINVAL;
+	return 0;
+}
+
 /* see zring.h */
 int
 zr_bind(zr_socket *s, const char *endpoint)
@@ -303,6 +319,9 @@ zr_bind(zr_socket *s, const char *endpoint)
 	struct zr__cmd *cmd;
 	int rc = zr__endpoint_parse(endpoint, true, s->opt.ipv6, &ep), fd;
 
+	if (rc < 0)
+		return rc;
+	rc = sock_mechanism_check(&s->opt);
 	if (rc < 0)
 		return rc;
 	rc = sock_queues(s);
@@ -334,6 +353,9 @@ zr_connect(zr_socket *s, const char *endpoint)
 	struct zr__cmd *cmd;
 	int rc = zr__endpoint_parse(endpoint, false, s->opt.ipv6, &ep);
 
+	if (rc < 0)
+		return rc;
+	rc = sock_mechanism_check(&s->opt);
 	if (rc < 0)
 		return rc;
 	rc = sock_queues(s);
@@ -725,6 +747,13 @@ sock_monitor_recv(zr_socket *s, struct zr_event *ev, int timeout_ms)
 void
 zr__sock_event(struct zr_socket *s, int type, int value, const char *endpoint)
 {
+	zr__sock_event_why(s, type, value, endpoint, NULL);
+}
+
+void
+zr__sock_event_why(struct zr_socket *s, int type, int value, const char *endpoint,
+                   const char *reason)
+{
 	struct zr_event *e;
 
 	if (!(atomic_load_explicit(&s->mon_mask, memory_order_acquire) & type))
@@ -734,9 +763,10 @@ zr__sock_event(struct zr_socket *s, int type, int value, const char *endpoint)
 		return;
 	e->type = type;
 	e->value = value;
-	if (endpoint != NULL) {
+	if (endpoint != NULL)
 		strncpy(e->endpoint, endpoint, sizeof e->endpoint - 1);
-	}
+	if (reason != NULL)
+		strncpy(e->reason, reason, sizeof e->reason - 1);
 	if (!zr__spsc_push(&s->mon, e)) {
 		free(e); /* the app is not reading its events: drop, never block */
 		return;
@@ -763,6 +793,65 @@ sock_opt_bytes(const void *v, size_t len, uint8_t *dst, size_t *dst_len, size_t 
 	if (len > 0)
 		memcpy(dst, v, len);
 	*dst_len = len;
+	return 0;
+}
+
+/* A CURVE key option: 32 octets, or 40 Z85 characters (and a NUL, as
+ * libzmq allows). Setting one selects CURVE; the server key also makes this
+ * socket a client (libzmq's rule). */
+static int
+sock_opt_key(struct zr__options *o, const void *v, size_t len, uint8_t key[ZR_CURVE_KEY_LEN],
+             bool *set, bool client)
+{
+	char z85[ZR_CURVE_KEY_Z85_LEN + 1];
+
+	if (v == NULL)
+		return -EINVAL;
+	if (len == ZR_CURVE_KEY_LEN) {
+		memcpy(key, v, ZR_CURVE_KEY_LEN);
+	} else if (len == ZR_CURVE_KEY_Z85_LEN ||
+	           (len == ZR_CURVE_KEY_Z85_LEN + 1 &&
+	            ((const char *)v)[ZR_CURVE_KEY_Z85_LEN] == '\0')) {
+		memcpy(z85, v, ZR_CURVE_KEY_Z85_LEN);
+		z85[ZR_CURVE_KEY_Z85_LEN] = '\0';
+		if (zr_curve_key_decode(key, z85) < 0)
+			return -EINVAL;
+	} else {
+		return -EINVAL;
+	}
+	*set = true;
+	o->mechanism = ZR_MECH_CURVE;
+	if (client)
+		o->as_server = false;
+	return 0;
+}
+
+/* Reads a CURVE key back: 32 octets when *len is 32, else Z85 and a NUL. */
+static int
+sock_opt_key_get(const uint8_t key[ZR_CURVE_KEY_LEN], bool set, void *v, size_t *len)
+{
+	char z85[ZR_CURVE_KEY_Z85_LEN + 1];
+
+	if (!set)
+		return -EINVAL;
+	if (*len == ZR_CURVE_KEY_LEN) {
+		memcpy(v, key, ZR_CURVE_KEY_LEN);
+		return 0;
+	}
+	if (*len < sizeof z85)
+		return -EINVAL;
+	zr_curve_key_encode(z85, key);
+	memcpy(v, z85, sizeof z85);
+	*len = sizeof z85;
+	return 0;
+}
+
+/* see zring.h */
+int
+zr_socket_set_auth(zr_socket *s, zr_zmtp_auth_cb *cb, void *arg)
+{
+	s->auth = cb;
+	s->auth_arg = arg;
 	return 0;
 }
 
@@ -799,7 +888,18 @@ zr_setsockopt(zr_socket *s, int option, const void *v, size_t len)
 		return sock_subscribe(s, option == ZR_SUBSCRIBE ? ZR__CMD_SUBSCRIBE : ZR__CMD_UNSUBSCRIBE,
 		                      v, len);
 	case ZR_PLAIN_USERNAME:
-		return sock_opt_bytes(v, len, o->username, &o->username_len, ZR__SUB_MAX);
+		if (sock_opt_bytes(v, len, o->username, &o->username_len, ZR__SUB_MAX) < 0)
+			return -EINVAL;
+		/* libzmq: a username makes a PLAIN client; an empty one, NULL again */
+		o->mechanism = len > 0 ? ZR_MECH_PLAIN : ZR_MECH_NULL;
+		o->as_server = false;
+		return 0;
+	case ZR_CURVE_PUBLICKEY:
+		return sock_opt_key(o, v, len, o->curve_public, &o->curve_public_set, false);
+	case ZR_CURVE_SECRETKEY:
+		return sock_opt_key(o, v, len, o->curve_secret, &o->curve_secret_set, false);
+	case ZR_CURVE_SERVERKEY:
+		return sock_opt_key(o, v, len, o->curve_server, &o->curve_server_set, true);
 	case ZR_PLAIN_PASSWORD:
 		return sock_opt_bytes(v, len, o->password, &o->password_len, ZR__SUB_MAX);
 	case ZR_MAXMSGSIZE:
@@ -835,7 +935,14 @@ zr_setsockopt(zr_socket *s, int option, const void *v, size_t len)
 	case ZR_SNDTIMEO: o->sndtimeo_ms = i; return 0;
 	case ZR_ROUTER_MANDATORY: o->router_mandatory = i != 0; return 0;
 	case ZR_IPV6: o->ipv6 = i != 0; return 0;
-	case ZR_PLAIN_SERVER: o->plain_server = i != 0; return 0;
+	case ZR_PLAIN_SERVER:
+	case ZR_CURVE_SERVER:
+		/* libzmq: 1 makes a server of that mechanism, 0 goes back to NULL */
+		o->as_server = i != 0;
+		o->mechanism = i == 0 ? ZR_MECH_NULL
+		               : option == ZR_PLAIN_SERVER ? ZR_MECH_PLAIN
+		                                           : ZR_MECH_CURVE;
+		return 0;
 	case ZR_HANDSHAKE_IVL: o->handshake_ivl_ms = i; return 0;
 	case ZR_HEARTBEAT_IVL: o->heartbeat_ivl_ms = i; return 0;
 	case ZR_HEARTBEAT_TTL: o->heartbeat_ttl_ms = i; return 0;
@@ -897,7 +1004,15 @@ zr_getsockopt(zr_socket *s, int option, void *v, size_t *len)
 	case ZR_SNDTIMEO: i = o->sndtimeo_ms; break;
 	case ZR_ROUTER_MANDATORY: i = o->router_mandatory; break;
 	case ZR_IPV6: i = o->ipv6; break;
-	case ZR_PLAIN_SERVER: i = o->plain_server; break;
+	case ZR_PLAIN_SERVER: i = o->as_server && o->mechanism == ZR_MECH_PLAIN; break;
+	case ZR_CURVE_SERVER: i = o->as_server && o->mechanism == ZR_MECH_CURVE; break;
+	case ZR_MECHANISM: i = o->mechanism; break;
+	case ZR_CURVE_PUBLICKEY:
+		return sock_opt_key_get(o->curve_public, o->curve_public_set, v, len);
+	case ZR_CURVE_SECRETKEY:
+		return sock_opt_key_get(o->curve_secret, o->curve_secret_set, v, len);
+	case ZR_CURVE_SERVERKEY:
+		return sock_opt_key_get(o->curve_server, o->curve_server_set, v, len);
 	case ZR_HANDSHAKE_IVL: i = o->handshake_ivl_ms; break;
 	case ZR_HEARTBEAT_IVL: i = o->heartbeat_ivl_ms; break;
 	case ZR_HEARTBEAT_TTL: i = o->heartbeat_ttl_ms; break;
@@ -1628,5 +1743,6 @@ zr__sock_io_free(struct zr_socket *s)
 	sock_eplist_free(&s->connected);
 	close(s->efd_rx);
 	close(s->efd_tx);
+	sodium_memzero(&s->opt, sizeof s->opt); /* PLAIN password, CURVE secret key */
 	free(s);
 }

@@ -237,6 +237,17 @@ zr__endpoint_local(int fd, int transport, char *buf, size_t cap)
 }
 
 int
+zr__endpoint_peer(int fd, int transport, char *buf, size_t cap)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof ss;
+
+	if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
+		return -errno;
+	return endpoint_format_addr(transport, &ss, len, buf, cap);
+}
+
+int
 zr__socket_tune(int fd, int transport, int sndbuf, int rcvbuf)
 {
 	int one = 1;

@@ -51,6 +51,10 @@ int zr__endpoint_format(const struct zr__endpoint *ep, char *buf, size_t cap);
 /* The address a socket is bound to, as text (see zr__endpoint_format). */
 int zr__endpoint_local(int fd, int transport, char *buf, size_t cap);
 
+/* The address of a connected socket's peer, as text (an ipc peer usually
+ * has no name: "ipc://"). */
+int zr__endpoint_peer(int fd, int transport, char *buf, size_t cap);
+
 /* Per-connection socket options: TCP_NODELAY on tcp, and SO_SNDBUF /
  * SO_RCVBUF when > 0 (set them before connect/listen: they also fix the
  * kernel's buffer sizes, switching autotuning off). Returns 0 or -errno. */

@@ -51,6 +51,17 @@ ZR_API const void *zr_msg_frame(const zr_msg *msg, size_t i, size_t *len);
 ZR_API size_t zr_msg_size(const zr_msg *msg);
 /* Frees a message; NULL is fine. */
 ZR_API void zr_msg_free(zr_msg *msg);
+/*
+ * A property of the connection a received message came in on, as libzmq's
+ * zmq_msg_gets: "User-Id" (what the socket's authenticator gave the client,
+ * see zr_socket_set_auth), "Peer-Address" ("tcp://127.0.0.1:40000"), and the
+ * peer's handshake metadata: "Socket-Type", "Identity", application
+ * properties ("X-..."). Names match case-insensitively. Returns the value as
+ * a NUL-terminated string (valid while the message lives; a value holding a
+ * NUL octet reads as cut there), or NULL: no such property, or a message this
+ * process made rather than received.
+ */
+ZR_API const char *zr_msg_gets(const zr_msg *msg, const char *property);
 
 /* ---- contexts ----------------------------------------------------------- */
 
@@ -143,16 +154,26 @@ enum zr_event_type {
 	ZR_EVENT_DISCONNECTED = 0x0200,     /* value: the fd */
 	ZR_EVENT_HANDSHAKE_SUCCEEDED = 0x1000,
 	ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL = 0x2000, /* value: the negative zring code */
-	ZR_EVENT_HANDSHAKE_FAILED_AUTH = 0x4000,     /* value: the ZAP status (e.g. 400) */
+	ZR_EVENT_HANDSHAKE_FAILED_AUTH = 0x4000,     /* value: the ZAP status (e.g. 400);
+	                                                on a server, the refused client's */
 	ZR_EVENT_ALL = 0xffff,
 };
 
 #define ZR_EVENT_ENDPOINT_MAX 160
+#define ZR_EVENT_REASON_MAX 256
 
 struct zr_event {
 	int type;  /* one enum zr_event_type */
 	int value; /* see the type */
 	char endpoint[ZR_EVENT_ENDPOINT_MAX]; /* the connected-to or listening endpoint */
+	/*
+	 * HANDSHAKE_FAILED_*: why, in words, so that a wrong key does not look
+	 * like a timeout: the check that failed ("CURVE box did not open (wrong
+	 * server key or tampered data)"), the server's silence after our HELLO,
+	 * the authenticator's refusal with its text, or the peer's ERROR reason.
+	 * Names the peer's address where known. Empty for other events.
+	 */
+	char reason[ZR_EVENT_REASON_MAX];
 };
 
 /*
@@ -184,9 +205,14 @@ enum zr_option {
 	ZR_LAST_ENDPOINT = 32,     /* string, read only: the last bound endpoint */
 	ZR_IPV6 = 42,              /* int 0/1: "*" binds dual-stack "::", names may resolve to IPv6 */
 	ZR_ROUTER_MANDATORY = 33,  /* int 0/1: unknown peer -> -EHOSTUNREACH */
-	ZR_PLAIN_SERVER = 44,      /* int 0/1 */
-	ZR_PLAIN_USERNAME = 45,    /* string */
+	ZR_MECHANISM = 43,         /* int, read only: ZR_MECH_NULL, _PLAIN or _CURVE */
+	ZR_PLAIN_SERVER = 44,      /* int 0/1: be a PLAIN server */
+	ZR_PLAIN_USERNAME = 45,    /* string: be a PLAIN client (empty: back to NULL) */
 	ZR_PLAIN_PASSWORD = 46,    /* string */
+	ZR_CURVE_SERVER = 47,      /* int 0/1: be a CURVE server (needs CURVE_SECRETKEY) */
+	ZR_CURVE_PUBLICKEY = 48,   /* key: our long-term public key */
+	ZR_CURVE_SECRETKEY = 49,   /* key: our long-term secret key */
+	ZR_CURVE_SERVERKEY = 50,   /* key: be a CURVE client of the server with this key */
 	ZR_HANDSHAKE_IVL = 66,     /* int, ms: 30000 */
 	ZR_HEARTBEAT_IVL = 75,     /* int, ms: 0 */
 	ZR_HEARTBEAT_TTL = 76,     /* int, ms: 0 */
@@ -215,12 +241,44 @@ enum zr_pub_policy {
 	ZR_PUB_DISCONNECT = 3, /* the slow subscriber is disconnected (it may reconnect) */
 };
 
+/*
+ * Security, as libzmq: the last of PLAIN_SERVER, PLAIN_USERNAME,
+ * CURVE_SERVER, CURVE_SERVERKEY set picks the mechanism and the role, and
+ * every connection of the socket then uses it; there is no fallback to NULL
+ * (a peer announcing another mechanism is refused: downgrade protection).
+ * A CURVE key is 32 octets or its 40 Z85 characters (a 41st, NUL, is
+ * allowed); reading one back gives the 32 octets when *len is 32, else the
+ * Z85 text and a NUL (*len >= 41). A CURVE client needs PUBLICKEY,
+ * SECRETKEY and SERVERKEY, a server SECRETKEY (its public key is derived
+ * when not set): zr_bind / zr_connect return -EINVAL without them.
+ * Servers accept every client that completes the handshake unless
+ * zr_socket_set_auth installs an authenticator.
+ */
+
 /* Sets an option; integers are passed as int (or int64_t for MAXMSGSIZE) with
  * len = sizeof. Set options before bind/connect; they apply to connections
  * made afterwards. Returns 0 or -EINVAL. */
 ZR_API int zr_setsockopt(zr_socket *s, int option, const void *value, size_t len);
 /* Reads an option into value (*len: in, the room; out, the length). */
 ZR_API int zr_getsockopt(zr_socket *s, int option, void *value, size_t *len);
+
+/*
+ * The socket's authenticator (PLAIN and CURVE servers): asked about every
+ * client that completed the mechanism's checks, before the client is READY,
+ * with the mechanism, the peer's address and the PLAIN credentials or the
+ * CURVE client's public key (see struct zr_zmtp_auth_req in zmtp.h). It
+ * returns 200 to accept (optionally filling req->user_id, which the client's
+ * messages then carry as "User-Id", see zr_msg_gets) or 300 / 400 / 500 to
+ * refuse (optionally filling req->text). A refused client gets ERROR with
+ * the status, is closed, and nothing it sent is delivered; the socket's
+ * monitor sees HANDSHAKE_FAILED_AUTH with the status and the text.
+ *
+ * It runs on the context's io thread while that thread waits, so it must be
+ * quick and must not call zring functions on the same context; arg must stay
+ * valid until the socket is closed. Set it before bind/connect (NULL
+ * removes it: every client is accepted). Returns 0.
+ */
+ZR_API int zr_socket_set_auth(zr_socket *s, zr_zmtp_auth_cb *cb, void *arg);
 
 /* ---- the broker model: brokers, subscriptions, publishers ----------------
  *
