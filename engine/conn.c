@@ -842,15 +842,18 @@ conn_tx_done(struct zr__op *op, int res, uint32_t flags)
 		return;
 	}
 	zr_zmtp_out_ack(&c->z, c->tx_ctl);
-	/* One huge CURVE message must not pin its ciphertext buffer. */
-	if (c->tx_crypt_cap > 4 * ZR__CONN_TX_BATCH) {
+	was_full = !zr__conn_has_room(c);
+	for (size_t i = 0; i < c->tx_msgs; i++)
+		conn_outq_pop(c);
+	/* CURVE: one huge message must not pin its ciphertext buffer, nor may
+	 * an idle connection (a PUB with a thousand subscribers) keep a batch's
+	 * worth each. */
+	if (c->tx_crypt_cap > 4 * ZR__CONN_TX_BATCH ||
+	    (c->out_n == 0 && c->tx_crypt_cap > ZR__CONN_RX_BUF)) {
 		free(c->tx_crypt);
 		c->tx_crypt = NULL;
 		c->tx_crypt_cap = 0;
 	}
-	was_full = !zr__conn_has_room(c);
-	for (size_t i = 0; i < c->tx_msgs; i++)
-		conn_outq_pop(c);
 	c->tx_msgs = 0;
 	c->tx_ctl = 0;
 	c->tx_frame = c->tx_end_frame;
