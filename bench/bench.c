@@ -5,7 +5,7 @@
  * same shape, the same settings and the same copies per message.
  *
  *   bench_X thr-recv PATTERN ENDPOINT COUNT SIZE   bind, receive, report
- *   bench_X thr-send PATTERN ENDPOINT COUNT SIZE   connect, send, report
+ *   bench_X thr-send PATTERN ENDPOINT COUNT SIZE [SERVERKEY]   connect, send, report
  *   bench_X lat-rep ENDPOINT COUNT SIZE            bind, echo COUNT+warm-up requests
  *   bench_X lat ENDPOINT COUNT SIZE                connect, COUNT round trips, report
  *
@@ -13,10 +13,15 @@
  * with an empty subscription, a lossless publisher connects and waits for
  * that subscription before it sends: zring's XPUB with ZR_PUB_POLICY =
  * ZR_PUB_BLOCK, libzmq's XPUB with ZMQ_XPUB_NODROP; both make a blocking send
- * wait for a full subscriber rather than drop).
+ * wait for a full subscriber rather than drop), or "pushpull-curve": PUSH/PULL
+ * under CURVE, the receiver the server, the sender the client, each with a
+ * key pair made for the run (zr_curve_keypair / zmq_curve_keypair). Both
+ * check that the socket's mechanism option reads CURVE before the first
+ * message, so neither library can quietly run in the clear.
  *
  * A binding side prints "READY <endpoint>" (the bound endpoint, so port 0
- * works) on stdout first. Every side ends with one line
+ * works) on stdout first; a CURVE receiver prints "READY <endpoint> <key>",
+ * its public key in Z85, which the sender takes as SERVERKEY. Every side ends with one line
  *   RESULT lib=... mode=... pattern=... size=... count=... key=value ...
  * and exits 0, or prints "FAIL ..." on stderr and exits 1. The receiver
  * counts exactly: a missing message (it waits at most BENCH_WAIT_S for each)
@@ -159,12 +164,27 @@ bench_pub_lossless(struct bench_sock *s)
 	return bench_sock_setopt(s, ZMQ_XPUB_NODROP, &one, sizeof one);
 }
 
+/* A fresh CURVE key pair as Z85 text (40 characters and a NUL each). */
+static int
+bench_curve_keypair(char *public_z85, char *secret_z85)
+{
+	if (!zmq_has("curve"))
+		return -ENOTSUP;
+	return zmq_curve_keypair(public_z85, secret_z85) == 0 ? 0 : -errno;
+}
+
 #define B_SNDHWM ZMQ_SNDHWM
 #define B_RCVHWM ZMQ_RCVHWM
 #define B_LINGER ZMQ_LINGER
 #define B_RCVTIMEO ZMQ_RCVTIMEO
 #define B_SUBSCRIBE ZMQ_SUBSCRIBE
 #define B_LAST_ENDPOINT ZMQ_LAST_ENDPOINT
+#define B_MECHANISM ZMQ_MECHANISM
+#define B_MECH_CURVE ZMQ_CURVE
+#define B_CURVE_SERVER ZMQ_CURVE_SERVER
+#define B_CURVE_PUBLICKEY ZMQ_CURVE_PUBLICKEY
+#define B_CURVE_SECRETKEY ZMQ_CURVE_SECRETKEY
+#define B_CURVE_SERVERKEY ZMQ_CURVE_SERVERKEY
 
 #else
 /* ---- zring ------------------------------------------------------------- */
@@ -258,23 +278,39 @@ bench_pub_lossless(struct bench_sock *s)
 	return bench_sock_setopt(s, ZR_PUB_POLICY, &policy, sizeof policy);
 }
 
+static int
+bench_curve_keypair(char *public_z85, char *secret_z85)
+{
+	return zr_curve_keypair(public_z85, secret_z85);
+}
+
 #define B_SNDHWM ZR_SNDHWM
 #define B_RCVHWM ZR_RCVHWM
 #define B_LINGER ZR_LINGER
 #define B_RCVTIMEO ZR_RCVTIMEO
 #define B_SUBSCRIBE ZR_SUBSCRIBE
 #define B_LAST_ENDPOINT ZR_LAST_ENDPOINT
+#define B_MECHANISM ZR_MECHANISM
+#define B_MECH_CURVE ZR_MECH_CURVE
+#define B_CURVE_SERVER ZR_CURVE_SERVER
+#define B_CURVE_PUBLICKEY ZR_CURVE_PUBLICKEY
+#define B_CURVE_SECRETKEY ZR_CURVE_SECRETKEY
+#define B_CURVE_SERVERKEY ZR_CURVE_SERVERKEY
 #endif
 
 /* ---- common ------------------------------------------------------------ */
 
 struct bench_args {
 	const char *mode;
-	const char *pattern; /* "pushpull", "pubsub", "reqrep" */
+	const char *pattern; /* "pushpull", "pushpull-curve", "pubsub", "reqrep" */
 	const char *endpoint;
 	unsigned long count;
 	size_t size;
+	bool curve;            /* pushpull-curve */
+	const char *serverkey; /* thr-send pushpull-curve: the receiver's public key, Z85 */
 };
+
+#define BENCH_Z85_KEY 40 /* characters in a Z85 CURVE key */
 
 static int
 fail(const char *what, long rc)
@@ -326,8 +362,63 @@ sock_open(struct bench_ctx *c, int type, int linger, struct bench_sock *s)
 	return rc;
 }
 
+/*
+ * Both libraries must really encrypt: the mechanism option, read back after
+ * the keys are set and the socket is bound or connected, must say CURVE.
+ */
 static int
-bind_and_announce(struct bench_sock *s, const char *ep)
+require_curve(struct bench_sock *s)
+{
+	int mech = -1;
+	size_t len = sizeof mech;
+	int rc = bench_sock_getopt(s, B_MECHANISM, &mech, &len);
+
+	if (rc < 0)
+		return fail("reading the mechanism", rc);
+	if (len != sizeof mech || mech != B_MECH_CURVE) {
+		fprintf(stderr, "FAIL %s: the socket's mechanism is %d, not CURVE (%d)\n",
+		        BENCH_LIB, mech, B_MECH_CURVE);
+		return 1;
+	}
+	return 0;
+}
+
+/* The receiver as CURVE server with a fresh key pair; its public key into pub. */
+static int
+curve_server_setup(struct bench_sock *s, char pub[BENCH_Z85_KEY + 1])
+{
+	char sec[BENCH_Z85_KEY + 1];
+	int rc = bench_curve_keypair(pub, sec);
+
+	if (rc == 0)
+		rc = set_int(s, B_CURVE_SERVER, 1);
+	if (rc == 0)
+		rc = bench_sock_setopt(s, B_CURVE_SECRETKEY, sec, BENCH_Z85_KEY);
+	if (rc == 0)
+		rc = bench_sock_setopt(s, B_CURVE_PUBLICKEY, pub, BENCH_Z85_KEY);
+	return rc;
+}
+
+/* The sender as CURVE client of the server with that key, with a fresh key pair. */
+static int
+curve_client_setup(struct bench_sock *s, const char *serverkey)
+{
+	char pub[BENCH_Z85_KEY + 1], sec[BENCH_Z85_KEY + 1];
+	int rc = bench_curve_keypair(pub, sec);
+
+	if (rc == 0)
+		rc = bench_sock_setopt(s, B_CURVE_PUBLICKEY, pub, BENCH_Z85_KEY);
+	if (rc == 0)
+		rc = bench_sock_setopt(s, B_CURVE_SECRETKEY, sec, BENCH_Z85_KEY);
+	if (rc == 0)
+		rc = bench_sock_setopt(s, B_CURVE_SERVERKEY, serverkey, BENCH_Z85_KEY);
+	return rc;
+}
+
+/* Binds, then prints "READY <endpoint>", or "READY <endpoint> <key>" when
+ * key is not NULL (a CURVE server's public key, for the sender). */
+static int
+bind_and_announce(struct bench_sock *s, const char *ep, const char *key)
 {
 	char bound[BENCH_ENDPOINT_MAX];
 	size_t len = sizeof bound;
@@ -339,7 +430,10 @@ bind_and_announce(struct bench_sock *s, const char *ep)
 	if (rc < 0)
 		return rc;
 	bound[len < sizeof bound ? len : sizeof bound - 1] = '\0';
-	printf("READY %s\n", bound);
+	if (key)
+		printf("READY %s %s\n", bound, key);
+	else
+		printf("READY %s\n", bound);
 	fflush(stdout);
 	return 0;
 }
@@ -370,8 +464,13 @@ thr_recv(const struct bench_args *a)
 		return fail("socket", rc);
 	if (pubsub && (rc = bench_sock_setopt(&s, B_SUBSCRIBE, "", 0)) < 0)
 		return fail("subscribe", rc);
-	if ((rc = bind_and_announce(&s, a->endpoint)) < 0)
+	char key[BENCH_Z85_KEY + 1];
+	if (a->curve && (rc = curve_server_setup(&s, key)) < 0)
+		return fail("CURVE server keys", rc);
+	if ((rc = bind_and_announce(&s, a->endpoint, a->curve ? key : NULL)) < 0)
 		return fail("bind", rc);
+	if (a->curve && require_curve(&s) != 0)
+		return 1;
 	for (i = 0; i < a->count; i++) {
 		/* One byte more room than expected: a longer message shows. */
 		rc = bench_recv(&s, buf, a->size + 1);
@@ -426,8 +525,12 @@ thr_send(const struct bench_args *a)
 		return fail("socket", rc);
 	if (pubsub && (rc = bench_pub_lossless(&s)) < 0)
 		return fail("lossless publisher", rc);
+	if (a->curve && (rc = curve_client_setup(&s, a->serverkey)) < 0)
+		return fail("CURVE client keys", rc);
 	if ((rc = bench_connect(&s, a->endpoint)) < 0)
 		return fail("connect", rc);
+	if (a->curve && require_curve(&s) != 0)
+		return 1;
 	if (pubsub) {
 		/* The subscriber's subscription: from here on nothing is dropped. */
 		rc = bench_recv(&s, sub, sizeof sub);
@@ -472,7 +575,7 @@ lat_rep(const struct bench_args *a)
 		return fail("context", rc);
 	if ((rc = sock_open(&c, B_REP, -1, &s)) < 0)
 		return fail("socket", rc);
-	if ((rc = bind_and_announce(&s, a->endpoint)) < 0)
+	if ((rc = bind_and_announce(&s, a->endpoint, NULL)) < 0)
 		return fail("bind", rc);
 	for (i = 0; i < n; i++) {
 		rc = bench_recv(&s, buf, a->size + 1);
@@ -588,9 +691,11 @@ static int
 usage(const char *prog)
 {
 	fprintf(stderr,
-	        "usage: %s thr-recv|thr-send pushpull|pubsub ENDPOINT COUNT SIZE\n"
+	        "usage: %s thr-recv pushpull|pushpull-curve|pubsub ENDPOINT COUNT SIZE\n"
+	        "       %s thr-send pushpull|pubsub ENDPOINT COUNT SIZE\n"
+	        "       %s thr-send pushpull-curve ENDPOINT COUNT SIZE SERVERKEY\n"
 	        "       %s lat-rep|lat ENDPOINT COUNT SIZE\n",
-	        prog, prog);
+	        prog, prog, prog, prog);
 	return 2;
 }
 
@@ -608,11 +713,22 @@ main(int argc, char **argv)
 	bool lat = strcmp(a.mode, "lat-rep") == 0 || strcmp(a.mode, "lat") == 0;
 	if (!thr && !lat)
 		return usage(argv[0]);
-	if (argc != (thr ? 6 : 5))
+	if (argc < 5)
 		return usage(argv[0]);
 	a.pattern = thr ? argv[i++] : "reqrep";
-	if (thr && strcmp(a.pattern, "pushpull") != 0 && strcmp(a.pattern, "pubsub") != 0)
+	a.curve = thr && strcmp(a.pattern, "pushpull-curve") == 0;
+	if (thr && !a.curve && strcmp(a.pattern, "pushpull") != 0 &&
+	    strcmp(a.pattern, "pubsub") != 0)
 		return usage(argv[0]);
+	/* The CURVE sender takes the server's key as a last argument. */
+	bool with_key = a.curve && strcmp(a.mode, "thr-send") == 0;
+	if (argc != (thr ? 6 : 5) + (with_key ? 1 : 0))
+		return usage(argv[0]);
+	if (with_key) {
+		a.serverkey = argv[argc - 1];
+		if (strlen(a.serverkey) != BENCH_Z85_KEY)
+			return usage(argv[0]);
+	}
 	a.endpoint = argv[i++];
 	if (parse_ulong(argv[i++], &a.count) < 0 || a.count == 0 ||
 	    parse_ulong(argv[i++], &size) < 0 || size > (1ul << 30))

@@ -58,7 +58,7 @@ static const struct bench_metric lat_metrics[BENCH_METRICS_MAX] = {
 struct bench_scenario {
 	const char *name; /* in the table and CSV */
 	enum bench_kind kind;
-	const char *pattern; /* thr: pushpull, pubsub */
+	const char *pattern; /* thr: pushpull, pushpull-curve, pubsub */
 	unsigned long size;
 	unsigned long count_full, count_quick, count_smoke;
 };
@@ -70,9 +70,12 @@ static const struct bench_scenario scenarios[] = {
 	{"PUSH/PULL 65536 B", KIND_THR, "pushpull", 65536, 20000, 5000, 200},
 	{"PUB/SUB 64 B 1 sub", KIND_THR, "pubsub", 64, 1000000, 300000, 1000},
 	{"REQ/REP 64 B latency", KIND_LAT, "reqrep", 64, 20000, 5000, 200},
+	/* PUSH/PULL under CURVE: the receiver is the server, fresh keys per run. */
+	{"CURVE PUSH/PULL 64 B", KIND_THR, "pushpull-curve", 64, 1000000, 300000, 1000},
+	{"CURVE PUSH/PULL 65536 B", KIND_THR, "pushpull-curve", 65536, 20000, 5000, 200},
 };
 #define BENCH_NSCEN (sizeof scenarios / sizeof scenarios[0])
-#define BENCH_HEADLINE 1 /* PUSH/PULL 64 B: the last line's ratio */
+#define BENCH_HEADLINE "PUSH/PULL 64 B" /* the scenario of the last line's ratio */
 
 enum {
 	LIB_ZR,
@@ -86,6 +89,7 @@ struct bench_opts {
 	bool quick, smoke;
 	const char *out_dir;
 	const char *bin_dir;
+	const char *only; /* run only scenarios whose name contains this (any case) */
 	int pairs;
 };
 
@@ -188,7 +192,7 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
         FILE *runs, int pair)
 {
 	static struct zl_proc rx, tx;
-	char bin[PATH_MAX], count_s[32], size_s[32], ep[256];
+	char bin[PATH_MAX], count_s[32], size_s[32], ep[256], key[64];
 	static char line[ZL_PROC_LINE_MAX], rx_line[ZL_PROC_LINE_MAX], tx_line[ZL_PROC_LINE_MAX];
 	unsigned long count = scenario_count(sc, o);
 	bool thr = sc->kind == KIND_THR;
@@ -212,13 +216,17 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 		fprintf(stderr, "zring bench: cannot start %s: %s\n", bin, strerror(-rc));
 		return -1;
 	}
+	/* "READY <endpoint>", and a CURVE server's public key after it. */
+	bool curve = strcmp(sc->pattern, "pushpull-curve") == 0;
 	rc = zl_proc_readline(&rx, line, sizeof line, BENCH_READY_MS);
-	if (rc < 0 || sscanf(line, "READY %255s", ep) != 1) {
-		fprintf(stderr, "zring bench: %s did not announce its endpoint\n", rx_who);
+	if (rc < 0 || sscanf(line, "READY %255s %63s", ep, key) != (curve ? 2 : 1)) {
+		fprintf(stderr, "zring bench: %s did not announce its endpoint%s\n", rx_who,
+		        curve ? " and key" : "");
 		stop_checked(&rx, rx_who);
 		return -1;
 	}
-	char *tx_argv_thr[] = {bin, "thr-send", (char *)sc->pattern, ep, count_s, size_s, NULL};
+	char *tx_argv_thr[] = {bin,     "thr-send", (char *)sc->pattern, ep,
+	                       count_s, size_s,     curve ? key : NULL,  NULL};
 	char *tx_argv_lat[] = {bin, "lat", ep, count_s, size_s, NULL};
 	rc = zl_proc_spawn(&tx, thr ? tx_argv_thr : tx_argv_lat);
 	if (rc < 0) {
@@ -290,7 +298,7 @@ stat_of(const double *v, int n)
 static int
 usage(void)
 {
-	fputs("usage: zring bench [--quick] [--out DIR] [--bin DIR]\n"
+	fputs("usage: zring bench [--quick|--smoke] [--only TEXT] [--out DIR] [--bin DIR]\n"
 	      "\n"
 	      "Runs zring's and libzmq's benchmark programs (bench/, built with\n"
 	      "-DZR_BENCH=ON) alternately, sender and receiver in separate processes\n"
@@ -300,6 +308,8 @@ usage(void)
 	      "\n"
 	      "  --quick    fewer messages and 3 pairs instead of 5\n"
 	      "  --smoke    tiny counts, one pair: checks every program pair works\n"
+	      "  --only TEXT  only the scenarios whose name contains TEXT (any case),\n"
+	      "             e.g. --only curve\n"
 	      "  --out DIR  where the CSV files go\n"
 	      "  --bin DIR  where bench_zr and bench_zmq are (default: the build's bench/)\n",
 	      stderr);
@@ -345,6 +355,8 @@ zl_bench_main(int argc, char **argv)
 			o.out_dir = argv[++i];
 		else if (strcmp(argv[i], "--bin") == 0 && i + 1 < argc)
 			o.bin_dir = argv[++i];
+		else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+			o.only = argv[++i];
 		else
 			return usage();
 	}
@@ -352,6 +364,16 @@ zl_bench_main(int argc, char **argv)
 		o.pairs = 1;
 	else if (o.quick)
 		o.pairs = BENCH_PAIRS_QUICK;
+	if (o.only) {
+		size_t n = 0;
+		for (size_t s = 0; s < BENCH_NSCEN; s++)
+			n += strcasestr(scenarios[s].name, o.only) != NULL;
+		if (n == 0) {
+			fprintf(stderr, "zring bench: no scenario's name contains \"%s\"\n",
+			        o.only);
+			return 2;
+		}
+	}
 	if (!o.bin_dir) {
 		default_bin_dir(bin_dir, sizeof bin_dir);
 		o.bin_dir = bin_dir;
@@ -409,6 +431,8 @@ zl_bench_main(int argc, char **argv)
 		const struct bench_scenario *sc = &scenarios[s];
 		const struct bench_metric *m = scenario_metrics(sc);
 
+		if (o.only && !strcasestr(sc->name, o.only))
+			continue;
 		for (int pair = 0; pair < o.pairs; pair++) {
 			for (int lib = 0; lib < LIB_N; lib++) {
 				struct bench_samples *b = &samples[s][lib];
@@ -461,7 +485,7 @@ zl_bench_main(int argc, char **argv)
 				fprintf(sum, "%.4f\n", ratio);
 			else
 				fputs("\n", sum);
-			if (s == BENCH_HEADLINE && k == 0 && ok) {
+			if (strcmp(sc->name, BENCH_HEADLINE) == 0 && k == 0 && ok) {
 				headline = ratio;
 				have_headline = true;
 			}
@@ -477,8 +501,9 @@ zl_bench_main(int argc, char **argv)
 		       "stderr\n",
 		       failures);
 	if (have_headline)
-		printf("zring/libzmq PUSH/PULL 64 B throughput ratio: %.2f\n", headline);
+		printf("zring/libzmq %s throughput ratio: %.2f\n", BENCH_HEADLINE, headline);
 	else
-		printf("zring/libzmq PUSH/PULL 64 B throughput ratio: n/a\n");
+		printf("zring/libzmq %s throughput ratio: n/a%s\n", BENCH_HEADLINE,
+		       o.only && !strcasestr(BENCH_HEADLINE, o.only) ? " (not run: --only)" : "");
 	return failures ? 1 : 0;
 }
