@@ -1,0 +1,265 @@
+#!/usr/bin/python3
+"""A libzmq socket with PLAIN or CURVE security (through pyzmq) that
+tests/interop/test_curve_sockets.c drives line by line.
+
+Usage: secure_peer.py TYPE (bind|connect) ENDPOINT [NAME=VALUE ...]
+
+TYPE is a libzmq socket type name (PUSH, PULL, REQ, REP, DEALER, ROUTER,
+PUB, SUB, ...). Options, applied in order before bind/connect:
+    curve_server=1                 CURVE_SERVER
+    curve_secret=Z85  curve_public=Z85  curve_serverkey=Z85
+    plain_server=1  plain_user=TEXT  plain_pass=TEXT
+    zap_plain=USER:PASS            a ZAP handler (zmq.auth ThreadAuthenticator)
+                                   that admits only this PLAIN user
+    monitor=1                      record the socket's monitor events
+    identity=HEX  sub=HEX (repeatable)
+    NAME=INT                       any other integer option by its pyzmq name
+                                   (heartbeat_ivl, linger, rcvhwm, ...)
+
+First line written: "ENDPOINT <endpoint>" (the bound one, port included),
+or "FATAL <text>" and exit 3.
+
+Messages are frame tokens joined by ':' as in tests/engine/peers/epeer.py:
+a token is the hex of the frame or "g<len>,<seed>" (len generated octets,
+octet i = (i % 251 + seed) & 0xff); frames over 512 octets are reported as
+g tokens when they match that pattern, else as "x<len>,<crc32>".
+
+Commands (stdin), each answered by one line:
+    send TOKENS        -> "SENT" or "ERR <name>"
+    recv MS            -> "MSG TOKENS" or "TIMEOUT"
+    count MS           receive until nothing came for MS -> "COUNT n"
+    echo N MS          receive and send back unchanged, N times
+                       (gives up after MS without a message) -> "ECHOED n"
+    burst N            send N messages [seq as 4 octets, big-endian]
+                       -> "SENT n"
+    drain N MS         receive N such messages -> "DRAIN got=k next=s bad=b"
+                       (next: the seq expected next; bad: messages that
+                       were not the next seq in one 4-octet frame)
+    event NAME MS      wait for a monitor event called NAME (pyzmq's name
+                       without EVENT_, e.g. HANDSHAKE_FAILED_AUTH)
+                       -> "EVENT NAME value" or "TIMEOUT"
+    events             every event name seen so far -> "EVENTS a,b,..."
+    quit               exit
+End of file on stdin also exits, so no peer outlives its test.
+"""
+
+import os
+import sys
+import threading
+import zlib
+
+try:
+    import zmq
+    from zmq.utils.monitor import recv_monitor_message
+except ImportError as e:
+    sys.stdout.write("FATAL cannot import zmq (%s): install python3-zmq\n" % e)
+    sys.stdout.flush()
+    sys.exit(3)
+
+
+def out(line):
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def gen(length, seed):
+    pat = bytes(((i + seed) & 0xFF) for i in range(251))
+    reps = length // 251 + 1
+    return (pat * reps)[:length]
+
+
+def enc_frame(f):
+    if len(f) <= 512:
+        return f.hex()
+    if f == gen(len(f), f[0]):
+        return "g%d,%d" % (len(f), f[0])
+    return "x%d,%d" % (len(f), zlib.crc32(f))
+
+
+def enc(frames):
+    return ":".join(enc_frame(f) for f in frames)
+
+
+def dec_frame(tok):
+    if tok.startswith("g"):
+        n, seed = tok[1:].split(",")
+        return gen(int(n), int(seed))
+    return bytes.fromhex(tok)
+
+
+def dec(text):
+    return [dec_frame(t) for t in text.split(":")]
+
+
+EVENT_NAMES = {
+    getattr(zmq, n): n[len("EVENT_"):]
+    for n in dir(zmq)
+    if n.startswith("EVENT_") and n not in ("EVENT_ALL",)
+}
+
+
+class Monitor:
+    """Reads the socket's monitor events in a thread of its own."""
+
+    def __init__(self, sock):
+        self.msock = sock.get_monitor_socket()
+        self.cond = threading.Condition()
+        self.events = []  # (name, value)
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while True:
+            try:
+                ev = recv_monitor_message(self.msock)
+            except zmq.ZMQError:
+                return
+            name = EVENT_NAMES.get(ev["event"], "0x%x" % ev["event"])
+            with self.cond:
+                self.events.append((name, ev["value"]))
+                self.cond.notify_all()
+            if name == "MONITOR_STOPPED":
+                return
+
+    def wait(self, name, ms):
+        with self.cond:
+            found = None
+
+            def seen():
+                nonlocal found
+                for n, v in self.events:
+                    if n == name:
+                        found = v
+                        return True
+                return False
+
+            if self.cond.wait_for(seen, ms / 1000.0):
+                return found
+        return None
+
+    def names(self):
+        with self.cond:
+            return [n for n, _ in self.events]
+
+
+def main():
+    if len(sys.argv) < 4:
+        out("FATAL usage: secure_peer.py TYPE bind|connect ENDPOINT [opts]")
+        sys.exit(3)
+    ctx = zmq.Context()
+    auth = None
+    mon = None
+    try:
+        s = ctx.socket(getattr(zmq, sys.argv[1]))
+        s.setsockopt(zmq.LINGER, 0)
+        for opt in sys.argv[4:]:
+            name, _, value = opt.partition("=")
+            if name == "curve_server":
+                s.curve_server = int(value)
+            elif name == "curve_secret":
+                s.curve_secretkey = value.encode()
+            elif name == "curve_public":
+                s.curve_publickey = value.encode()
+            elif name == "curve_serverkey":
+                s.curve_serverkey = value.encode()
+            elif name == "plain_server":
+                s.plain_server = int(value)
+            elif name == "plain_user":
+                s.plain_username = value.encode()
+            elif name == "plain_pass":
+                s.plain_password = value.encode()
+            elif name == "zap_plain":
+                from zmq.auth.thread import ThreadAuthenticator
+
+                user, _, password = value.partition(":")
+                auth = ThreadAuthenticator(ctx)
+                auth.start()
+                auth.configure_plain(domain="*", passwords={user: password})
+            elif name == "monitor":
+                mon = Monitor(s)
+            elif name == "identity":
+                s.setsockopt(zmq.IDENTITY, bytes.fromhex(value))
+            elif name == "sub":
+                s.setsockopt(zmq.SUBSCRIBE, bytes.fromhex(value))
+            else:
+                s.setsockopt(getattr(zmq, name.upper()), int(value))
+        if sys.argv[2] == "bind":
+            s.bind(sys.argv[3])
+            ep = s.getsockopt(zmq.LAST_ENDPOINT).decode()
+        else:
+            s.connect(sys.argv[3])
+            ep = sys.argv[3]
+    except Exception as e:  # reported to the test, which fails with it
+        out("FATAL %s: %s" % (type(e).__name__, e))
+        sys.exit(3)
+    out("ENDPOINT " + ep)
+
+    poller = zmq.Poller()
+    poller.register(s, zmq.POLLIN)
+
+    def recv(ms):
+        if not poller.poll(ms):
+            return None
+        return s.recv_multipart()
+
+    for line in sys.stdin:
+        words = line.rstrip("\n").split(" ")
+        cmd = words[0]
+        try:
+            if cmd == "send":
+                s.send_multipart(dec(words[1] if len(words) > 1 else ""))
+                out("SENT")
+            elif cmd == "recv":
+                m = recv(int(words[1]))
+                out("TIMEOUT" if m is None else "MSG " + enc(m))
+            elif cmd == "count":
+                n = 0
+                while recv(int(words[1])) is not None:
+                    n += 1
+                out("COUNT %d" % n)
+            elif cmd == "echo":
+                n = 0
+                while n < int(words[1]):
+                    m = recv(int(words[2]))
+                    if m is None:
+                        break
+                    s.send_multipart(m)
+                    n += 1
+                out("ECHOED %d" % n)
+            elif cmd == "burst":
+                for i in range(int(words[1])):
+                    s.send(i.to_bytes(4, "big"))
+                out("SENT %d" % int(words[1]))
+            elif cmd == "drain":
+                got, nxt, bad = 0, 0, 0
+                while got < int(words[1]):
+                    m = recv(int(words[2]))
+                    if m is None:
+                        break
+                    got += 1
+                    if len(m) != 1 or len(m[0]) != 4 or int.from_bytes(m[0], "big") != nxt:
+                        bad += 1
+                    nxt += 1
+                out("DRAIN got=%d next=%d bad=%d" % (got, nxt, bad))
+            elif cmd == "event":
+                if mon is None:
+                    out("ERR no_monitor")
+                    continue
+                v = mon.wait(words[1], int(words[2]))
+                out("TIMEOUT" if v is None else "EVENT %s %d" % (words[1], v))
+            elif cmd == "events":
+                out("EVENTS " + (",".join(mon.names()) if mon is not None else ""))
+            elif cmd == "quit":
+                break
+            else:
+                out("ERR unknown command " + cmd)
+        except zmq.ZMQError as e:
+            out("ERR %s" % zmq.strerror(e.errno).replace(" ", "_"))
+    # The monitor and authenticator threads hold sockets of the context:
+    # leave without waiting for them (LINGER is 0, nothing is left to send).
+    sys.stdout.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
