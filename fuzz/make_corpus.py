@@ -452,6 +452,95 @@ def seeds_conn():
     put(t, conn("DEALER", prepend=True, script=[DATA_REST, OUT_ALL], stream=hs + error(b"x" * 200)))
 
 
+# --------------------------------------------------------------------------
+# conn_curve_server: a config octet, the INITIATE delay, the chunk seed, then
+# operations for the real client (layout at the top of
+# fuzz_conn_curve_server.c). The handshake itself comes from the harness.
+
+def ccs_op(kind, arg=0):
+    return bytes([(arg << 3) | kind])
+
+
+def ccs_frame(data, more=False):
+    if len(data) > 255:
+        return ccs_op(0, 1 | (2 if more else 0)) + struct.pack(">H", len(data)) + data
+    return ccs_op(0, 2 if more else 0) + bytes([len(data)]) + data
+
+
+def ccs_raw_flags(flags, data):
+    return ccs_op(1) + bytes([flags, len(data)]) + data
+
+
+CCS_CMD = {"SUBSCRIBE": 0, "CANCEL": 1, "PING": 2, "PONG": 3, "ERROR": 4, "READY": 5, "JOIN": 6}
+
+
+def ccs_cmd(name, payload=b""):
+    return ccs_op(2, CCS_CMD[name]) + bytes([len(payload)]) + payload
+
+
+def ccs_plain(data):
+    return ccs_op(3) + bytes([len(data)]) + data
+
+
+def ccs_xor(at, x):
+    return ccs_op(4) + struct.pack(">HB", at, x)
+
+
+def ccs_replay(back=0):
+    return ccs_op(5, back)
+
+
+def ccs_gap():
+    return ccs_op(6, 0)
+
+
+def ccs_reflag(flags):
+    return ccs_op(6, 16 | flags)
+
+
+def ccs_time(dt_index):
+    return ccs_op(7, dt_index)
+
+
+def ccs(b0=0, delay=0, seed=0, ops=()):
+    return bytes([b0, delay, seed]) + b"".join(ops)
+
+
+def seeds_conn_curve_server():
+    t = "conn_curve_server"
+    hello, world = ccs_frame(b"hello", more=True), ccs_frame(b"world")
+    put(t, ccs())
+    put(t, ccs(ops=[hello, world, ccs_cmd("PING", b"\x00\x32"), ccs_time(14)]))
+    put(t, ccs(b0=0x01, seed=7, ops=[ccs_cmd("SUBSCRIBE", b"topic"), ccs_cmd("CANCEL", b"topic"),
+                                     ccs_cmd("SUBSCRIBE"), ccs_frame(b"x")]))
+    put(t, ccs(b0=0x42, seed=3, ops=[ccs_frame(b"", more=True), ccs_frame(b"r" * 300, more=True),
+                                     ccs_frame(b"end")]))
+    put(t, ccs(b0=0x03, ops=[ccs_frame(b"req"), ccs_replay()]))
+    put(t, ccs(ops=[hello, ccs_xor(20, 1)]))
+    put(t, ccs(delay=26))               # INITIATE 61 s after HELLO: cookie expired
+    put(t, ccs(delay=24))               # 60 s: still accepted
+    put(t, ccs(b0=0x80))                # the authenticator refuses
+    put(t, ccs(b0=0x10, ops=[ccs_plain(b"\x04\x05\x08INIT")]))
+    put(t, ccs(b0=0x20, ops=[ccs_plain(b"\x04\x05" + b"\x05HELLO")]))
+    put(t, ccs(b0=0x30, ops=[ccs_plain(b"\xff" + b"\x00" * 8 + b"\x7f\x03\x01CURVE")]))
+    put(t, ccs(b0=0x04, ops=[ccs_frame(b"m" * 64), ccs_frame(b"m" * 65)]))
+    put(t, ccs(b0=0x04, ops=[ccs_frame(b"m" * 40, more=True), ccs_frame(b"m" * 30)]))
+    put(t, ccs(b0=0x08, ops=[ccs_time(14), ccs_time(14), ccs_cmd("PING", b"\x00\x0a" + b"ctx"),
+                             ccs_time(17), ccs_time(21)]))
+    put(t, ccs(ops=[ccs_raw_flags(0x03, b"\x04PING\x00\x00")]))
+    put(t, ccs(ops=[ccs_raw_flags(0x80, b"odd flags")]))
+    put(t, ccs(ops=[world, ccs_reflag(0x01)]))
+    put(t, ccs(ops=[world, ccs_reflag(0x04)]))   # RFC 26's form: accepted
+    put(t, ccs(ops=[ccs_gap(), world, ccs_gap(), world]))
+    put(t, ccs(ops=[hello, ccs_cmd("PING", b"\x00\x00")]))
+    put(t, ccs(ops=[ccs_cmd("ERROR", b"\x03bye")]))
+    put(t, ccs(ops=[ccs_cmd("READY")]))
+    put(t, ccs(ops=[ccs_cmd("JOIN", b"group")]))
+    put(t, ccs(b0=0x02, ops=[ccs_plain(b"\x00\x05hello")]))
+    put(t, ccs(b0=0x02, ops=[ccs_plain(b"\x04\x07\x04PING\x00\x00")]))
+    put(t, ccs(ops=[hello, world, ccs_replay(1)]))
+
+
 def main():
     seeds_greeting()
     seeds_frame()
@@ -461,6 +550,7 @@ def main():
     seeds_plain_client()
     seeds_plain_server()
     seeds_conn()
+    seeds_conn_curve_server()
     for target in sorted(written):
         print("%-14s %3d seeds" % (target, written[target]))
     return 0
