@@ -570,3 +570,63 @@ Test(engine_curve, message_with_an_older_nonce_closes_the_connection)
 	/* m3 goes after m4: m4 is fine (a nonce may skip ahead), m3 is not. */
 	tamper("swap", 4, false);
 }
+
+/* ---- limits and keepalive under CURVE ------------------------------------------- */
+
+/* MAXMSGSIZE counts the plaintext: a message of exactly the limit passes, one
+ * octet more closes the connection (nothing of it delivered); the client
+ * redials and goes on. */
+Test(engine_curve, maxmsgsize_applies_to_the_plaintext)
+{
+	char ep[256];
+	struct zr_event ev;
+	zr_socket *pull = et_zopen(0, ZR_PULL);
+	int64_t max = 1000;
+
+	cr_assert_eq(zr_setsockopt(pull, ZR_MAXMSGSIZE, &max, sizeof max), 0);
+	cr_assert_eq(zr_socket_monitor(pull, ZR_EVENT_ALL), 0);
+	z_curve_server(pull, &srv);
+	snprintf(ep, sizeof ep, "%s", et_zbind(pull, false));
+	zr_socket *push = curve_push(ep, &cli, srv.pub);
+	zr_msg *m = et_msg_make("g1000,1");
+
+	cr_assert_eq(zr_send(push, &m, 0), 0);
+	zr_msg_free(z_expect_msg(pull, "g1000,1"));
+	m = et_msg_make("g1001,2");
+	cr_assert_eq(zr_send(push, &m, 0), 0);
+	cr_assert(mon_wait(pull, ZR_EVENT_DISCONNECTED, &ev, ET_WAIT_MS),
+	          "an over-long MESSAGE did not close the connection");
+	cr_assert(mon_wait(push, ZR_EVENT_DISCONNECTED, &ev, ET_WAIT_MS));
+	cr_assert(mon_wait(push, ZR_EVENT_HANDSHAKE_SUCCEEDED, &ev, ET_WAIT_MS),
+	          "the client did not come back");
+	cr_assert_eq(zr_send_bytes(push, "after", 5, 0), 0);
+	zr_msg_free(z_expect_msg(pull, "6166746572"));
+}
+
+/* HEARTBEAT_IVL 50 ms on both sides, a PING unanswered for 300 ms closes:
+ * after 600 ms of idle the one connection still carries messages. */
+Test(engine_curve, heartbeats_keep_an_idle_curve_link)
+{
+	char ep[256];
+	zr_socket *pull = et_zopen(0, ZR_PULL);
+
+	et_zopt_int(pull, ZR_HEARTBEAT_IVL, 50);
+	et_zopt_int(pull, ZR_HEARTBEAT_TIMEOUT, 300);
+	cr_assert_eq(zr_socket_monitor(pull, ZR_EVENT_ALL), 0);
+	z_curve_server(pull, &srv);
+	snprintf(ep, sizeof ep, "%s", et_zbind(pull, false));
+	zr_socket *push = et_zopen(1, ZR_PUSH);
+
+	et_zopt_int(push, ZR_HEARTBEAT_IVL, 50);
+	et_zopt_int(push, ZR_HEARTBEAT_TIMEOUT, 300);
+	cr_assert_eq(zr_socket_monitor(push, ZR_EVENT_ALL), 0);
+	z_curve_client(push, &cli, srv.pub);
+	cr_assert_eq(zr_connect(push, ep), 0);
+	cr_assert_eq(zr_send_bytes(push, "a", 1, 0), 0);
+	zr_msg_free(z_expect_msg(pull, "61"));
+	et_sleep_ms(600);
+	cr_assert_eq(zr_send_bytes(push, "b", 1, 0), 0);
+	zr_msg_free(z_expect_msg(pull, "62"));
+	cr_assert_eq(mon_count(pull, ZR_EVENT_DISCONNECTED), 0);
+	cr_assert_eq(mon_count(push, ZR_EVENT_DISCONNECTED), 0);
+}
