@@ -479,6 +479,24 @@ conn_handshake_failed(struct zr__conn *c, int err)
 	}
 }
 
+/* The peer closed before its greeting was whole: with libzmq that is how a
+ * mechanism mismatch looks from our side. Said as likely, not certain. */
+static void
+conn_greeting_hungup(struct zr__conn *c)
+{
+	static const char *const names[] = {"NULL", "PLAIN", "CURVE"};
+	char why[2 * ZR_EVENT_REASON_MAX];
+	int mech = c->zcfg.mechanism;
+
+	snprintf(why, sizeof why,
+	         "%s closed the connection on our greeting without completing its own: most likely "
+	         "it uses another security mechanism (ours is %s)",
+	         c->peer_addr[0] ? c->peer_addr : "the peer",
+	         mech >= 0 && mech <= ZR_MECH_CURVE ? names[mech] : "?");
+	zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, -ZR_EMECHMISMATCH,
+	                   c->endpoint, why);
+}
+
 /* A protocol error: say ERROR if the codec queued one (best effort, the
  * socket is going away), then tear down. libzmq does not reconnect after a
  * protocol error either (checklist B3.28). */
@@ -525,6 +543,10 @@ conn_rx_done(struct zr__op *op, int res, uint32_t flags)
 		    !c->zcfg.as_server && zr_zmtp_state(&c->z) == ZR_ZMTP_HANDSHAKE &&
 		    c->rx_total <= ZR_ZMTP_GREETING_SIZE)
 			conn_handshake_failed(c, -ZR_ECURVEHUNGUP);
+		/* libzmq reads our whole greeting at once and, seeing another
+		 * mechanism, closes before its own greeting went out. */
+		else if (c->state == ZR__CONN_HANDSHAKE && zr_zmtp_state(&c->z) == ZR_ZMTP_GREETING)
+			conn_greeting_hungup(c);
 		conn_teardown(c);
 		return;
 	}

@@ -41,16 +41,18 @@ struct zr__span {
 };
 
 #define ZR__MSG_INLINE_FRAMES 4
+#define ZR__MSG_INLINE_DATA 64 /* small messages: one allocation, not two */
 
 struct zr_msg {
 	uint32_t nframes, frame_cap;
 	struct zr__span *frames; /* inl while frame_cap <= ZR__MSG_INLINE_FRAMES */
 	struct zr__span inl[ZR__MSG_INLINE_FRAMES];
-	uint8_t *data;
+	uint8_t *data;           /* small while cap <= ZR__MSG_INLINE_DATA */
 	size_t len, cap;
 	uint32_t refs; /* io thread only: a fan-out shares one message */
 	bool raw;      /* io thread only: data is wire bytes (a subscription) */
 	struct zr__meta *meta; /* received: its connection's properties (zr_msg_gets) */
+	uint8_t small[ZR__MSG_INLINE_DATA];
 };
 
 /*

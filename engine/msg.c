@@ -36,7 +36,8 @@ zr_msg_free(zr_msg *m)
 	if (m->frames != m->inl)
 		free(m->frames);
 	zr__meta_unref(m->meta);
-	free(m->data);
+	if (m->data != m->small)
+		free(m->data);
 	free(m);
 }
 
@@ -154,10 +155,21 @@ zr__msg_reserve(zr_msg *m, size_t extra)
 	if (extra > SIZE_MAX / 2 - m->len)
 		return -ENOMEM;
 	want = m->len + extra;
+	if (m->data == NULL && want <= sizeof m->small) {
+		m->data = m->small;
+		m->cap = sizeof m->small;
+		return 0;
+	}
 	cap = m->cap ? m->cap : 64;
 	while (cap < want)
 		cap *= 2;
-	d = realloc(m->data, cap);
+	if (m->data == m->small) {
+		d = malloc(cap);
+		if (d != NULL)
+			memcpy(d, m->small, m->len);
+	} else {
+		d = realloc(m->data, cap);
+	}
 	if (d == NULL)
 		return -ENOMEM;
 	m->data = d;

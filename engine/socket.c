@@ -888,10 +888,14 @@ zr_setsockopt(zr_socket *s, int option, const void *v, size_t len)
 		return sock_subscribe(s, option == ZR_SUBSCRIBE ? ZR__CMD_SUBSCRIBE : ZR__CMD_UNSUBSCRIBE,
 		                      v, len);
 	case ZR_PLAIN_USERNAME:
-		if (sock_opt_bytes(v, len, o->username, &o->username_len, ZR__SUB_MAX) < 0)
+	case ZR_PLAIN_PASSWORD:
+		if (option == ZR_PLAIN_USERNAME
+		        ? sock_opt_bytes(v, len, o->username, &o->username_len, ZR__SUB_MAX) < 0
+		        : sock_opt_bytes(v, len, o->password, &o->password_len, ZR__SUB_MAX) < 0)
 			return -EINVAL;
-		/* libzmq: a username makes a PLAIN client; an empty one, NULL again */
-		o->mechanism = len > 0 ? ZR_MECH_PLAIN : ZR_MECH_NULL;
+		/* libzmq: either credential makes a PLAIN client; (NULL, 0) goes
+		 * back to NULL */
+		o->mechanism = v == NULL && len == 0 ? ZR_MECH_NULL : ZR_MECH_PLAIN;
 		o->as_server = false;
 		return 0;
 	case ZR_CURVE_PUBLICKEY:
@@ -900,8 +904,6 @@ zr_setsockopt(zr_socket *s, int option, const void *v, size_t len)
 		return sock_opt_key(o, v, len, o->curve_secret, &o->curve_secret_set, false);
 	case ZR_CURVE_SERVERKEY:
 		return sock_opt_key(o, v, len, o->curve_server, &o->curve_server_set, true);
-	case ZR_PLAIN_PASSWORD:
-		return sock_opt_bytes(v, len, o->password, &o->password_len, ZR__SUB_MAX);
 	case ZR_MAXMSGSIZE:
 	case ZR_SNDBYTES:
 	case ZR_RCVBYTES: {
@@ -938,6 +940,8 @@ zr_setsockopt(zr_socket *s, int option, const void *v, size_t len)
 	case ZR_PLAIN_SERVER:
 	case ZR_CURVE_SERVER:
 		/* libzmq: 1 makes a server of that mechanism, 0 goes back to NULL */
+		if (i != 0 && i != 1)
+			return -EINVAL;
 		o->as_server = i != 0;
 		o->mechanism = i == 0 ? ZR_MECH_NULL
 		               : option == ZR_PLAIN_SERVER ? ZR_MECH_PLAIN

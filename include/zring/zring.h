@@ -207,8 +207,8 @@ enum zr_option {
 	ZR_ROUTER_MANDATORY = 33,  /* int 0/1: unknown peer -> -EHOSTUNREACH */
 	ZR_MECHANISM = 43,         /* int, read only: ZR_MECH_NULL, _PLAIN or _CURVE */
 	ZR_PLAIN_SERVER = 44,      /* int 0/1: be a PLAIN server */
-	ZR_PLAIN_USERNAME = 45,    /* string: be a PLAIN client (empty: back to NULL) */
-	ZR_PLAIN_PASSWORD = 46,    /* string */
+	ZR_PLAIN_USERNAME = 45,    /* string: be a PLAIN client ((NULL, 0): back to NULL) */
+	ZR_PLAIN_PASSWORD = 46,    /* string: likewise */
 	ZR_CURVE_SERVER = 47,      /* int 0/1: be a CURVE server (needs CURVE_SECRETKEY) */
 	ZR_CURVE_PUBLICKEY = 48,   /* key: our long-term public key */
 	ZR_CURVE_SECRETKEY = 49,   /* key: our long-term secret key */
@@ -272,6 +272,11 @@ ZR_API int zr_getsockopt(zr_socket *s, int option, void *value, size_t *len);
  * refuse (optionally filling req->text). A refused client gets ERROR with
  * the status, is closed, and nothing it sent is delivered; the socket's
  * monitor sees HANDSHAKE_FAILED_AUTH with the status and the text.
+ *
+ * A libzmq 4.3 PLAIN client reports our refusal as a protocol error, not
+ * as ZMQ_EVENT_HANDSHAKE_FAILED_AUTH: its PLAIN code only recognises its own
+ * malformed spelling of ERROR, which we do not send (a conformant peer would
+ * reject it). libzmq CURVE clients see AUTH with the status.
  *
  * It runs on the context's io thread while that thread waits, so it must be
  * quick and must not call zring functions on the same context; arg must stay
