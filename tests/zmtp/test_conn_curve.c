@@ -1153,7 +1153,8 @@ Test(zmtp_conn_curve, abort_in_traffic_queues_nothing)
  * units: the greeting, two handshake commands, then five traffic frames each
  * side encodes without delivering them:
  *   T1 "hello" MORE, T2 "world", T3 "a" MORE, T4 PING (a command inside the
- *   box), T5 PONG flagged COMMAND and MORE inside the box. */
+ *   box), T5 PONG flagged COMMAND and MORE inside the box, T6 a command
+ *   with name length 0 inside the box, T7 a PING one octet short inside it. */
 
 enum unit {
 	U_END = 0,
@@ -1165,6 +1166,8 @@ enum unit {
 	U_T3,
 	U_T4,
 	U_T5,
+	U_T6,
+	U_T7,
 	U_COUNT,
 	U_LIT,
 	U_FORGED
@@ -1215,6 +1218,11 @@ script_traffic(struct end *from, struct end *to)
 	             "\x04"
 	             "PONG",
 	             5);
+	SEND(from, to, ZR_ZMTP_COMMAND, "\x00");
+	SEND(from, to, ZR_ZMTP_COMMAND,
+	     "\x04"
+	     "PING"
+	     "\x00");
 }
 
 static void
@@ -1249,7 +1257,7 @@ script_make(struct script *sc, int kind)
 	script_units(sc->c_sent, sc->c_len, sc->cu);
 	script_units(sc->s_sent, sc->s_len, sc->su);
 	if (kind == SC_HONEST)
-		cr_assert(sc->cu[U_T5].n > 0 && sc->su[U_T5].n > 0, "a transcript is short");
+		cr_assert(sc->cu[U_T7].n > 0 && sc->su[U_T7].n > 0, "a transcript is short");
 }
 
 static void
@@ -1267,10 +1275,13 @@ script_free(struct script *sc)
  * An INITIATE forged with libsodium from the honest WELCOME: the client's
  * transient secret is what the fixed randomness gives, so the cookie and S'
  * can be read back. The vouch names vouch_server as the server (the real
- * one, or another). Returns the wire frame's length.
+ * one, or another) and is boxed with vouch_secret (the client's, or one
+ * that does not go with the client's public key). Returns the wire frame's
+ * length.
  */
 static size_t
-forge_initiate(const struct script *sc, const uint8_t vouch_server[KEY], uint8_t *out, size_t cap)
+forge_initiate(const struct script *sc, const uint8_t vouch_server[KEY],
+               const uint8_t vouch_secret[KEY], uint8_t *out, size_t cap)
 {
 	const uint8_t *w = sc->su[U_HS1].p + 2;
 	static const uint8_t meta[] = META_PUSH;
@@ -1293,8 +1304,8 @@ forge_initiate(const struct script *sc, const uint8_t vouch_server[KEY], uint8_t
 	memset(nonce + 8, 0x77, 16);
 	memcpy(inner, client_pk, KEY);
 	memcpy(inner + KEY, nonce + 8, 16);
-	cr_assert_eq(crypto_box_easy(inner + 48, vplain, sizeof vplain, nonce, wplain, client_sk),
-	             0);
+	cr_assert_eq(
+		crypto_box_easy(inner + 48, vplain, sizeof vplain, nonce, wplain, vouch_secret), 0);
 	memcpy(inner + 128, meta, sizeof meta - 1);
 
 	/* INITIATE = name, cookie, short nonce 2, box[C + vouch + metadata](C' -> S') */
@@ -1313,6 +1324,33 @@ forge_initiate(const struct script *sc, const uint8_t vouch_server[KEY], uint8_t
 	cr_assert_leq((size_t)h + sizeof body, cap);
 	memcpy(out + h, body, sizeof body);
 	return (size_t)h + sizeof body;
+}
+
+/* A HELLO whose signature box opens but holds octets other than zeros. */
+static size_t
+forge_hello_not_zeros(uint8_t *out, size_t cap)
+{
+	uint8_t cn_sk[KEY], cn_pk[KEY], plain[64], nonce[24], *b = out + 2;
+
+	cr_assert_geq(cap, 2 + 200);
+	memset(cn_sk, 0x42, KEY);
+	cr_assert_eq(crypto_scalarmult_base(cn_pk, cn_sk), 0);
+	memset(plain, 0, sizeof plain);
+	plain[63] = 1;
+	out[0] = 0x04;
+	out[1] = 200;
+	memset(b, 0, 200);
+	memcpy(b,
+	       "\x05"
+	       "HELLO"
+	       "\x01\x00",
+	       8);
+	memcpy(b + 80, cn_pk, KEY);
+	b[119] = 1;
+	memcpy(nonce, "CurveZMQHELLO---", 16);
+	memcpy(nonce + 16, b + 112, 8);
+	cr_assert_eq(crypto_box_easy(b + 120, plain, sizeof plain, nonce, server_pk, cn_sk), 0);
+	return 2 + 200;
 }
 
 /* A WELCOME from the real server key whose S' is the all-zero point, which
@@ -1343,14 +1381,16 @@ forge_welcome_low_order(const struct script *sc, uint8_t *out, size_t cap)
 
 enum mut {
 	M_NONE = 0,
-	M_XOR,         /* body[at] ^= val (the greeting: octet at) */
-	M_SET,         /* body[at] = val */
-	M_BODYLEN,     /* the body cut or zero-padded to `at` octets, header rewritten */
-	M_FLAGS,       /* the flags octet becomes val (LONG kept) */
-	M_LIT,         /* the unit is the literal */
-	M_VOUCH_OK,    /* a forged INITIATE, vouch for the real server */
-	M_VOUCH_OTHER, /* a forged INITIATE, vouch for another server */
-	M_LOW_ORDER,   /* a forged WELCOME with S' = 0 */
+	M_XOR,             /* body[at] ^= val (the greeting: octet at) */
+	M_SET,             /* body[at] = val */
+	M_BODYLEN,         /* the body cut or zero-padded to `at` octets, header rewritten */
+	M_FLAGS,           /* the flags octet becomes val (LONG kept) */
+	M_LIT,             /* the unit is the literal */
+	M_VOUCH_OK,        /* a forged INITIATE, vouch for the real server */
+	M_VOUCH_OTHER,     /* a forged INITIATE, vouch for another server */
+	M_LOW_ORDER,       /* a forged WELCOME with S' = 0 */
+	M_VOUCH_FOREIGN,   /* a forged INITIATE, vouch boxed with a secret not C's */
+	M_HELLO_NOT_ZEROS, /* a forged HELLO, its box holding a non-zero octet */
 };
 
 struct step {
@@ -1479,6 +1519,8 @@ static const struct hrow hrows[] = {
 	 -ZR_ECURVECMD, true, NULL, 0, 1},
 	{"HELLO name length past the body", __LINE__, SC_HONEST, T_SERVER, {U(U_G), SET(U_HS1, 0, 250)},
 	 -ZR_ECURVECMD, true, NULL, 0, 1},
+	{"HELLO whose box holds a non-zero octet", __LINE__, SC_HONEST, T_SERVER, {U(U_G), FORGED(M_HELLO_NOT_ZEROS)},
+	 -ZR_ECURVECMD, true, NULL, 0, 1},
 	{"plaintext READY instead of HELLO", __LINE__, SC_HONEST, T_SERVER, {U(U_G), LIT(READY_PUSH)},
 	 -ZR_EUNEXPECTED, true, NULL, 0, 1},
 	{"ERROR from a client", __LINE__, SC_HONEST, T_SERVER, {U(U_G), LIT(ERROR_400)}, -ZR_EUNEXPECTED, true,
@@ -1513,6 +1555,8 @@ static const struct hrow hrows[] = {
 	 true, NULL, 0, 2},
 	{"INITIATE whose vouch names another server", __LINE__, SC_HONEST, T_SERVER,
 	 {U(U_G), U(U_HS1), FORGED(M_VOUCH_OTHER)}, -ZR_ECURVEKEY, true, NULL, 0, 2},
+	{"INITIATE whose vouch box does not open", __LINE__, SC_HONEST, T_SERVER,
+	 {U(U_G), U(U_HS1), FORGED(M_VOUCH_FOREIGN)}, -ZR_ECURVEBOX, true, NULL, 0, 2},
 	{"INITIATE forged with a good vouch is accepted (control)", __LINE__, SC_HONEST, T_SERVER,
 	 {U(U_G), U(U_HS1), FORGED(M_VOUCH_OK)}, ZR_NEED_MORE, false, NULL, 1, 3},
 	{"INITIATE from an incompatible socket type", __LINE__, SC_HONEST, T_SERVER_PUB, {H_TRAFFIC},
@@ -1551,6 +1595,10 @@ static const struct hrow hrows[] = {
 	 -ZR_EUNEXPECTED, false, NULL, 1, 3},
 	{"COMMAND with MORE inside the box", __LINE__, SC_HONEST, T_SERVER, {H_TRAFFIC, U(U_T5)}, -ZR_ECMDMORE,
 	 false, NULL, 1, 3},
+	{"command with name length 0 inside the box", __LINE__, SC_HONEST, T_SERVER, {H_TRAFFIC, U(U_T6)},
+	 -ZR_ECMDNAME, false, NULL, 1, 3},
+	{"PING one octet short inside the box", __LINE__, SC_HONEST, T_SERVER, {H_TRAFFIC, U(U_T7)}, -ZR_EPING,
+	 false, NULL, 1, 3},
 	{"command inside the box between frames of a message", __LINE__, SC_HONEST, T_SERVER,
 	 {H_TRAFFIC, U(U_T3), U(U_T4)}, -ZR_ECMDINMSG, false, NULL, 2, 3},
 	{"plaintext over max_msg_size across a message", __LINE__, SC_HONEST, T_SERVER_SMALL,
@@ -1573,6 +1621,10 @@ static const struct hrow hrows[] = {
 	 -ZR_ECURVEKEY, false, NULL, 0, 2},
 	{"READY instead of WELCOME", __LINE__, SC_HONEST, T_CLIENT, {U(U_G), U(U_HS2)}, -ZR_EUNEXPECTED, false,
 	 NULL, 0, 2},
+	{"server ERROR without a reason length", __LINE__, SC_HONEST, T_CLIENT,
+	 {U(U_G), LIT("\x04\x06" "\x05" "ERROR")}, -ZR_ECURVECMD, false, NULL, 0, 2},
+	{"server ERROR with its reason past the body", __LINE__, SC_HONEST, T_CLIENT,
+	 {U(U_G), LIT("\x04\x08" "\x05" "ERROR" "\x05" "x")}, -ZR_ECURVECMD, false, NULL, 0, 2},
 	{"server ERROR instead of WELCOME", __LINE__, SC_HONEST, T_CLIENT, {U(U_G), LIT(ERROR_400)},
 	 -ZR_EPEERERROR, false, NULL, 1, 2},
 	{"message frame before WELCOME", __LINE__, SC_HONEST, T_CLIENT, {U(U_G), LIT("\x00\x01" "x")},
@@ -1631,7 +1683,12 @@ hrow_unit(const struct step *st, const struct script *sc, bool to_server, uint8_
 	if (st->unit == U_FORGED) {
 		if (st->mut == M_LOW_ORDER)
 			return forge_welcome_low_order(sc, u, cap);
-		return forge_initiate(sc, st->mut == M_VOUCH_OK ? server_pk : other_pk, u, cap);
+		if (st->mut == M_HELLO_NOT_ZEROS)
+			return forge_hello_not_zeros(u, cap);
+		if (st->mut == M_VOUCH_FOREIGN)
+			return forge_initiate(sc, server_pk, other_sk, u, cap);
+		return forge_initiate(sc, st->mut == M_VOUCH_OK ? server_pk : other_pk, client_sk,
+		                      u, cap);
 	}
 	cr_assert(st->unit > U_END && st->unit < U_COUNT);
 	s = units[st->unit];
@@ -1992,4 +2049,46 @@ Test(zmtp_conn_curve, writes_pong_and_frames_in_the_order_they_were_produced)
 		free(pong);
 		pair_close(x);
 	}
+}
+
+Test(zmtp_conn_curve, fails_at_the_handshake_deadline_without_error_and_wipes_the_keys)
+{
+	struct zr_zmtp_config cc = cfg_client(ZR_PUSH), cs = cfg_server(ZR_PULL, NULL);
+	struct end c, s;
+	const uint8_t *d;
+
+	cc.handshake_ivl_ms = 500;
+	cs.handshake_ivl_ms = 500;
+	end_open(&c, &cc, T0);
+	end_open(&s, &cs, T0);
+	end_flush(&c, &s);
+	end_flush(&s, &c);
+	end_feed(&c, T0);
+	end_feed(&s, T0);
+	end_flush(&c, &s);
+	end_feed(&s, T0); /* the server has sent WELCOME; the client never reads it */
+	end_flush(&s, &c);
+	cr_assert_eq(zr_zmtp_deadline(s.z), T0 + 500);
+	cr_assert_eq(zr_zmtp_tick(s.z, T0 + 499), 0);
+	cr_assert_eq(zr_zmtp_tick(s.z, T0 + 500), -ZR_EHANDSHAKE_TIMEOUT);
+	cr_assert_eq(zr_zmtp_out(s.z, &d), 0, "no ERROR for a timeout");
+	cr_assert(all_zero(s.z->mech.bytes, sizeof s.z->mech.bytes));
+	cr_assert_eq(zr_zmtp_tick(c.z, T0 + 500), -ZR_EHANDSHAKE_TIMEOUT);
+	cr_assert_eq(zr_zmtp_out(c.z, &d), 0);
+	cr_assert(all_zero(c.z->mech.bytes, sizeof c.z->mech.bytes));
+	end_close(&c);
+	end_close(&s);
+}
+
+Test(zmtp_conn_curve, refuses_a_frame_too_large_for_a_box)
+{
+	struct pair p;
+	uint8_t w[64];
+
+	pair_open(&p, ZR_PUSH, ZR_PULL);
+	pair_ready(&p);
+	/* Never read: the length alone is refused. */
+	cr_assert_eq(zr_zmtp_encode_frame(p.c.z, 0, w, (size_t)INT32_MAX, w, sizeof w), -EINVAL);
+	cr_assert_eq(zr_zmtp_error(p.c.z), 0);
+	pair_close(&p);
 }
