@@ -5,9 +5,16 @@
  *   seq 10 | zring cat -w -c PUSH tcp://host:5555 send ten messages
  *
  * The command line is checked completely (types against directions, option
- * names and integer values) before a context exists, so a usage error never
- * leaves a half-made socket behind and always exits 1 with one line on
- * stderr.
+ * names, integer values, keys and the security set-up) before a context
+ * exists, so a usage error never leaves a half-made socket behind and always
+ * exits 1 with one line on stderr.
+ *
+ * Every wait (a send, a receive, stdin, the first handshake before LINGER)
+ * runs in slices of CAT_WATCH_MS, and between slices the socket's monitor is
+ * read: a handshake that failed is printed on stderr at once ("handshake
+ * failed: ..."), so a wrong key or a refused password reads as what it is and
+ * not as a hang. The monitor has no descriptor to poll and belongs to the
+ * socket's thread (zring.h), hence the slices rather than a second thread.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -15,6 +22,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -22,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <zring.h>
 
@@ -55,13 +65,44 @@ static const char cat_usage_text[] =
 	"                  ZMQ_, any case: SNDHWM RCVHWM LINGER RECONNECT_IVL\n"
 	"                  RECONNECT_IVL_MAX MAXMSGSIZE SNDBUF RCVBUF RCVTIMEO\n"
 	"                  SNDTIMEO ROUTING_ID ROUTER_MANDATORY HANDSHAKE_IVL\n"
-	"                  HEARTBEAT_IVL HEARTBEAT_TTL HEARTBEAT_TIMEOUT PLAIN_SERVER\n"
-	"                  PLAIN_USERNAME PLAIN_PASSWORD (times in ms)\n"
+	"                  HEARTBEAT_IVL HEARTBEAT_TTL HEARTBEAT_TIMEOUT (times in\n"
+	"                  ms); security, below: PLAIN_SERVER PLAIN_USERNAME\n"
+	"                  PLAIN_PASSWORD CURVE_SERVER CURVE_PUBLICKEY\n"
+	"                  CURVE_SECRETKEY CURVE_SERVERKEY\n"
 	"  --timeout MS    give up (exit 3) when a send or a receive waits longer\n"
 	"                  than MS ms; also caps LINGER at MS\n"
 	"  --reply TEXT    REP -r: answer every request with TEXT (split at SEP\n"
 	"                  when -F is given) instead of echoing it back\n"
+	"  -P, --property NAME\n"
+	"                  print the received message's property NAME (User-Id,\n"
+	"                  Peer-Address, Socket-Type, Identity, X-...) as a field\n"
+	"                  before its frames (repeatable; empty when it has none)\n"
+	"  --allow-plain USER:PASS\n"
+	"                  a PLAIN server admits this user with this password\n"
+	"                  (repeatable); its messages carry User-Id USER\n"
+	"  --allow-curve KEY\n"
+	"                  a CURVE server admits the client with this public key\n"
+	"                  (repeatable); its messages carry User-Id KEY\n"
 	"  -h, --help      print this help\n"
+	"\n"
+	"security (libzmq's options and semantics):\n"
+	"  CURVE server    -o CURVE_SERVER=1 -o CURVE_SECRETKEY=KEY\n"
+	"  CURVE client    -o CURVE_SERVERKEY=KEY -o CURVE_PUBLICKEY=KEY\n"
+	"                  -o CURVE_SECRETKEY=KEY\n"
+	"  PLAIN server    -o PLAIN_SERVER=1\n"
+	"  PLAIN client    -o PLAIN_USERNAME=USER -o PLAIN_PASSWORD=PASS\n"
+	"  Keys are 40 Z85 characters, as `zring keygen` prints them. Without\n"
+	"  --allow-* a server admits every client that completes the handshake (a\n"
+	"  CURVE server: any key), as libzmq does without a ZAP handler; with them,\n"
+	"  only those listed, and nothing a refused client sent is delivered.\n"
+	"  A handshake that fails is reported on stderr as it happens, e.g.\n"
+	"      zring cat: handshake failed: tcp://127.0.0.1:5555: ...\n"
+	"  and the socket goes on trying as libzmq would. A connecting socket that\n"
+	"  every endpoint refused with ERROR (wrong credentials or key) exits 2; a\n"
+	"  libzmq CURVE server hangs up on a wrong server key without a word, which\n"
+	"  is reported too, and retried (--timeout gives up).\n"
+	"  The command line is visible to other users of the machine (ps): keep\n"
+	"  secret keys and passwords in it only where that is acceptable.\n"
 	"\n"
 	"request-reply:\n"
 	"  REQ -w          every line is a request; each reply is printed\n"
@@ -70,21 +111,24 @@ static const char cat_usage_text[] =
 	"delivery:\n"
 	"  After stdin ends, -w closes the socket and waits until what it queued\n"
 	"  has been delivered (LINGER, libzmq's default -1: for as long as it\n"
-	"  takes); with --timeout it waits at most MS ms.\n"
+	"  takes); with --timeout it waits at most MS ms. Failed handshakes are\n"
+	"  reported during that wait as well.\n"
 	"  PUB drops every message sent before a subscriber has connected and\n"
 	"  subscribed (the \"slow joiner\"; libzmq does the same). A PUB fed a file\n"
 	"  publishes it at once, most likely to nobody: hold the input back until\n"
 	"  the subscribers are there, e.g.\n"
 	"      (sleep 1; cat lines.txt) | zring cat -w -b PUB tcp://*:5556\n"
 	"\n"
-	"exit status: 0 done, 1 usage error, 2 endpoint or connection error,\n"
-	"3 timeout\n"
+	"exit status: 0 done, 1 usage error, 2 endpoint or connection error\n"
+	"(refused by every endpoint included), 3 timeout\n"
 	"\n"
 	"examples:\n"
 	"  zring cat -r -b PULL 'tcp://*:5555'\n"
 	"  printf 'a,b\\nc\\n' | zring cat -w -c PUSH tcp://127.0.0.1:5555 -F ,\n"
 	"  zring cat -r -c SUB tcp://127.0.0.1:5556 -s weather. -n 10\n"
-	"  echo ping | zring cat -w -c REQ tcp://127.0.0.1:5557 --timeout 2000\n";
+	"  echo ping | zring cat -w -c REQ tcp://127.0.0.1:5557 --timeout 2000\n"
+	"  zring cat -r -b PULL 'tcp://*:5558' -o CURVE_SERVER=1 -P User-Id \\\n"
+	"      -o CURVE_SECRETKEY=\"$SERVER_SECRET\" --allow-curve \"$CLIENT_PUBLIC\"\n";
 
 /* ---- socket options by libzmq name --------------------------------------- */
 
@@ -92,6 +136,7 @@ enum cat_optkind {
 	CAT_OPT_INT,   /* C int */
 	CAT_OPT_INT64, /* int64_t */
 	CAT_OPT_BYTES, /* the value's bytes */
+	CAT_OPT_KEY,   /* a CURVE key in Z85, passed on as its 32 octets */
 };
 
 struct cat_optdef {
@@ -120,6 +165,10 @@ static const struct cat_optdef cat_optdefs[] = {
 	{"PLAIN_SERVER", ZR_PLAIN_SERVER, CAT_OPT_INT},
 	{"PLAIN_USERNAME", ZR_PLAIN_USERNAME, CAT_OPT_BYTES},
 	{"PLAIN_PASSWORD", ZR_PLAIN_PASSWORD, CAT_OPT_BYTES},
+	{"CURVE_SERVER", ZR_CURVE_SERVER, CAT_OPT_INT},
+	{"CURVE_PUBLICKEY", ZR_CURVE_PUBLICKEY, CAT_OPT_KEY},
+	{"CURVE_SECRETKEY", ZR_CURVE_SECRETKEY, CAT_OPT_KEY},
+	{"CURVE_SERVERKEY", ZR_CURVE_SERVERKEY, CAT_OPT_KEY},
 };
 
 #define CAT_NOPTDEFS (sizeof(cat_optdefs) / sizeof(cat_optdefs[0]))
@@ -130,6 +179,21 @@ struct cat_sockopt {
 	const char *arg; /* the whole NAME=VALUE, for messages */
 	const char *value;
 	int64_t number; /* CAT_OPT_INT, CAT_OPT_INT64 */
+	uint8_t key[ZR_CURVE_KEY_LEN]; /* CAT_OPT_KEY; wiped in cat_args_fini */
+};
+
+/* One --allow-plain USER:PASS: both point into argv. */
+struct cat_plain_cred {
+	const char *user;
+	size_t user_len;
+	const char *pass;
+	size_t pass_len;
+};
+
+/* One --allow-curve KEY. */
+struct cat_curve_cred {
+	uint8_t key[ZR_CURVE_KEY_LEN];
+	char z85[ZR_CURVE_KEY_Z85_LEN + 1];
 };
 
 /* ---- the command line ----------------------------------------------------- */
@@ -155,6 +219,12 @@ struct cat_args {
 	size_t nsockopts;
 	int timeout_ms; /* -1: none */
 	const char *reply;
+	const char **props; /* -P */
+	size_t nprops;
+	struct cat_plain_cred *plain; /* --allow-plain */
+	size_t nplain;
+	struct cat_curve_cred *curve; /* --allow-curve */
+	size_t ncurve;
 	bool help;
 };
 
@@ -188,12 +258,28 @@ cat_usage_error(const char *fmt, ...)
 	return ZL_CAT_USAGE;
 }
 
+/* Overwrites a secret in a way the compiler may not drop as a dead store. */
+static void
+cat_wipe(void *p, size_t n)
+{
+	volatile uint8_t *v = p;
+
+	while (n-- > 0)
+		*v++ = 0;
+}
+
 static void
 cat_args_fini(struct cat_args *a)
 {
+	if (a->sockopts != NULL)
+		for (size_t i = 0; i < a->nsockopts; i++)
+			cat_wipe(a->sockopts[i].key, sizeof a->sockopts[i].key);
 	free(a->endpoints);
 	free(a->topics);
 	free(a->sockopts);
+	free(a->props);
+	free(a->plain);
+	free(a->curve);
 	free(a->sep.p);
 }
 
@@ -279,6 +365,23 @@ cat_optdef_find(const char *name, size_t len)
 	return NULL;
 }
 
+/* A CURVE key from its Z85 text. The message never repeats the text: it may
+ * be a secret key. Returns 0 or ZL_CAT_USAGE (said). */
+static int
+cat_parse_key(const char *what, const char *z85, uint8_t key[ZR_CURVE_KEY_LEN])
+{
+	size_t n = strlen(z85);
+
+	if (n != ZR_CURVE_KEY_Z85_LEN)
+		return cat_usage_error("%s wants a key of %d Z85 characters (as zring keygen "
+		                       "prints), not %zu characters",
+		                       what, ZR_CURVE_KEY_Z85_LEN, n);
+	if (zr_curve_key_decode(key, z85) < 0)
+		return cat_usage_error("%s: not a key: the %d characters are not valid Z85", what,
+		                       ZR_CURVE_KEY_Z85_LEN);
+	return 0;
+}
+
 static int
 cat_parse_sockopt(struct cat_args *a, const char *arg)
 {
@@ -295,7 +398,11 @@ cat_parse_sockopt(struct cat_args *a, const char *arg)
 		return cat_usage_error("unknown socket option '%.*s'", n, arg);
 	}
 	o.value = eq + 1;
-	if (o.def->kind != CAT_OPT_BYTES) {
+	if (o.def->kind == CAT_OPT_KEY) {
+		int rc = cat_parse_key(o.def->name, o.value, o.key);
+		if (rc != 0)
+			return rc;
+	} else if (o.def->kind != CAT_OPT_BYTES) {
 		long long v;
 		bool ok = o.def->kind == CAT_OPT_INT
 		                  ? zl_parse_int(o.value, INT_MIN, INT_MAX, &v)
@@ -326,6 +433,49 @@ cat_parse_type(const char *s)
 	return t;
 }
 
+static int
+cat_parse_property(struct cat_args *a, const char *name)
+{
+	if (name[0] == '\0')
+		return cat_usage_error("-P wants a property name, e.g. User-Id");
+	a->props[a->nprops++] = name;
+	return 0;
+}
+
+/* --allow-plain USER:PASS, split at the first colon (a password may hold
+ * more). An empty user is refused: a PLAIN client with an empty username is
+ * a NULL client (libzmq). */
+static int
+cat_parse_allow_plain(struct cat_args *a, const char *value)
+{
+	const char *colon = strchr(value, ':');
+	struct cat_plain_cred *c = &a->plain[a->nplain];
+
+	if (colon == NULL || colon == value)
+		return cat_usage_error("--allow-plain wants USER:PASS with a non-empty USER");
+	c->user = value;
+	c->user_len = (size_t)(colon - value);
+	c->pass = colon + 1;
+	c->pass_len = strlen(colon + 1);
+	if (c->user_len > ZR_ZMTP_USER_ID_MAX || c->pass_len > 255)
+		return cat_usage_error("--allow-plain: USER and PASS have 255 octets at most");
+	a->nplain++;
+	return 0;
+}
+
+static int
+cat_parse_allow_curve(struct cat_args *a, const char *value)
+{
+	struct cat_curve_cred *c = &a->curve[a->ncurve];
+	int rc = cat_parse_key("--allow-curve", value, c->key);
+
+	if (rc != 0)
+		return rc;
+	zr_curve_key_encode(c->z85, c->key);
+	a->ncurve++;
+	return 0;
+}
+
 /* The value of an option: the rest of this argument ("-F,") or the next. */
 static const char *
 cat_take_value(int argc, char **argv, int *i, const char *rest)
@@ -349,7 +499,11 @@ cat_parse(struct cat_args *a, int argc, char **argv)
 	a->endpoints = calloc(nargs, sizeof(*a->endpoints));
 	a->topics = calloc(nargs, sizeof(*a->topics));
 	a->sockopts = calloc(nargs, sizeof(*a->sockopts));
-	if (a->endpoints == NULL || a->topics == NULL || a->sockopts == NULL) {
+	a->props = calloc(nargs, sizeof(*a->props));
+	a->plain = calloc(nargs, sizeof(*a->plain));
+	a->curve = calloc(nargs, sizeof(*a->curve));
+	if (a->endpoints == NULL || a->topics == NULL || a->sockopts == NULL || a->props == NULL ||
+	    a->plain == NULL || a->curve == NULL) {
 		cat_error("out of memory");
 		return ZL_CAT_USAGE;
 	}
@@ -384,9 +538,13 @@ cat_parse(struct cat_args *a, int argc, char **argv)
 				a->help = true;
 				continue;
 			}
-			bool is_timeout = nlen == 7 && strncmp(name, "timeout", 7) == 0;
-			bool is_reply = nlen == 5 && strncmp(name, "reply", 5) == 0;
-			if (!is_timeout && !is_reply)
+			static const char *const valued[] = {"timeout", "reply", "property",
+			                                     "allow-plain", "allow-curve"};
+			size_t which = 0;
+			while (which < sizeof(valued) / sizeof(valued[0]) &&
+			       !(strlen(valued[which]) == nlen && strncmp(name, valued[which], nlen) == 0))
+				which++;
+			if (which == sizeof(valued) / sizeof(valued[0]))
 				return cat_usage_error("unknown option '%s'", arg);
 			if (eq != NULL)
 				value = eq + 1;
@@ -395,11 +553,28 @@ cat_parse(struct cat_args *a, int argc, char **argv)
 			if (value == NULL)
 				return cat_usage_error("option --%.*s wants a value", (int)nlen,
 				                       name);
-			if (is_reply) {
-				a->reply = value;
-				continue;
-			}
+			int rc = 0;
 			long long ms;
+			switch (which) {
+			case 1:
+				a->reply = value;
+				break;
+			case 2:
+				rc = cat_parse_property(a, value);
+				break;
+			case 3:
+				rc = cat_parse_allow_plain(a, value);
+				break;
+			case 4:
+				rc = cat_parse_allow_curve(a, value);
+				break;
+			default:
+				break;
+			}
+			if (rc != 0)
+				return rc;
+			if (which > 0)
+				continue;
 			if (!zl_parse_int(value, 0, INT_MAX, &ms))
 				return cat_usage_error("--timeout wants milliseconds (0 to %d), "
 				                       "not '%s'",
@@ -435,6 +610,7 @@ cat_parse(struct cat_args *a, int argc, char **argv)
 			case 'n':
 			case 's':
 			case 'o':
+			case 'P':
 				value = cat_take_value(argc, argv, &i, c + 1);
 				if (value == NULL)
 					return cat_usage_error("option -%c wants a value", *c);
@@ -455,6 +631,10 @@ cat_parse(struct cat_args *a, int argc, char **argv)
 					a->count = (unsigned long long)n;
 				} else if (*c == 's') {
 					a->topics[a->ntopics++] = value;
+				} else if (*c == 'P') {
+					int rc = cat_parse_property(a, value);
+					if (rc != 0)
+						return rc;
 				} else {
 					int rc = cat_parse_sockopt(a, value);
 					if (rc != 0)
@@ -483,6 +663,81 @@ cat_type_receives(int type)
 	return type != ZR_PUB && type != ZR_PUSH && type != ZR_REQ;
 }
 
+/*
+ * The mechanism and role the -o options leave, by the library's rule (the
+ * last of PLAIN_SERVER, PLAIN_USERNAME, CURVE_SERVER, CURVE_SERVERKEY and the
+ * other CURVE keys decides, see zring.h), and the checks zr_bind and
+ * zr_connect would otherwise fail with a bare -EINVAL.
+ */
+static int
+cat_check_security(const struct cat_args *a)
+{
+	int mech = ZR_MECH_NULL;
+	bool server = false;
+	const struct cat_sockopt *pub = NULL, *sec = NULL, *srv = NULL;
+
+	for (size_t i = 0; i < a->nsockopts; i++) {
+		const struct cat_sockopt *o = &a->sockopts[i];
+
+		switch (o->def->option) {
+		case ZR_PLAIN_SERVER:
+		case ZR_CURVE_SERVER:
+			server = o->number != 0;
+			mech = !server                             ? ZR_MECH_NULL
+			       : o->def->option == ZR_PLAIN_SERVER ? ZR_MECH_PLAIN
+			                                           : ZR_MECH_CURVE;
+			break;
+		case ZR_PLAIN_USERNAME:
+			server = false;
+			mech = o->value[0] != '\0' ? ZR_MECH_PLAIN : ZR_MECH_NULL;
+			break;
+		case ZR_CURVE_SERVERKEY:
+			server = false;
+			srv = o;
+			mech = ZR_MECH_CURVE;
+			break;
+		case ZR_CURVE_PUBLICKEY:
+		case ZR_CURVE_SECRETKEY:
+			*(o->def->option == ZR_CURVE_PUBLICKEY ? &pub : &sec) = o;
+			mech = ZR_MECH_CURVE;
+			break;
+		default:
+			break;
+		}
+	}
+	if (mech == ZR_MECH_CURVE && sec == NULL)
+		return cat_usage_error("CURVE needs -o CURVE_SECRETKEY=KEY (zring keygen makes a "
+		                       "key pair)");
+	if (mech == ZR_MECH_CURVE && !server && srv == NULL)
+		return cat_usage_error("CURVE keys alone: add -o CURVE_SERVER=1 to be a server, or "
+		                       "-o CURVE_SERVERKEY=KEY to be a client");
+	if (mech == ZR_MECH_CURVE && !server && pub == NULL)
+		return cat_usage_error("a CURVE client needs -o CURVE_PUBLICKEY=KEY as well (the "
+		                       "public half of CURVE_SECRETKEY)");
+	if (mech == ZR_MECH_CURVE && pub != NULL) {
+		/* A public key that is not the secret key's would fail every
+		 * handshake with a box that does not open: say it here. */
+		char sec_z85[ZR_CURVE_KEY_Z85_LEN + 1], derived[ZR_CURVE_KEY_Z85_LEN + 1];
+		uint8_t key[ZR_CURVE_KEY_LEN];
+		int rc;
+
+		zr_curve_key_encode(sec_z85, sec->key);
+		rc = zr_curve_public(derived, sec_z85);
+		cat_wipe(sec_z85, sizeof sec_z85);
+		if (rc == 0)
+			rc = zr_curve_key_decode(key, derived);
+		if (rc == 0 && memcmp(key, pub->key, sizeof key) != 0)
+			return cat_usage_error("CURVE_PUBLICKEY is not the public key of "
+			                       "CURVE_SECRETKEY");
+	}
+	if (a->nplain > 0 && !(mech == ZR_MECH_PLAIN && server))
+		return cat_usage_error("--allow-plain is for a PLAIN server: add -o PLAIN_SERVER=1");
+	if (a->ncurve > 0 && !(mech == ZR_MECH_CURVE && server))
+		return cat_usage_error("--allow-curve is for a CURVE server: add -o CURVE_SERVER=1 "
+		                       "and -o CURVE_SECRETKEY=KEY");
+	return 0;
+}
+
 /* The checks that need the whole command line. */
 static int
 cat_check(const struct cat_args *a)
@@ -509,7 +764,9 @@ cat_check(const struct cat_args *a)
 		return cat_usage_error("-s subscribes a SUB or XSUB, not a %s", name);
 	if (a->reply != NULL && a->type != ZR_REP)
 		return cat_usage_error("--reply is for REP -r, not a %s", name);
-	return 0;
+	if (a->nprops > 0 && a->direction == 'w' && a->type != ZR_REQ)
+		return cat_usage_error("-P prints a property of received messages: use -r (or REQ)");
+	return cat_check_security(a);
 }
 
 /* ---- the socket ------------------------------------------------------------ */
@@ -519,6 +776,78 @@ cat_setopt_int(zr_socket *s, int option, int v)
 {
 	return zr_setsockopt(s, option, &v, sizeof v);
 }
+
+/* ---- the authenticator (--allow-plain, --allow-curve) ------------------------ */
+
+/*
+ * Whether the peer's a[0..alen) equals our b[0..blen), in a time that depends
+ * on blen and on whether the lengths are equal, never on where the octets
+ * differ: a password must not be guessable octet by octet from the timing.
+ */
+static bool
+cat_same(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+	volatile uint8_t diff = alen != blen;
+
+	for (size_t i = 0; i < blen; i++)
+		diff |= (uint8_t)(b[i] ^ (i < alen ? a[i] : 0));
+	return diff == 0;
+}
+
+/*
+ * The socket's authenticator: admits only the listed credentials or keys.
+ * Every entry is compared (no early exit on a match). Runs on the io thread:
+ * it only reads the arguments, which live until the context is gone.
+ */
+static int
+cat_auth_cb(void *arg, struct zr_zmtp_auth_req *req)
+{
+	const struct cat_args *a = arg;
+	size_t hit = SIZE_MAX;
+
+	if (req->mechanism == ZR_MECH_PLAIN) {
+		for (size_t i = 0; i < a->nplain; i++) {
+			const struct cat_plain_cred *c = &a->plain[i];
+			bool user = cat_same(req->username, req->username_len,
+			                     (const uint8_t *)c->user, c->user_len);
+			bool pass = cat_same(req->password, req->password_len,
+			                     (const uint8_t *)c->pass, c->pass_len);
+			if (user & pass && hit == SIZE_MAX)
+				hit = i;
+		}
+		if (hit != SIZE_MAX) {
+			memcpy(req->user_id, a->plain[hit].user, a->plain[hit].user_len);
+			req->user_id[a->plain[hit].user_len] = '\0';
+			return 200;
+		}
+		snprintf(req->text, sizeof req->text, "wrong username or password");
+		return 400;
+	}
+	if (req->mechanism == ZR_MECH_CURVE && req->client_key != NULL) {
+		for (size_t i = 0; i < a->ncurve; i++)
+			if (cat_same(req->client_key, ZR_CURVE_KEY_LEN, a->curve[i].key,
+			             ZR_CURVE_KEY_LEN) &&
+			    hit == SIZE_MAX)
+				hit = i;
+		if (hit != SIZE_MAX) {
+			snprintf(req->user_id, sizeof req->user_id, "%s", a->curve[hit].z85);
+			return 200;
+		}
+		char z85[ZR_CURVE_KEY_Z85_LEN + 1];
+		zr_curve_key_encode(z85, req->client_key);
+		snprintf(req->text, sizeof req->text, "client key %s is not allowed", z85);
+		return 400;
+	}
+	snprintf(req->text, sizeof req->text, "no credentials of this mechanism are allowed");
+	return 400;
+}
+
+/* ---- the socket (continued) --------------------------------------------------- */
+
+/* What the tool watches on the socket's monitor. */
+#define CAT_WATCH_EVENTS                                                                  \
+	(ZR_EVENT_HANDSHAKE_SUCCEEDED | ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL |              \
+	 ZR_EVENT_HANDSHAKE_FAILED_AUTH)
 
 static int
 cat_configure(const struct cat_args *a, zr_socket *s)
@@ -543,6 +872,9 @@ cat_configure(const struct cat_args *a, zr_socket *s)
 			break;
 		case CAT_OPT_INT64:
 			rc = zr_setsockopt(s, o->def->option, &o->number, sizeof o->number);
+			break;
+		case CAT_OPT_KEY:
+			rc = zr_setsockopt(s, o->def->option, o->key, sizeof o->key);
 			break;
 		default:
 			rc = zr_setsockopt(s, o->def->option, o->value, strlen(o->value));
@@ -577,6 +909,14 @@ cat_configure(const struct cat_args *a, zr_socket *s)
 			if (everything)
 				break;
 		}
+	}
+	if (a->nplain > 0 || a->ncurve > 0)
+		zr_socket_set_auth(s, cat_auth_cb, (void *)a);
+	/* Before any bind or connect, so the first handshake is seen too. */
+	rc = zr_socket_monitor(s, CAT_WATCH_EVENTS);
+	if (rc < 0) {
+		cat_error("cannot monitor the socket: %s", zr_strerror(rc));
+		return ZL_CAT_ENDPOINT;
 	}
 	return 0;
 }
@@ -640,12 +980,20 @@ cat_msg_from(const struct cat_args *a, const char *line, size_t len, zr_msg **ou
 	return 0;
 }
 
-/* Prints a message as one record: frames joined by SEP, then the delimiter. */
+/* Prints a message as one record: the -P properties, then the frames, all
+ * joined by SEP, then the delimiter. */
 static int
 cat_print(const struct cat_args *a, const zr_msg *m)
 {
 	size_t n = zr_msg_frames(m);
 
+	for (size_t i = 0; i < a->nprops; i++) {
+		const char *v = zr_msg_gets(m, a->props[i]);
+
+		if (v != NULL)
+			fputs(v, stdout);
+		fwrite(a->sep.p, 1, a->sep.len, stdout);
+	}
 	for (size_t i = 0; i < n; i++) {
 		size_t len;
 		const void *p = zr_msg_frame(m, i, &len);
@@ -664,16 +1012,240 @@ cat_print(const struct cat_args *a, const zr_msg *m)
 	return 0;
 }
 
+/* ---- waiting, with an eye on the handshakes --------------------------------- */
+
+/*
+ * How long one wait lasts before the monitor is read again: a failed
+ * handshake shows on stderr at most this late. Each wait still ends the
+ * moment its own event (a message, room to send, a line of stdin) comes.
+ */
+#define CAT_WATCH_MS 100
+
+/* stdin, read with read(2) so that its descriptor can be polled: stdio could
+ * hold a line in its buffer while poll says there is nothing. */
+struct cat_in {
+	char *buf;
+	size_t cap;
+	size_t start, end; /* the unread bytes */
+	bool eof;
+};
+
+struct cat_run {
+	const struct cat_args *a;
+	zr_socket *s;
+	int send_ms;     /* the user's SNDTIMEO (-o or --timeout), -1: for ever */
+	int recv_ms;     /* the user's RCVTIMEO */
+	int linger_ms;   /* the user's LINGER, after --timeout's cap */
+	bool handshaken; /* some handshake succeeded */
+	bool *refused;   /* -c: endpoint i refused us with ERROR */
+	char last[ZR_EVENT_REASON_MAX]; /* the last failure printed */
+	struct cat_in in;
+};
+
+/* Exit statuses travel beside the library's codes: > 0 a status (already
+ * reported), < 0 a zring code, 0 fine. */
+
+static long long
+cat_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A deadline ms from now, or -1 for none. */
+static long long
+cat_deadline(int ms)
+{
+	return ms < 0 ? -1 : cat_now_ms() + ms;
+}
+
+/* The next wait: CAT_WATCH_MS, or less when the deadline is nearer. */
+static int
+cat_slice(long long deadline)
+{
+	if (deadline < 0)
+		return CAT_WATCH_MS;
+	long long left = deadline - cat_now_ms();
+	return left <= 0 ? 0 : left < CAT_WATCH_MS ? (int)left : CAT_WATCH_MS;
+}
+
+static bool
+cat_passed(long long deadline)
+{
+	return deadline >= 0 && cat_now_ms() >= deadline;
+}
+
+/* Prints a failure reason on one line, with anything unprintable as '?'
+ * (a peer's words can reach it). */
+static void
+cat_report_failure(struct cat_run *r, const struct zr_event *ev)
+{
+	char line[ZR_EVENT_REASON_MAX];
+	size_t n = strnlen(ev->reason, sizeof ev->reason - 1);
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)ev->reason[i];
+		line[i] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+	}
+	line[n] = '\0';
+	if (n == 0)
+		snprintf(line, sizeof line, "%s: event 0x%x (%d)", ev->endpoint, (unsigned)ev->type,
+		         ev->value);
+	/* A client that keeps redialling a wrong key fails the same way each
+	 * time: say it once. */
+	if (strcmp(line, r->last) == 0)
+		return;
+	memcpy(r->last, line, sizeof line);
+	fprintf(stderr, "zring cat: handshake failed: %s\n", line);
+	fflush(stderr);
+}
+
+/*
+ * Reads what the monitor has, waiting up to wait_ms for the first event.
+ * Returns 0, or ZL_CAT_ENDPOINT when a connecting socket has been refused
+ * by every endpoint: the peer's ERROR (an authenticator's status, or a
+ * failed check such as a CURVE box that did not open) is final for those
+ * credentials (RFC 23), and waiting on would only hang.
+ */
+static int
+cat_watch(struct cat_run *r, int wait_ms)
+{
+	const struct cat_args *a = r->a;
+	struct zr_event ev;
+
+	while (zr_monitor_recv(r->s, &ev, wait_ms) == 0) {
+		wait_ms = 0;
+		if (ev.type == ZR_EVENT_HANDSHAKE_SUCCEEDED) {
+			r->handshaken = true;
+			continue;
+		}
+		cat_report_failure(r, &ev);
+		/* On a connecting socket, FAILED_AUTH is always the peer's ERROR. */
+		bool peer_error = ev.type == ZR_EVENT_HANDSHAKE_FAILED_AUTH ||
+		                  ev.value == -ZR_EPEERERROR;
+		if (a->attach != 'c' || !peer_error)
+			continue;
+		bool all = true;
+		for (size_t i = 0; i < a->nendpoints; i++) {
+			if (strcmp(ev.endpoint, a->endpoints[i]) == 0)
+				r->refused[i] = true;
+			all = all && r->refused[i];
+		}
+		if (all) {
+			cat_error("giving up: refused by %s",
+			          a->nendpoints == 1 ? "the endpoint" : "every endpoint");
+			/* Nothing queued can go anywhere: do not linger for it. */
+			cat_setopt_int(r->s, ZR_LINGER, 0);
+			return ZL_CAT_ENDPOINT;
+		}
+	}
+	return 0;
+}
+
+/* zr_send in slices; see the return convention above. */
+static int
+cat_send(struct cat_run *r, zr_msg **m)
+{
+	long long deadline = cat_deadline(r->send_ms);
+
+	for (;;) {
+		int rc = cat_watch(r, 0);
+
+		if (rc != 0)
+			return rc;
+		cat_setopt_int(r->s, ZR_SNDTIMEO, cat_slice(deadline));
+		rc = zr_send(r->s, m, 0);
+		if (rc != -EAGAIN || cat_passed(deadline))
+			return rc;
+	}
+}
+
+/* zr_recv in slices; see the return convention above. */
+static int
+cat_recv(struct cat_run *r, zr_msg **m)
+{
+	long long deadline = cat_deadline(r->recv_ms);
+
+	for (;;) {
+		int rc = cat_watch(r, 0);
+
+		if (rc != 0)
+			return rc;
+		cat_setopt_int(r->s, ZR_RCVTIMEO, cat_slice(deadline));
+		rc = zr_recv(r->s, m, 0);
+		if (rc != -EAGAIN || cat_passed(deadline))
+			return rc;
+	}
+}
+
+/*
+ * The next record of stdin, without its delimiter (the last one may have
+ * none). Returns 0 with *line set (NULL at the end of input), a status > 0,
+ * or -errno.
+ */
+static int
+cat_in_next(struct cat_run *r, char **line, size_t *len)
+{
+	struct cat_in *in = &r->in;
+
+	for (;;) {
+		char *d = memchr(in->buf + in->start, r->a->delim, in->end - in->start);
+
+		if (d != NULL || (in->eof && in->start < in->end)) {
+			char *stop = d != NULL ? d : in->buf + in->end;
+			*line = in->buf + in->start;
+			*len = (size_t)(stop - *line);
+			in->start = d != NULL ? (size_t)(d - in->buf) + 1 : in->end;
+			return 0;
+		}
+		if (in->eof) {
+			*line = NULL;
+			return 0;
+		}
+		if (in->start > 0) {
+			memmove(in->buf, in->buf + in->start, in->end - in->start);
+			in->end -= in->start;
+			in->start = 0;
+		}
+		if (in->end == in->cap) {
+			size_t cap = in->cap == 0 ? 65536 : in->cap * 2;
+			char *p = realloc(in->buf, cap);
+			if (p == NULL)
+				return -ENOMEM;
+			in->buf = p;
+			in->cap = cap;
+		}
+		struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
+		int rc = poll(&p, 1, CAT_WATCH_MS);
+		if (rc < 0 && errno != EINTR)
+			return -errno;
+		if (rc <= 0) {
+			rc = cat_watch(r, 0);
+			if (rc != 0)
+				return rc;
+			continue;
+		}
+		ssize_t got = read(STDIN_FILENO, in->buf + in->end, in->cap - in->end);
+		if (got < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (got < 0)
+			return -errno;
+		if (got == 0)
+			in->eof = true;
+		in->end += (size_t)got;
+	}
+}
+
 /* The exit status for a failed send or receive, with its message. */
 static int
-cat_io_failed(const struct cat_args *a, zr_socket *s, int rc, bool sending)
+cat_io_failed(struct cat_run *r, int rc, bool sending)
 {
+	if (rc > 0)
+		return rc;
 	if (rc == -EAGAIN) {
-		int ms = a->timeout_ms;
-		size_t len = sizeof ms;
-		if (ms < 0 && zr_getsockopt(s, sending ? ZR_SNDTIMEO : ZR_RCVTIMEO, &ms, &len) < 0)
-			ms = -1;
-		cat_error("timed out after %d ms waiting to %s", ms,
+		cat_error("timed out after %d ms waiting to %s", sending ? r->send_ms : r->recv_ms,
 		          sending ? "send (no peer took the message)" : "receive");
 		return ZL_CAT_TIMEOUT;
 	}
@@ -683,14 +1255,16 @@ cat_io_failed(const struct cat_args *a, zr_socket *s, int rc, bool sending)
 
 /* -r: receive and print; REP answers every request. */
 static int
-cat_run_read(const struct cat_args *a, zr_socket *s)
+cat_run_read(struct cat_run *r)
 {
+	const struct cat_args *a = r->a;
+
 	for (unsigned long long done = 0; a->count == 0 || done < a->count; done++) {
 		zr_msg *m = NULL;
-		int rc = zr_recv(s, &m, 0);
+		int rc = cat_recv(r, &m);
 
-		if (rc < 0)
-			return cat_io_failed(a, s, rc, false);
+		if (rc != 0)
+			return cat_io_failed(r, rc, false);
 		rc = cat_print(a, m);
 		if (rc == 0 && a->type == ZR_REP) {
 			if (a->reply != NULL) {
@@ -702,10 +1276,10 @@ cat_run_read(const struct cat_args *a, zr_socket *s)
 					return ZL_CAT_ENDPOINT;
 				}
 			}
-			rc = zr_send(s, &m, 0); /* the request itself is the echo */
-			if (rc < 0) {
+			rc = cat_send(r, &m); /* the request itself is the echo */
+			if (rc != 0) {
 				zr_msg_free(m);
-				return cat_io_failed(a, s, rc, true);
+				return cat_io_failed(r, rc, true);
 			}
 		}
 		zr_msg_free(m);
@@ -715,54 +1289,111 @@ cat_run_read(const struct cat_args *a, zr_socket *s)
 	return ZL_CAT_OK;
 }
 
+/*
+ * -w, after the last send: what was queued can only go out after a handshake
+ * succeeds, so until one has, wait here (within LINGER) rather than inside
+ * zr_ctx_free, where no failure could be reported. Whatever LINGER is left
+ * then goes to the close. PUB and XPUB have dropped what nobody subscribed
+ * to, a ROUTER what it had no peer for, and LINGER 0 discards: no wait for
+ * those.
+ */
+static int
+cat_settle(struct cat_run *r)
+{
+	long long deadline = cat_deadline(r->linger_ms);
+	int rc = 0;
+
+	if (r->linger_ms == 0 || r->a->type == ZR_PUB || r->a->type == ZR_XPUB ||
+	    r->a->type == ZR_ROUTER)
+		return 0;
+	while (rc == 0 && !r->handshaken && !cat_passed(deadline))
+		rc = cat_watch(r, cat_slice(deadline));
+	if (rc == 0 && deadline >= 0) {
+		long long left = deadline - cat_now_ms();
+		cat_setopt_int(r->s, ZR_LINGER, left > 0 ? (int)left : 0);
+	}
+	return rc;
+}
+
 /* -w: send every line of stdin; REQ prints each reply. */
 static int
-cat_run_write(const struct cat_args *a, zr_socket *s)
+cat_run_write(struct cat_run *r)
 {
-	char *line = NULL;
-	size_t cap = 0;
+	const struct cat_args *a = r->a;
+	unsigned long long done = 0;
 	int status = ZL_CAT_OK;
 
-	for (unsigned long long done = 0; a->count == 0 || done < a->count; done++) {
-		ssize_t got = getdelim(&line, &cap, a->delim, stdin);
+	for (; a->count == 0 || done < a->count; done++) {
+		char *line;
+		size_t len;
 		zr_msg *m = NULL;
-		int rc;
+		int rc = cat_in_next(r, &line, &len);
 
-		if (got < 0)
+		if (rc > 0)
+			return rc;
+		if (rc < 0) {
+			cat_error("cannot read stdin: %s", strerror(-rc));
+			return ZL_CAT_USAGE;
+		}
+		if (line == NULL)
 			break;
-		size_t len = (size_t)got;
-		if (len > 0 && line[len - 1] == a->delim)
-			len--;
 		rc = cat_msg_from(a, line, len, &m);
 		if (rc < 0) {
 			cat_error("message: %s", zr_strerror(rc));
-			status = ZL_CAT_ENDPOINT;
-			break;
+			return ZL_CAT_ENDPOINT;
 		}
-		rc = zr_send(s, &m, 0);
-		if (rc < 0) {
+		rc = cat_send(r, &m);
+		if (rc != 0) {
 			zr_msg_free(m);
-			status = cat_io_failed(a, s, rc, true);
-			break;
+			return cat_io_failed(r, rc, true);
 		}
 		if (a->type == ZR_REQ) {
-			rc = zr_recv(s, &m, 0);
-			if (rc < 0) {
-				status = cat_io_failed(a, s, rc, false);
-				break;
-			}
+			rc = cat_recv(r, &m);
+			if (rc != 0)
+				return cat_io_failed(r, rc, false);
 			status = cat_print(a, m);
 			zr_msg_free(m);
 			if (status != 0)
-				break;
+				return status;
 		}
 	}
-	if (status == ZL_CAT_OK && ferror(stdin)) {
-		cat_error("cannot read stdin: %s", strerror(errno));
-		status = ZL_CAT_USAGE;
-	}
-	free(line);
+	if (done > 0)
+		status = cat_settle(r);
 	return status;
+}
+
+/* The waits' bounds as the user set them; the socket's own timeouts then
+ * become the slices. */
+static int
+cat_run_init(struct cat_run *r, const struct cat_args *a, zr_socket *s)
+{
+	size_t len;
+
+	memset(r, 0, sizeof *r);
+	r->a = a;
+	r->refused = calloc(a->nendpoints, sizeof *r->refused);
+	if (r->refused == NULL) {
+		cat_error("out of memory");
+		return ZL_CAT_ENDPOINT;
+	}
+	r->s = s;
+	len = sizeof r->send_ms;
+	if (zr_getsockopt(s, ZR_SNDTIMEO, &r->send_ms, &len) < 0)
+		r->send_ms = a->timeout_ms;
+	len = sizeof r->recv_ms;
+	if (zr_getsockopt(s, ZR_RCVTIMEO, &r->recv_ms, &len) < 0)
+		r->recv_ms = a->timeout_ms;
+	len = sizeof r->linger_ms;
+	if (zr_getsockopt(s, ZR_LINGER, &r->linger_ms, &len) < 0)
+		r->linger_ms = -1;
+	return 0;
+}
+
+static void
+cat_run_fini(struct cat_run *r)
+{
+	free(r->refused);
+	free(r->in.buf);
 }
 
 /* see zl_cat.h */
@@ -770,11 +1401,13 @@ int
 zl_cat_main(int argc, char **argv)
 {
 	struct cat_args a;
+	struct cat_run r;
 	zr_ctx *ctx = NULL;
 	zr_socket *s = NULL;
 	int rc;
 
 	memset(&a, 0, sizeof a);
+	memset(&r, 0, sizeof r);
 	rc = cat_parse(&a, argc, argv);
 	if (rc == 0 && a.help) {
 		fputs(cat_usage_text, stdout);
@@ -803,13 +1436,20 @@ zl_cat_main(int argc, char **argv)
 	}
 	int status = cat_configure(&a, s);
 	if (status == 0)
+		status = cat_run_init(&r, &a, s);
+	if (status == 0)
 		status = cat_attach(&a, s);
 	if (status == 0)
-		status = a.direction == 'r' ? cat_run_read(&a, s) : cat_run_write(&a, s);
+		status = a.direction == 'r' ? cat_run_read(&r) : cat_run_write(&r);
+	/* What the last wait did not read yet: a refusal just before the last
+	 * message is still worth a line. */
+	if (r.s != NULL)
+		(void)cat_watch(&r, 0);
 	/* Closing keeps what -w queued going out for up to LINGER ms, and
 	 * zr_ctx_free waits for that. */
 	zr_socket_close(s);
 	zr_ctx_free(ctx);
+	cat_run_fini(&r);
 	cat_args_fini(&a);
 	return status;
 }
