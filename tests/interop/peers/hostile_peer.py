@@ -25,6 +25,14 @@ Usage:
           flip     one octet of its ciphertext is inverted
           replay   it is sent twice
           swap     it goes after the N+1th (nonces out of order)
+          flipinit the last octet of the client's INITIATE is inverted
+                   (N is ignored)
+          replayconn  nothing is altered, but once N MESSAGEs went through,
+                   everything the client sent so far (greeting, HELLO,
+                   INITIATE, the N MESSAGEs) is replayed verbatim on a new
+                   connection to the target; then "REPLAY_CLOSED <n>" (n:
+                   octets the target sent back before closing) or
+                   "REPLAY_OPEN" if it kept that connection for 5 s
       Writes "TAMPERED <conn>" when it did, and "UPSTREAM_CLOSED <conn>" when
       the server closed a relayed connection. Other bytes pass unchanged,
       both ways. Stops on end of file on stdin.
@@ -152,6 +160,8 @@ class Relay:
         greeted = False
         messages = 0
         held = None
+        # replayconn: what conn 1 sent, up to and including the Nth MESSAGE
+        record = bytearray() if k == 1 and self.mode == "replayconn" else None
         while True:
             try:
                 b = c.recv(65536)
@@ -169,6 +179,8 @@ class Relay:
                 if len(buf) < 64:
                     continue
                 outb, buf, greeted = buf[:64], buf[64:], True
+                if record is not None:
+                    record += outb
             while True:
                 if len(buf) < 2:
                     break
@@ -182,28 +194,57 @@ class Relay:
                 if len(buf) < hl + size:
                     break
                 f, buf = buf[: hl + size], buf[hl + size :]
-                if k == 1 and f[hl : hl + 8] == b"\x07MESSAGE":
+                is_msg = k == 1 and f[hl : hl + 8] == b"\x07MESSAGE"
+                if k == 1 and self.mode == "flipinit" and f[hl : hl + 9] == b"\x08INITIATE":
+                    outb += f[:-1] + bytes([f[-1] ^ 0xFF])
+                    out("TAMPERED %d" % k)
+                    continue
+                if is_msg:
                     messages += 1
-                    if messages == self.n:
-                        if self.mode == "flip":
-                            f = f[:-1] + bytes([f[-1] ^ 0xFF])
-                            outb += f
-                        elif self.mode == "replay":
-                            outb += f + f
-                        elif self.mode == "swap":
-                            held = f
-                        out("TAMPERED %d" % k)
-                        continue
-                    if held is not None:
-                        outb += f + held
-                        held = None
-                        continue
+                if record is not None:
+                    record += f
+                    if is_msg and messages == self.n:
+                        threading.Thread(target=self.replay, args=(bytes(record),),
+                                         daemon=True).start()
+                        record = None
+                elif is_msg and messages == self.n and self.mode != "replayconn":
+                    if self.mode == "flip":
+                        outb += f[:-1] + bytes([f[-1] ^ 0xFF])
+                    elif self.mode == "replay":
+                        outb += f + f
+                    elif self.mode == "swap":
+                        held = f
+                    out("TAMPERED %d" % k)
+                    continue
+                elif is_msg and held is not None:
+                    outb += f + held
+                    held = None
+                    continue
                 outb += f
             if outb:
                 try:
                     u.sendall(outb)
                 except OSError:
                     return
+
+    def replay(self, record):
+        """Sends a recorded client stream verbatim on a new connection."""
+        r = socket.create_connection(("127.0.0.1", self.target_port))
+        r.sendall(record)
+        got = 0
+        r.settimeout(5)
+        try:
+            while True:
+                b = r.recv(65536)
+                if not b:
+                    break
+                got += len(b)
+        except socket.timeout:
+            out("REPLAY_OPEN")
+            return
+        except OSError:
+            pass
+        out("REPLAY_CLOSED %d" % got)
 
 
 def relay_main(target_port, mode, n):
