@@ -865,3 +865,129 @@ Test(curve_sockets, hostile_hello_with_unknown_version_is_refused)
 {
 	hostile_hello("version", -ZR_ECURVEVERSION);
 }
+
+/* ---- more traffic --------------------------------------------------------------- */
+
+/*
+ * The engine tests' standard payloads (multipart, empty frames around data,
+ * 255/256-octet frames, 1 MiB) sent by zring and echoed back by libzmq PAIR,
+ * zring as the server and as the client. (The lone empty frame has its own
+ * test in tests/engine/test_curve_engine.c.)
+ */
+static void
+pair_echo(bool zring_server)
+{
+	struct opts po = {0};
+	zr_socket *zs = et_zopen(0, ZR_PAIR);
+	struct et_peer *pp = curve_link(zs, "PAIR", zring_server, &po);
+	struct et_side z, p;
+	int n = 0;
+
+	sides(&z, zs, ZR_PAIR, &p, pp, ZR_PAIR);
+	for (size_t i = 0; i < ET_NPAYLOADS; i++)
+		n += et_payloads[i][0] != '\0';
+	peer_tell(pp, "echo %d %d", n, 10000);
+	for (size_t i = 0; i < ET_NPAYLOADS; i++) {
+		if (et_payloads[i][0] != '\0')
+			et_send(&z, et_payloads[i]);
+	}
+	for (size_t i = 0; i < ET_NPAYLOADS; i++) {
+		if (et_payloads[i][0] != '\0')
+			et_expect(&z, et_payloads[i]);
+	}
+	char want[32];
+
+	snprintf(want, sizeof want, "ECHOED %d", n);
+	cr_assert_str_eq(peer_answer(pp, ET_WAIT_MS), want);
+}
+
+Test(curve_sockets, pair_payloads_echoed_by_libzmq_client)
+{
+	pair_echo(true);
+}
+
+Test(curve_sockets, pair_payloads_echoed_by_libzmq_server)
+{
+	pair_echo(false);
+}
+
+/* Three libzmq DEALERs with their own keys at one zring ROUTER: each
+ * message carries the User-Id the authenticator gave its sender's key. */
+struct many_auth {
+	uint8_t keys[3][ZR_CURVE_KEY_LEN];
+};
+
+static int
+many_auth_cb(void *arg, struct zr_zmtp_auth_req *req)
+{
+	struct many_auth *a = arg;
+
+	for (int i = 0; i < 3; i++) {
+		if (memcmp(req->client_key, a->keys[i], ZR_CURVE_KEY_LEN) == 0) {
+			snprintf(req->user_id, sizeof req->user_id, "user-%d", i);
+			return 200;
+		}
+	}
+	return 400;
+}
+
+Test(curve_sockets, router_tells_three_libzmq_clients_apart_by_user_id)
+{
+	static struct many_auth a;
+	static struct keys k[3];
+	zr_socket *zs = et_zopen(0, ZR_ROUTER);
+	struct et_peer *pp[3];
+	char ep[256];
+
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(zr_curve_keypair(k[i].pub, k[i].sec), 0);
+		cr_assert_eq(zr_curve_key_decode(a.keys[i], k[i].pub), 0);
+	}
+	cr_assert_eq(zr_socket_set_auth(zs, many_auth_cb, &a), 0);
+	z_curve_server(zs, &srv);
+	snprintf(ep, sizeof ep, "%s", et_zbind(zs, false));
+	for (int i = 0; i < 3; i++) {
+		struct opts po = {0};
+
+		opts_add(&po, "identity=6964%02x", i); /* "id<i>" */
+		opts_add(&po, "curve_serverkey=%s", srv.pub);
+		opts_add(&po, "curve_public=%s", k[i].pub);
+		opts_add(&po, "curve_secret=%s", k[i].sec);
+		pp[i] = secure_peer("DEALER", "connect", ep, &po, NULL);
+	}
+	/* 20 rounds: every client sends, the ROUTER answers each by its id. */
+	for (int round = 0; round < 20; round++) {
+		for (int i = 0; i < 3; i++) {
+			const char *r = et_peer_ask(pp[i], ET_WAIT_MS, "send %02x%02x", i, round);
+
+			cr_assert_str_eq(r, "SENT");
+		}
+		for (int j = 0; j < 3; j++) {
+			zr_msg *m = NULL;
+			size_t len;
+
+			cr_assert_eq(zr_recv(zs, &m, 0), 0, "round %d", round);
+			cr_assert_eq(zr_msg_frames(m), 2u);
+			const uint8_t *id = zr_msg_frame(m, 0, &len);
+
+			cr_assert(len == 3 && id[0] == 'i' && id[1] == 'd' && id[2] < 3);
+			int who = id[2];
+			const uint8_t *body = zr_msg_frame(m, 1, &len);
+
+			cr_assert(len == 2 && body[0] == who && body[1] == round,
+			          "round %d: client %d sent something else", round, who);
+			char uid[16];
+
+			snprintf(uid, sizeof uid, "user-%d", who);
+			expect_prop(m, "User-Id", uid);
+			/* Reply: [id, body] back to that client. */
+			cr_assert_eq(zr_send(zs, &m, 0), 0);
+		}
+		for (int i = 0; i < 3; i++) {
+			char want[16];
+
+			snprintf(want, sizeof want, "MSG %02x%02x", i, round);
+			cr_assert_str_eq(et_peer_ask(pp[i], ET_WAIT_MS, "recv %d", ET_WAIT_MS), want);
+		}
+	}
+}
