@@ -720,3 +720,50 @@ Test(engine_curve, heartbeats_keep_an_idle_curve_link)
 	cr_assert_eq(mon_count(pull, ZR_EVENT_DISCONNECTED), 0);
 	cr_assert_eq(mon_count(push, ZR_EVENT_DISCONNECTED), 0);
 }
+
+/* zring SUB at a zring PUB: the subscription and its cancel travel as
+ * commands inside MESSAGE (RFC 26 with ZMTP 3.1). */
+Test(engine_curve, zring_subscription_and_cancel_inside_message)
+{
+	char ep[256];
+	zr_socket *pub = et_zopen(0, ZR_PUB);
+
+	z_curve_server(pub, &srv);
+	snprintf(ep, sizeof ep, "%s", et_zbind(pub, false));
+	zr_socket *sub = et_zopen(1, ZR_SUB);
+
+	z_curve_client(sub, &cli, srv.pub);
+	cr_assert_eq(zr_setsockopt(sub, ZR_SUBSCRIBE, "a", 1), 0);
+	cr_assert_eq(zr_setsockopt(sub, ZR_SUBSCRIBE, "stop", 4), 0);
+	cr_assert_eq(zr_connect(sub, ep), 0);
+	struct et_side p = {.name = "zring PUB", .type = ZR_PUB, .z = pub};
+	struct et_side s = {.name = "zring SUB", .type = ZR_SUB, .z = sub};
+
+	et_sync(&p, &s, "6170726f6265", "6166656e6365"); /* "aprobe", "afence" */
+	et_send(&p, "62");   /* b */
+	et_send(&p, "6131"); /* a1 */
+	et_send(&p, "73746f70"); /* stop */
+	et_expect(&s, "6131");
+	et_expect(&s, "73746f70");
+	/* Cancel "a": once "stop" arrives after an "a2", "a2" was filtered. */
+	cr_assert_eq(zr_setsockopt(sub, ZR_UNSUBSCRIBE, "a", 1), 0);
+	for (int tries = 0;; tries++) {
+		cr_assert_lt(tries, 100, "the cancel never took effect");
+		et_send(&p, "6132"); /* a2 */
+		et_send(&p, "73746f70");
+		char *got = et_recv(&s, ET_WAIT_MS);
+
+		cr_assert_not_null(got);
+		bool done = strcmp(got, "73746f70") == 0;
+
+		if (!done) {
+			cr_assert_str_eq(got, "6132");
+			free(got);
+			got = et_recv(&s, ET_WAIT_MS);
+			cr_assert(got != NULL && strcmp(got, "73746f70") == 0);
+		}
+		free(got);
+		if (done)
+			break;
+	}
+}
