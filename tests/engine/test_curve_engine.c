@@ -16,6 +16,7 @@
  */
 #include "engine_util.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #define HOSTILE_PEER ZR_SOURCE_DIR "/tests/interop/peers/hostile_peer.py"
@@ -766,4 +767,107 @@ Test(engine_curve, zring_subscription_and_cancel_inside_message)
 		if (done)
 			break;
 	}
+}
+
+/*
+ * Multipart messages of frames larger than one write batch (256 KiB), mixed
+ * with small ones, to a receiver that holds at most two messages: the sender
+ * encrypts across batch boundaries inside a message, the receiver's buffer
+ * grows to a whole MESSAGE and shrinks back, and reading stops and resumes
+ * with part of a MESSAGE buffered. Everything arrives whole and in order.
+ */
+struct big_sender {
+	zr_socket *push;
+	char text[24][96];
+	int sent;
+	int err;
+};
+
+/* Sends the 24 messages (the receiver reads meanwhile: they do not all fit
+ * in the queues at once). */
+static void *
+big_sender_run(void *arg)
+{
+	struct big_sender *b = arg;
+
+	for (int i = 0; i < 24; i++) {
+		zr_msg *m = et_msg_make(b->text[i]);
+		int rc = zr_send(b->push, &m, 0);
+
+		if (rc != 0) {
+			zr_msg_free(m);
+			b->err = rc;
+			break;
+		}
+		b->sent++;
+	}
+	return NULL;
+}
+
+Test(engine_curve, big_multipart_messages_through_a_slow_receiver)
+{
+	static struct big_sender b;
+	char ep[256];
+	pthread_t th;
+	zr_socket *pull = et_zopen(0, ZR_PULL);
+
+	et_zopt_int(pull, ZR_RCVHWM, 2);
+	z_curve_server(pull, &srv);
+	snprintf(ep, sizeof ep, "%s", et_zbind(pull, false));
+	b.push = et_zopen(1, ZR_PUSH);
+	et_zopt_int(b.push, ZR_SNDTIMEO, 20000);
+	z_curve_client(b.push, &cli, srv.pub);
+	cr_assert_eq(zr_connect(b.push, ep), 0);
+	for (int i = 0; i < 24; i++) {
+		if (i % 3 == 0)
+			snprintf(b.text[i], sizeof b.text[i], "g300000,%d:g70000,%d:g262144,%d:%02x", i,
+			         i + 1, i + 2, i);
+		else if (i % 3 == 1)
+			snprintf(b.text[i], sizeof b.text[i], "%02x", i);
+		else
+			snprintf(b.text[i], sizeof b.text[i], "g65536,%d:%02x:g1048576,%d", i, i, i + 3);
+	}
+	cr_assert_eq(pthread_create(&th, NULL, big_sender_run, &b), 0);
+	et_zopt_int(pull, ZR_RCVTIMEO, 20000);
+	for (int i = 0; i < 24; i++) {
+		if (i % 4 == 0)
+			et_sleep_ms(20); /* let the receiver fill up and stop reading */
+		zr_msg_free(z_expect_msg(pull, b.text[i]));
+	}
+	pthread_join(th, NULL);
+	cr_assert_eq(b.err, 0, "zr_send: %s", zr_strerror(b.err));
+	cr_assert_eq(b.sent, 24);
+}
+
+/* CURVE over ipc: the authenticator is asked (whatever the peer address
+ * reads there) and its user id reaches the messages. */
+static atomic_int ipc_auth_calls;
+
+static int
+ipc_auth_cb(void *arg, struct zr_zmtp_auth_req *req)
+{
+	(void)arg;
+	atomic_fetch_add(&ipc_auth_calls, 1);
+	snprintf(req->user_id, sizeof req->user_id, "local");
+	return req->mechanism == ZR_MECH_CURVE ? 200 : 500;
+}
+
+Test(engine_curve, curve_over_ipc_with_an_authenticator)
+{
+	char ep[256];
+	zr_socket *pull = et_zopen(0, ZR_PULL);
+
+	cr_assert_eq(zr_socket_set_auth(pull, ipc_auth_cb, NULL), 0);
+	z_curve_server(pull, &srv);
+	snprintf(ep, sizeof ep, "%s", et_zbind(pull, true));
+	zr_socket *push = et_zopen(0, ZR_PUSH);
+
+	z_curve_client(push, &cli, srv.pub);
+	cr_assert_eq(zr_connect(push, ep), 0);
+	cr_assert_eq(zr_send_bytes(push, "over ipc", 8, 0), 0);
+	zr_msg *m = z_expect_msg(pull, "6f76657220697063");
+
+	cr_assert_str_eq(zr_msg_gets(m, "User-Id"), "local");
+	zr_msg_free(m);
+	cr_assert_eq(atomic_load(&ipc_auth_calls), 1);
 }
