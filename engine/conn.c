@@ -378,6 +378,7 @@ static int
 conn_decode(struct zr__conn *c)
 {
 	size_t off = 0, used;
+	uint64_t now = zr__now_ms(); /* one clock read per batch, not per frame */
 	int rc = 0;
 
 	if (c->rx_ready != NULL) {
@@ -385,13 +386,15 @@ conn_decode(struct zr__conn *c)
 
 		c->rx_ready = NULL;
 		c->rx_paused = false;
-		if (!conn_deliver(c, m))
+		if (!conn_deliver(c, m)) {
+			zr__sock_rx_flush(c->sock);
 			return 0;
+		}
 	}
 	while (off < c->in_len) {
 		struct zr_zmtp_event ev;
 
-		rc = zr_zmtp_feed(&c->z, c->in + off, c->in_len - off, &used, &ev, zr__now_ms());
+		rc = zr_zmtp_feed(&c->z, c->in + off, c->in_len - off, &used, &ev, now);
 		off += used;
 		if (rc < 0 || rc == ZR_NEED_MORE)
 			break;
@@ -441,6 +444,7 @@ conn_decode(struct zr__conn *c)
 		if (rc != 0)
 			break;
 	}
+	zr__sock_rx_flush(c->sock); /* one wake for the whole batch */
 	memmove(c->in, c->in + off, c->in_len - off);
 	c->in_len -= off;
 	if (rc == 1)

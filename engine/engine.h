@@ -248,6 +248,7 @@ struct zr_socket {
 	bool queues_ready;
 	int efd_rx, efd_tx;
 	atomic_int rx_armed, tx_armed; /* the app waits: signal its eventfd */
+	bool rx_unsignalled; /* io thread: rx got messages the app was not told of yet */
 	atomic_int dirty;              /* queued on the ctx's dirty stack */
 	atomic_int rx_paused;          /* some connection waits for room in rx */
 	atomic_size_t rx_bytes;        /* bytes of the messages in rx */
@@ -371,6 +372,9 @@ bool zr__sock_unsent(struct zr_socket *s);
 void zr__sock_close_kick(struct zr_socket *s);
 /* A whole message arrived on c; returns false if it must wait (rx full). */
 bool zr__sock_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m);
+/* Wakes a waiting reader once for everything delivered since the last call
+ * (a connection calls it after each decoded batch, not per message). */
+void zr__sock_rx_flush(struct zr_socket *s);
 /* Records a monitor event if the app asked for this type (io thread). */
 void zr__sock_event(struct zr_socket *s, int type, int value, const char *endpoint);
 /* The same, with a reason in words (handshake failures). */

@@ -578,6 +578,10 @@ sock_recv(zr_socket *s, zr_msg **msg, int flags)
 			atomic_store(&s->rx_armed, 1);
 			atomic_thread_fence(memory_order_seq_cst);
 			m = zr__spsc_pop(&s->rx);
+			/* Found after all: we will not wait, so spare the io thread a
+			 * wake (a stale one would only cost one extra loop). */
+			if (m != NULL)
+				atomic_store(&s->rx_armed, 0);
 		}
 		if (m != NULL) {
 			atomic_fetch_sub(&s->rx_bytes, m->len);
@@ -1287,10 +1291,19 @@ sock_rx_push(struct zr_socket *s, zr_msg *m)
 	}
 	if (queued + 1 > atomic_load_explicit(&s->rx_peak, memory_order_relaxed))
 		atomic_store_explicit(&s->rx_peak, queued + 1, memory_order_relaxed);
+	s->rx_unsignalled = true; /* the wake waits for zr__sock_rx_flush */
+	return true;
+}
+
+void
+zr__sock_rx_flush(struct zr_socket *s)
+{
+	if (!s->rx_unsignalled)
+		return;
+	s->rx_unsignalled = false;
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load(&s->rx_armed) && atomic_exchange(&s->rx_armed, 0))
 		sock_signal(s->efd_rx);
-	return true;
 }
 
 bool
@@ -1348,8 +1361,10 @@ zr__sock_subscription(struct zr_socket *s, struct zr__conn *c, bool subscribe, c
 
 				zr__msg_frame_append(m, &flag, 1);
 				zr__msg_frame_append(m, topic, len);
-				if (sock_rx_push(s, m))
+				if (sock_rx_push(s, m)) {
+					zr__sock_rx_flush(s);
 					return;
+				}
 			}
 			zr_msg_free(m);
 		}
