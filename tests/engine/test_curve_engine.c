@@ -599,6 +599,47 @@ Test(engine_curve, message_with_an_older_nonce_closes_the_connection)
 	tamper("swap", 4, false);
 }
 
+/*
+ * What crosses the wire is ciphertext: a relay watching the client's bytes
+ * sees a marker in the clear without CURVE (the control) and never with it.
+ */
+static void
+sniff(bool curve, const char *want)
+{
+	char ep[256], rep[64];
+	unsigned port;
+	zr_socket *pull = et_zopen(0, ZR_PULL);
+
+	if (curve)
+		z_curve_server(pull, &srv);
+	snprintf(ep, sizeof ep, "%s", et_zbind(pull, false));
+	struct et_peer *r = relay_start(ep, "sniff", 0, &port);
+
+	snprintf(rep, sizeof rep, "tcp://127.0.0.1:%u", port);
+	zr_socket *push = et_zopen(1, ZR_PUSH);
+
+	if (curve)
+		z_curve_client(push, &cli, srv.pub);
+	cr_assert_eq(zr_connect(push, rep), 0);
+	cr_assert_eq(zr_send_bytes(push, "zring-plaintext-marker", 22, 0), 0);
+	char buf[32];
+
+	cr_assert_eq(zr_recv_bytes(pull, buf, sizeof buf, 0), 22);
+	cr_assert_eq(zr_disconnect(push, rep), 0);
+	relay_expect(r, "SNIFF ");
+	cr_assert_str_eq(r->line, want);
+}
+
+Test(engine_curve, the_wire_carries_no_plaintext)
+{
+	sniff(true, "SNIFF clean");
+}
+
+Test(engine_curve, the_sniffer_sees_plaintext_without_curve)
+{
+	sniff(false, "SNIFF seen");
+}
+
 /* One octet of INITIATE altered in flight: the server refuses the handshake
  * (its box does not open) and tells the client why; nothing is delivered. */
 Test(engine_curve, altered_initiate_fails_the_handshake_on_both_sides)

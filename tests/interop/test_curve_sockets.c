@@ -14,6 +14,7 @@
  * compatibility and must not skip.
  */
 #include "engine/engine_util.h"
+#include "engine/sock_helpers.h"
 
 #include <stdatomic.h>
 
@@ -292,6 +293,11 @@ push_pull(bool zring_server, bool zring_pushes)
 
 	for (size_t i = 0; i < sizeof msgs / sizeof msgs[0]; i++)
 		et_send(tx, msgs[i]);
+	if (!zring_pushes) {
+		/* A lone empty frame, libzmq to zring (zring's own sending of one
+		 * is tests/engine/test_curve_engine.c empty_frames_cross_a_curve_link). */
+		et_send(tx, "");
+	}
 	if (zring_pushes) {
 		for (size_t i = 0; i < sizeof msgs / sizeof msgs[0]; i++)
 			et_expect(rx, msgs[i]);
@@ -315,6 +321,7 @@ push_pull(bool zring_server, bool zring_pushes)
 		zr_msg_free(m);
 		for (size_t i = 1; i < sizeof msgs / sizeof msgs[0]; i++)
 			et_expect(rx, msgs[i]);
+		et_expect(rx, "");
 		peer_tell(pp, "burst 1000");
 		for (uint32_t i = 0; i < 1000; i++) {
 			uint8_t b[8];
@@ -990,4 +997,42 @@ Test(curve_sockets, router_tells_three_libzmq_clients_apart_by_user_id)
 			cr_assert_str_eq(et_peer_ask(pp[i], ET_WAIT_MS, "recv %d", ET_WAIT_MS), want);
 		}
 	}
+}
+
+/*
+ * The libzmq CURVE server goes away and comes back on the same port with the
+ * same keys: the zring client redials and runs a fresh handshake (new
+ * transient keys and nonces) on the new connection.
+ */
+Test(curve_sockets, zring_client_redials_a_restarted_libzmq_server)
+{
+	zr_socket *zs = et_zopen(0, ZR_PUSH);
+	struct opts po = {0};
+	struct zr_event ev;
+	char ep[256];
+
+	snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", free_tcp_port());
+	opts_add(&po, "curve_server=1");
+	opts_add(&po, "curve_secret=%s", srv.sec);
+	struct et_peer *p1 = secure_peer("PULL", "bind", ep, &po, NULL);
+
+	cr_assert_eq(zr_socket_monitor(zs, ZR_EVENT_ALL), 0);
+	z_curve_client(zs, &cli, srv.pub);
+	cr_assert_eq(zr_connect(zs, ep), 0);
+	struct et_side z, p;
+
+	sides(&z, zs, ZR_PUSH, &p, p1, ZR_PULL);
+	et_send(&z, "6669727374"); /* first */
+	et_expect(&p, "6669727374");
+	cr_assert(mon_wait(zs, ZR_EVENT_HANDSHAKE_SUCCEEDED, &ev, ET_WAIT_MS));
+
+	et_peer_kill(p1);
+	cr_assert(mon_wait(zs, ZR_EVENT_DISCONNECTED, &ev, ET_WAIT_MS));
+	struct et_peer *p2 = secure_peer("PULL", "bind", ep, &po, NULL);
+
+	cr_assert(mon_wait(zs, ZR_EVENT_HANDSHAKE_SUCCEEDED, &ev, 10000),
+	          "no second handshake with the restarted server");
+	sides(&z, zs, ZR_PUSH, &p, p2, ZR_PULL);
+	et_send(&z, "7365636f6e64"); /* second */
+	et_expect(&p, "7365636f6e64");
 }

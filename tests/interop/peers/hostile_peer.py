@@ -27,6 +27,10 @@ Usage:
           swap     it goes after the N+1th (nonces out of order)
           flipinit the last octet of the client's INITIATE is inverted
                    (N is ignored)
+          sniff    nothing is altered; when the client closes its first
+                   connection, "SNIFF seen" or "SNIFF clean" tells whether
+                   the octets "zring-plaintext-marker" crossed the relay
+                   in the clear (client to server)
           replayconn  nothing is altered, but once N MESSAGEs went through,
                    everything the client sent so far (greeting, HELLO,
                    INITIATE, the N MESSAGEs) is replayed verbatim on a new
@@ -162,12 +166,17 @@ class Relay:
         held = None
         # replayconn: what conn 1 sent, up to and including the Nth MESSAGE
         record = bytearray() if k == 1 and self.mode == "replayconn" else None
+        sniffed = bytearray() if k == 1 and self.mode == "sniff" else None
         while True:
             try:
                 b = c.recv(65536)
             except OSError:
                 b = b""
+            if sniffed is not None:
+                sniffed += b
             if not b:
+                if sniffed is not None:
+                    out("SNIFF " + ("seen" if b"zring-plaintext-marker" in sniffed else "clean"))
                 try:
                     u.shutdown(socket.SHUT_WR)
                 except OSError:
