@@ -454,25 +454,27 @@ Test(engine_curve, curve_and_null_zring_sockets_refuse_each_other)
 
 /* ---- tampering after the handshake -------------------------------------------- */
 
+/* Starts hostile_peer.py with args (NULL-terminated) and reads its port. */
 static struct et_peer *
-relay_start(const char *target_ep, const char *mode, int n, unsigned *port)
+hostile_start(char *const *args, unsigned *port)
 {
 	static struct zl_proc child;
-	char tport[16], nbuf[16];
+	char *argv[16];
+	int argc = 0;
 	struct et_peer *p = calloc(1, sizeof *p);
 
 	cr_assert_not_null(p);
 	p->buf = malloc(ET_LINE_MAX);
 	cr_assert_not_null(p->buf);
-	snprintf(tport, sizeof tport, "%s", strrchr(target_ep, ':') + 1);
-	snprintf(nbuf, sizeof nbuf, "%d", n);
-	char *argv[] = {(char *)ZR_PYTHON, (char *)HOSTILE_PEER, (char *)"relay", tport,
-	                (char *)mode, nbuf, NULL};
-
+	argv[argc++] = (char *)ZR_PYTHON;
+	argv[argc++] = (char *)HOSTILE_PEER;
+	for (size_t i = 0; args[i] != NULL && argc < 15; i++)
+		argv[argc++] = args[i];
+	argv[argc] = NULL;
 	cr_assert_eq(access(ZR_PYTHON, X_OK), 0, "%s not found", ZR_PYTHON);
 	int rc = zl_proc_spawn(&child, argv);
 
-	cr_assert_eq(rc, 0, "cannot start the relay: %s", strerror(-rc));
+	cr_assert_eq(rc, 0, "cannot start %s: %s", HOSTILE_PEER, strerror(-rc));
 	p->pid = child.pid;
 	p->in_fd = child.in_fd;
 	p->out_fd = child.out_fd;
@@ -482,9 +484,22 @@ relay_start(const char *target_ep, const char *mode, int n, unsigned *port)
 			break;
 		}
 	}
-	cr_assert(et_peer_readline(p, 15000), "no first line from the relay");
-	cr_assert_eq(sscanf(p->line, "PORT %u", port), 1, "relay said \"%s\"", p->line);
+	cr_assert(et_peer_readline(p, 15000), "no first line from %s", args[0]);
+	cr_assert_eq(sscanf(p->line, "PORT %u", port), 1, "%s said \"%s\"", args[0], p->line);
 	return p;
+}
+
+/* A relay to target_ep (see hostile_peer.py relay). */
+static struct et_peer *
+relay_start(const char *target_ep, const char *mode, int n, unsigned *port)
+{
+	char tport[16], nbuf[16];
+
+	snprintf(tport, sizeof tport, "%s", strrchr(target_ep, ':') + 1);
+	snprintf(nbuf, sizeof nbuf, "%d", n);
+	char *args[] = {(char *)"relay", tport, (char *)mode, nbuf, NULL};
+
+	return hostile_start(args, port);
 }
 
 /* Reads relay lines until one starts with want (e.g. "TAMPERED 1"). */
@@ -911,4 +926,64 @@ Test(engine_curve, curve_over_ipc_with_an_authenticator)
 	cr_assert_str_eq(zr_msg_gets(m, "User-Id"), "local");
 	zr_msg_free(m);
 	cr_assert_eq(atomic_load(&ipc_auth_calls), 1);
+}
+
+/* ---- handshakes that never end ------------------------------------------------- */
+
+/* A server that answers the greeting and then nothing: HANDSHAKE_IVL ends
+ * it, and the event says it was a timeout (not a wrong key). */
+Test(engine_curve, mute_curve_server_times_out_the_handshake)
+{
+	unsigned port;
+	char ep[64];
+	struct zr_event ev;
+	char *args[] = {(char *)"mute", NULL};
+
+	hostile_start(args, &port);
+	snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", port);
+	zr_socket *push = et_zopen(1, ZR_PUSH);
+
+	et_zopt_int(push, ZR_HANDSHAKE_IVL, 300);
+	cr_assert_eq(zr_socket_monitor(push, ZR_EVENT_ALL), 0);
+	z_curve_client(push, &cli, srv.pub);
+	cr_assert_eq(zr_connect(push, ep), 0);
+	(void)zr_send_bytes(push, "waiting", 7, ZR_DONTWAIT);
+	cr_assert(mon_wait(push, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, &ev, ET_WAIT_MS));
+	cr_assert_eq(ev.value, -ZR_EHANDSHAKE_TIMEOUT, "value %d (%s): %s", ev.value,
+	             zr_strerror(ev.value), ev.reason);
+	cr_assert_not_null(strstr(ev.reason, "timed out"), "reason: %s", ev.reason);
+	/* A timeout is not final: it dials again (and times out again). */
+	cr_assert(mon_wait(push, ZR_EVENT_CONNECTED, &ev, ET_WAIT_MS), "no redial after a timeout");
+	/* Closing in the middle of a handshake frees it all (ASan checks). */
+	et_zclose(push);
+}
+
+/* INITIATE swallowed in flight: the server, waiting for it, times out and
+ * closes; the client (patient) redials through the relay, whose second
+ * connection passes everything, and its message gets through. */
+Test(engine_curve, swallowed_initiate_times_out_at_the_server)
+{
+	char ep[256], rep[64];
+	unsigned port;
+	struct zr_event ev;
+	zr_socket *pull = et_zopen(0, ZR_PULL);
+
+	et_zopt_int(pull, ZR_HANDSHAKE_IVL, 300);
+	cr_assert_eq(zr_socket_monitor(pull, ZR_EVENT_ALL), 0);
+	z_curve_server(pull, &srv);
+	snprintf(ep, sizeof ep, "%s", et_zbind(pull, false));
+	struct et_peer *r = relay_start(ep, "dropinit", 0, &port);
+
+	snprintf(rep, sizeof rep, "tcp://127.0.0.1:%u", port);
+	zr_socket *push = et_zopen(1, ZR_PUSH);
+
+	z_curve_client(push, &cli, srv.pub);
+	cr_assert_eq(zr_connect(push, rep), 0);
+	cr_assert_eq(zr_send_bytes(push, "m0", 2, 0), 0);
+	relay_expect(r, "TAMPERED 1");
+	cr_assert(mon_wait(pull, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, &ev, ET_WAIT_MS));
+	cr_assert_eq(ev.value, -ZR_EHANDSHAKE_TIMEOUT, "server value %d (%s)", ev.value,
+	             zr_strerror(ev.value));
+	cr_assert_not_null(strstr(ev.reason, "timed out"), "reason: %s", ev.reason);
+	zr_msg_free(z_expect_msg(pull, "6d30"));
 }

@@ -16,6 +16,12 @@ Usage:
       after the greeting (hex: the first 64 of them), or "OPEN" if the server
       still held it open after 5 s.
 
+  hostile_peer.py mute
+      Listens on 127.0.0.1 (first line "PORT <port>"), and on every
+      connection sends a greeting announcing CURVE as a server, then reads
+      and discards whatever comes, never answering. Stops on end of file on
+      stdin.
+
   hostile_peer.py relay TARGET_PORT MODE N
       Listens on 127.0.0.1 (port chosen by the kernel; first line
       "PORT <port>") and relays every accepted connection to
@@ -25,6 +31,8 @@ Usage:
           flip     one octet of its ciphertext is inverted
           replay   it is sent twice
           swap     it goes after the N+1th (nonces out of order)
+          dropinit the client's INITIATE and all after it are swallowed
+                   (N is ignored)
           flipinit the last octet of the client's INITIATE is inverted
                    (N is ignored)
           sniff    nothing is altered; when the client closes its first
@@ -204,6 +212,12 @@ class Relay:
                     break
                 f, buf = buf[: hl + size], buf[hl + size :]
                 is_msg = k == 1 and f[hl : hl + 8] == b"\x07MESSAGE"
+                if k == 1 and self.mode == "dropinit" and f[hl : hl + 9] == b"\x08INITIATE":
+                    out("TAMPERED %d" % k)
+                    buf = b""
+                    while c.recv(65536):
+                        pass
+                    return
                 if k == 1 and self.mode == "flipinit" and f[hl : hl + 9] == b"\x08INITIATE":
                     outb += f[:-1] + bytes([f[-1] ^ 0xFF])
                     out("TAMPERED %d" % k)
@@ -256,6 +270,31 @@ class Relay:
         out("REPLAY_CLOSED %d" % got)
 
 
+def mute_conn(c):
+    try:
+        c.sendall(greeting("CURVE", True))
+        while c.recv(65536):
+            pass
+    except OSError:
+        pass
+
+
+def mute_main():
+    ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    ls.bind(("127.0.0.1", 0))
+    ls.listen(8)
+    out("PORT %d" % ls.getsockname()[1])
+
+    def serve():
+        while True:
+            c, _ = ls.accept()
+            threading.Thread(target=mute_conn, args=(c,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    sys.stdin.read()
+    os._exit(0)
+
+
 def relay_main(target_port, mode, n):
     ls = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     ls.bind(("127.0.0.1", 0))
@@ -271,6 +310,8 @@ def main():
     try:
         if sys.argv[1] == "hello":
             hello_main(int(sys.argv[2]), sys.argv[3])
+        elif sys.argv[1] == "mute":
+            mute_main()
         elif sys.argv[1] == "relay":
             relay_main(int(sys.argv[2]), sys.argv[3], int(sys.argv[4]))
         else:
