@@ -1191,7 +1191,9 @@ cat_in_next(struct cat_run *r, char **line, size_t *len)
 	struct cat_in *in = &r->in;
 
 	for (;;) {
-		char *d = memchr(in->buf + in->start, r->a->delim, in->end - in->start);
+		char *d = in->start < in->end
+		                  ? memchr(in->buf + in->start, r->a->delim, in->end - in->start)
+		                  : NULL;
 
 		if (d != NULL || (in->eof && in->start < in->end)) {
 			char *stop = d != NULL ? d : in->buf + in->end;
