@@ -987,3 +987,134 @@ Test(engine_curve, swallowed_initiate_times_out_at_the_server)
 	cr_assert_not_null(strstr(ev.reason, "timed out"), "reason: %s", ev.reason);
 	zr_msg_free(z_expect_msg(pull, "6d30"));
 }
+
+/* ---- the authenticator's answers ------------------------------------------------ */
+
+static atomic_int status_answer;
+
+static int
+status_auth_cb(void *arg, struct zr_zmtp_auth_req *req)
+{
+	(void)arg;
+	(void)req;
+	return atomic_load(&status_answer);
+}
+
+/* 300, 400 and 500 reach the client as they are; any other refusal as 500. */
+static void
+auth_status(int answer, int want)
+{
+	char ep[256];
+	struct zr_event ev;
+	zr_socket *pull = et_zopen(0, ZR_PULL);
+
+	atomic_store(&status_answer, answer);
+	cr_assert_eq(zr_socket_set_auth(pull, status_auth_cb, NULL), 0);
+	cr_assert_eq(zr_socket_monitor(pull, ZR_EVENT_ALL), 0);
+	z_curve_server(pull, &srv);
+	snprintf(ep, sizeof ep, "%s", et_zbind(pull, false));
+	zr_socket *push = curve_push(ep, &cli, srv.pub);
+
+	cr_assert(mon_wait(push, ZR_EVENT_HANDSHAKE_FAILED_AUTH, &ev, ET_WAIT_MS), "answer %d", answer);
+	cr_assert_eq(ev.value, want, "answer %d: the client saw %d", answer, ev.value);
+	cr_assert(mon_wait(pull, ZR_EVENT_HANDSHAKE_FAILED_AUTH, &ev, ET_WAIT_MS));
+	cr_assert_eq(ev.value, want, "answer %d: the server reported %d", answer, ev.value);
+}
+
+Test(engine_curve, auth_answer_300_is_sent_as_300)
+{
+	auth_status(300, 300);
+}
+
+Test(engine_curve, auth_answer_500_is_sent_as_500)
+{
+	auth_status(500, 500);
+}
+
+Test(engine_curve, auth_answer_out_of_range_counts_as_500)
+{
+	auth_status(999, 500);
+}
+
+Test(engine_curve, auth_answer_zero_counts_as_500)
+{
+	auth_status(0, 500);
+}
+
+/* The longest user id an authenticator may give reaches the messages whole. */
+static int
+long_id_cb(void *arg, struct zr_zmtp_auth_req *req)
+{
+	(void)arg;
+	memset(req->user_id, 'u', ZR_ZMTP_USER_ID_MAX);
+	req->user_id[ZR_ZMTP_USER_ID_MAX] = '\0';
+	return 200;
+}
+
+Test(engine_curve, longest_user_id_arrives_whole)
+{
+	char ep[256], want[ZR_ZMTP_USER_ID_MAX + 1];
+	zr_socket *pull = et_zopen(0, ZR_PULL);
+
+	cr_assert_eq(zr_socket_set_auth(pull, long_id_cb, NULL), 0);
+	z_curve_server(pull, &srv);
+	snprintf(ep, sizeof ep, "%s", et_zbind(pull, false));
+	zr_socket *push = curve_push(ep, &cli, srv.pub);
+
+	cr_assert_eq(zr_send_bytes(push, "x", 1, 0), 0);
+	zr_msg *m = z_expect_msg(pull, "78");
+
+	memset(want, 'u', ZR_ZMTP_USER_ID_MAX);
+	want[ZR_ZMTP_USER_ID_MAX] = '\0';
+	cr_assert_str_eq(zr_msg_gets(m, "User-Id"), want);
+	zr_msg_free(m);
+}
+
+/* PLAIN between zring sockets: the hook sees the credentials, a refused
+ * client sees the status, an admitted one's messages carry its user id. */
+static int
+plain_cb(void *arg, struct zr_zmtp_auth_req *req)
+{
+	(void)arg;
+	if (req->mechanism != ZR_MECH_PLAIN || req->client_key != NULL)
+		return 500;
+	if (req->password_len == 2 && memcmp(req->password, "pw", 2) == 0) {
+		snprintf(req->user_id, sizeof req->user_id, "%.*s", (int)req->username_len,
+		         (const char *)req->username);
+		return 200;
+	}
+	snprintf(req->text, sizeof req->text, "wrong password");
+	return 400;
+}
+
+Test(engine_curve, plain_between_zring_sockets)
+{
+	char ep[256];
+	struct zr_event ev;
+	zr_socket *pull = et_zopen(0, ZR_PULL);
+
+	cr_assert_eq(zr_socket_set_auth(pull, plain_cb, NULL), 0);
+	cr_assert_eq(zr_socket_monitor(pull, ZR_EVENT_ALL), 0);
+	et_zopt_int(pull, ZR_PLAIN_SERVER, 1);
+	snprintf(ep, sizeof ep, "%s", et_zbind(pull, false));
+	zr_socket *bad = et_zopen(1, ZR_PUSH), *good = et_zopen(1, ZR_PUSH);
+
+	cr_assert_eq(zr_socket_monitor(bad, ZR_EVENT_ALL), 0);
+	cr_assert_eq(zr_setsockopt(bad, ZR_PLAIN_USERNAME, "mallory", 7), 0);
+	cr_assert_eq(zr_setsockopt(bad, ZR_PLAIN_PASSWORD, "guess", 5), 0);
+	cr_assert_eq(zr_connect(bad, ep), 0);
+	(void)zr_send_bytes(bad, "evil", 4, ZR_DONTWAIT);
+	cr_assert(mon_wait(bad, ZR_EVENT_HANDSHAKE_FAILED_AUTH, &ev, ET_WAIT_MS));
+	cr_assert_eq(ev.value, 400);
+	cr_assert(mon_wait(pull, ZR_EVENT_HANDSHAKE_FAILED_AUTH, &ev, ET_WAIT_MS));
+	cr_assert_not_null(strstr(ev.reason, "wrong password"), "reason: %s", ev.reason);
+
+	cr_assert_eq(zr_setsockopt(good, ZR_PLAIN_USERNAME, "alice", 5), 0);
+	cr_assert_eq(zr_setsockopt(good, ZR_PLAIN_PASSWORD, "pw", 2), 0);
+	cr_assert_eq(zr_connect(good, ep), 0);
+	cr_assert_eq(zr_send_bytes(good, "hi", 2, 0), 0);
+	zr_msg *m = z_expect_msg(pull, "6869");
+
+	cr_assert_str_eq(zr_msg_gets(m, "User-Id"), "alice");
+	zr_msg_free(m);
+}
