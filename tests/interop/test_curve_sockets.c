@@ -1036,3 +1036,50 @@ Test(curve_sockets, zring_client_redials_a_restarted_libzmq_server)
 	et_send(&z, "7365636f6e64"); /* second */
 	et_expect(&p, "7365636f6e64");
 }
+
+/* ---- libzmq's ZAP handler judging zring CURVE clients ------------------------- */
+
+/* Admitted by key: libzmq's messages from us carry our public key (Z85) as
+ * their User-Id, so the vouch carried the right long-term key. */
+Test(curve_sockets, libzmq_zap_admits_the_zring_client_key)
+{
+	zr_socket *zs = et_zopen(0, ZR_PUSH);
+	struct opts po = {0};
+	char ep[256], want[128];
+
+	opts_add(&po, "curve_server=1");
+	opts_add(&po, "curve_secret=%s", srv.sec);
+	opts_add(&po, "zap_curve=%s", cli.pub);
+	struct et_peer *pp = secure_peer("PULL", "bind", "tcp://127.0.0.1:*", &po, ep);
+
+	z_curve_client(zs, &cli, srv.pub);
+	cr_assert_eq(zr_connect(zs, ep), 0);
+	cr_assert_eq(zr_send_bytes(zs, "hi", 2, 0), 0);
+	snprintf(want, sizeof want, "MSG 6869 UID %s", cli.pub);
+	cr_assert_str_eq(et_peer_ask(pp, ET_WAIT_MS, "recvuid %d", ET_WAIT_MS), want);
+}
+
+/* Refused by libzmq's ZAP (no key admitted): the zring client sees
+ * HANDSHAKE_FAILED_AUTH 400 with a reason, and nothing gets through. */
+Test(curve_sockets, libzmq_zap_refusal_reaches_the_zring_client)
+{
+	zr_socket *zs = et_zopen(0, ZR_PUSH);
+	struct opts po = {0};
+	struct zr_event ev;
+	char ep[256];
+
+	opts_add(&po, "curve_server=1");
+	opts_add(&po, "curve_secret=%s", srv.sec);
+	opts_add(&po, "zap_curve=none");
+	struct et_peer *pp = secure_peer("PULL", "bind", "tcp://127.0.0.1:*", &po, ep);
+
+	cr_assert_eq(zr_socket_monitor(zs, ZR_EVENT_ALL), 0);
+	z_curve_client(zs, &cli, srv.pub);
+	cr_assert_eq(zr_connect(zs, ep), 0);
+	(void)zr_send_bytes(zs, "x", 1, ZR_DONTWAIT);
+	cr_assert(mon_wait(zs, ZR_EVENT_HANDSHAKE_FAILED_AUTH, &ev, 10000),
+	          "no HANDSHAKE_FAILED_AUTH from libzmq's ZAP refusal");
+	cr_assert_eq(ev.value, 400);
+	cr_assert_not_null(strstr(ev.reason, "400"), "reason: %s", ev.reason);
+	cr_assert_str_eq(et_peer_ask(pp, 1000, "count 300"), "COUNT 0");
+}

@@ -11,6 +11,8 @@ PUB, SUB, ...). Options, applied in order before bind/connect:
     plain_server=1  plain_user=TEXT  plain_pass=TEXT
     zap_plain=USER:PASS            a ZAP handler (zmq.auth ThreadAuthenticator)
                                    that admits only this PLAIN user
+    zap_curve=any|none|Z85         a ZAP handler for CURVE admitting any
+                                   client key, none, or only this public key
     monitor=1                      record the socket's monitor events
     identity=HEX  sub=HEX (repeatable)
     NAME=INT                       any other integer option by its pyzmq name
@@ -27,6 +29,7 @@ g tokens when they match that pattern, else as "x<len>,<crc32>".
 Commands (stdin), each answered by one line:
     send TOKENS        -> "SENT" or "ERR <name>"
     recv MS            -> "MSG TOKENS" or "TIMEOUT"
+    recvuid MS         -> "MSG TOKENS UID <User-Id of its first frame>" or "TIMEOUT"
     count MS           receive until nothing came for MS -> "COUNT n"
     echo N MS          receive and send back unchanged, N times
                        (gives up after MS without a message) -> "ECHOED n"
@@ -175,6 +178,21 @@ def main():
                 auth = ThreadAuthenticator(ctx)
                 auth.start()
                 auth.configure_plain(domain="*", passwords={user: password})
+            elif name == "zap_curve":
+                import tempfile
+                from zmq.auth.thread import ThreadAuthenticator
+
+                auth = ThreadAuthenticator(ctx)
+                auth.start()
+                if value == "any":
+                    auth.configure_curve(domain="*", location=zmq.auth.CURVE_ALLOW_ANY)
+                else:
+                    # A directory of public-key certificates: empty, or this one key.
+                    d = tempfile.mkdtemp()
+                    if value != "none":
+                        with open(os.path.join(d, "client.key"), "w") as f:
+                            f.write('metadata\ncurve\n    public-key = "%s"\n' % value)
+                    auth.configure_curve(domain="*", location=d)
             elif name == "monitor":
                 mon = Monitor(s)
             elif name == "identity":
@@ -212,6 +230,16 @@ def main():
             elif cmd == "recv":
                 m = recv(int(words[1]))
                 out("TIMEOUT" if m is None else "MSG " + enc(m))
+            elif cmd == "recvuid":
+                if not poller.poll(int(words[1])):
+                    out("TIMEOUT")
+                    continue
+                frames = s.recv_multipart(copy=False)
+                try:
+                    uid = frames[0].get("User-Id")
+                except zmq.ZMQError:
+                    uid = "(none)"
+                out("MSG %s UID %s" % (enc([f.bytes for f in frames]), uid))
             elif cmd == "count":
                 n = 0
                 while recv(int(words[1])) is not None:
