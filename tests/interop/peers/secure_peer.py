@@ -192,7 +192,10 @@ def main():
                     if value != "none":
                         with open(os.path.join(d, "client.key"), "w") as f:
                             f.write('metadata\ncurve\n    public-key = "%s"\n' % value)
-                    auth.configure_curve(domain="*", location=d)
+                    auth.configure_curve(domain="*", location=d)  # reads it now
+                    import shutil
+
+                    shutil.rmtree(d)
             elif name == "monitor":
                 mon = Monitor(s)
             elif name == "identity":
