@@ -873,6 +873,22 @@ Test(curve_sockets, hostile_hello_with_unknown_version_is_refused)
 	hostile_hello("version", -ZR_ECURVEVERSION);
 }
 
+/* Refused on the frame header, before any octet of the body is awaited. */
+Test(curve_sockets, hostile_huge_command_is_refused_at_once)
+{
+	hostile_hello("huge", -ZR_ECMDSIZE);
+}
+
+Test(curve_sockets, hostile_message_before_hello_is_refused)
+{
+	hostile_hello("message", -ZR_EUNEXPECTED);
+}
+
+Test(curve_sockets, hostile_data_frame_before_hello_is_refused)
+{
+	hostile_hello("data", -ZR_EEARLYMSG);
+}
+
 /* ---- more traffic --------------------------------------------------------------- */
 
 /*

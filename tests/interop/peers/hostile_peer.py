@@ -11,6 +11,9 @@ Usage:
           garbage  the right size (200 octets of body), random box
           short    a HELLO 10 octets too short
           version  a valid layout but CurveZMQ version 9.9
+          huge     (no HELLO) a command frame header declaring 2^40 octets
+          message  (no HELLO) a MESSAGE command of HELLO's size
+          data     (no HELLO) a data frame, not a command
       Writes "GREETING <mechanism>" after the server's greeting, then
       "CLOSED <n> <hex>" once the server closed the connection: n octets came
       after the greeting (hex: the first 64 of them), or "OPEN" if the server
@@ -104,7 +107,14 @@ def hello_main(port, kind):
     body = b"\x05HELLO" + version + bytes(72) + os.urandom(32) + os.urandom(8) + os.urandom(80)
     if kind == "short":
         body = body[:-10]
-    s.sendall(frame(body))
+    if kind == "huge":
+        s.sendall(bytes([0x06]) + (1 << 40).to_bytes(8, "big") + b"\x05HELLO")
+    elif kind == "message":
+        s.sendall(frame(b"\x07MESSAGE" + os.urandom(192)))
+    elif kind == "data":
+        s.sendall(frame(b"hello", command=False))
+    else:
+        s.sendall(frame(body))
     got = b""
     s.settimeout(5)
     try:
