@@ -374,6 +374,20 @@ Test(cat, plain_credentials_set_with_o_pass_a_libzmq_zap_check)
 	peer_expect("DONE");
 }
 
+Test(cat, dash_p_prints_message_properties_before_the_frames)
+{
+	tool_start("-r", "-b", "PULL", "tcp://127.0.0.1:*", "-n", "1", "-F", "|", "-P",
+	           "Socket-Type", "--property", "X-Not-There", "-P", "peer-address", NULL);
+	const char *ep = tool_bound_endpoint();
+	peer_start("PUSH", "connect", ep, "--send", "[\"a\",\"b\"]", NULL);
+
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
+	/* "PUSH||tcp://127.0.0.1:PORT|a|b": a missing property is an empty field. */
+	cr_assert(strncmp(tool.out, "PUSH||tcp://127.0.0.1:", 22) == 0, "stdout: %s", tool.out);
+	size_t n = strlen(tool.out);
+	cr_assert(n > 5 && strcmp(tool.out + n - 5, "|a|b\n") == 0, "stdout: %s", tool.out);
+}
+
 Test(cat, pull_binds_and_receives_over_ipc)
 {
 	char ep[128];
@@ -557,6 +571,8 @@ Test(cat, a_bad_command_line_exits_1_with_one_line)
 	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "-F", "\\q");
 	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "-s", "topic");
 	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "--reply", "x");
+	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "-P", "");
+	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "--property");
 }
 
 Test(cat, unknown_socket_option_exits_1_naming_it)

@@ -394,6 +394,20 @@ Test(cat_auth, wrong_server_key_against_a_pyzmq_server_is_reported_not_a_silent_
 	          "pyzmq peer: %s", rc >= 0 ? peer_line : strerror(-rc));
 }
 
+Test(cat_auth, a_null_client_of_a_pyzmq_curve_server_is_told_the_mechanisms_differ)
+{
+	struct pair s = keygen();
+	const char *ep = peer_start("PUSH", "bind", "tcp://127.0.0.1:*", "--server", s.sec,
+	                            "--failed", NULL);
+
+	tool_begin(&client, "cat", "-r", "-c", "PULL", ep, "--timeout", "3000", NULL);
+	char reason[512];
+	tool_stderr_after(&client, "zring cat: handshake failed: ", reason, sizeof reason, WAIT_MS);
+	cr_assert(has(reason, "mechanism"), "reason: %s", reason);
+	cr_assert_eq(tool_wait(&client, WAIT_MS), 3, "stderr: %s", client.err);
+	cr_assert_eq(client.out_len, 0);
+}
+
 /* ---- usage errors ---------------------------------------------------------- */
 
 Test(cat_auth, keys_that_are_not_z85_are_usage_errors_that_never_echo_the_key)
