@@ -1135,3 +1135,22 @@ Test(curve_sockets, libzmq_client_with_wrong_server_key_is_refused)
 	et_expect_none(&z, ET_QUIET_MS);
 	cr_assert_eq(mon_count(zs, ZR_EVENT_HANDSHAKE_SUCCEEDED), 0);
 }
+
+/* libzmq XPUB (CURVE server) sees zring SUB's subscribe and cancel as
+ * libzmq's own 0x01 / 0x00 messages, decrypted. */
+Test(curve_sockets, libzmq_xpub_reads_zring_subscriptions)
+{
+	struct opts po = {0};
+	zr_socket *zs = et_zopen(0, ZR_SUB);
+
+	cr_assert_eq(zr_setsockopt(zs, ZR_SUBSCRIBE, "topic", 5), 0);
+	struct et_peer *pp = curve_link(zs, "XPUB", false, &po);
+	struct et_side z, p;
+
+	sides(&z, zs, ZR_SUB, &p, pp, ZR_XPUB);
+	et_expect(&p, "01746f706963"); /* \x01 topic */
+	et_send(&p, "746f7069632d31"); /* topic-1 */
+	et_expect(&z, "746f7069632d31");
+	cr_assert_eq(zr_setsockopt(zs, ZR_UNSUBSCRIBE, "topic", 5), 0);
+	et_expect(&p, "00746f706963"); /* \x00 topic */
+}
