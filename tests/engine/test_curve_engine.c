@@ -1118,3 +1118,125 @@ Test(engine_curve, plain_between_zring_sockets)
 	cr_assert_str_eq(zr_msg_gets(m, "User-Id"), "alice");
 	zr_msg_free(m);
 }
+
+/* ---- many clients --------------------------------------------------------------- */
+
+static atomic_int many_calls;
+
+static int
+count_auth_cb(void *arg, struct zr_zmtp_auth_req *req)
+{
+	(void)arg;
+	atomic_fetch_add(&many_calls, 1);
+	/* The user id is the first 8 Z85 characters of the client's key. */
+	char z85[ZR_CURVE_KEY_Z85_LEN + 1];
+
+	zr_curve_key_encode(z85, req->client_key);
+	snprintf(req->user_id, sizeof req->user_id, "%.8s", z85);
+	return 200;
+}
+
+/* 24 CURVE clients handshake at once with one server and each sends 10
+ * messages: all 240 arrive, each with its own sender's user id. */
+Test(engine_curve, many_clients_at_once_each_with_its_user_id)
+{
+	enum { N = 24, PER = 10 };
+	static struct keys k[N];
+	char ep[256];
+	zr_socket *pull = et_zopen(0, ZR_PULL);
+	zr_socket *push[N];
+	zr_ctx *ctx = et_ctx_get(1);
+	int next[N] = {0};
+
+	cr_assert_eq(zr_socket_set_auth(pull, count_auth_cb, NULL), 0);
+	z_curve_server(pull, &srv);
+	snprintf(ep, sizeof ep, "%s", et_zbind(pull, false));
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(zr_curve_keypair(k[i].pub, k[i].sec), 0);
+		/* Beyond et_zopen's table: closed by zr_ctx_free at teardown. */
+		cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push[i]), 0);
+		et_zopt_int(push[i], ZR_LINGER, 0);
+		et_zopt_int(push[i], ZR_SNDTIMEO, ET_WAIT_MS);
+		z_curve_client(push[i], &k[i], srv.pub);
+		cr_assert_eq(zr_connect(push[i], ep), 0);
+	}
+	for (int j = 0; j < PER; j++) {
+		for (int i = 0; i < N; i++) {
+			uint8_t b[2] = {(uint8_t)i, (uint8_t)j};
+
+			cr_assert_eq(zr_send_bytes(push[i], b, 2, 0), 0, "client %d message %d", i, j);
+		}
+	}
+	for (int n = 0; n < N * PER; n++) {
+		zr_msg *m = NULL;
+		size_t len;
+
+		cr_assert_eq(zr_recv(pull, &m, 0), 0, "after %d messages", n);
+		const uint8_t *b = zr_msg_frame(m, 0, &len);
+
+		cr_assert(len == 2 && b[0] < N, "message %d", n);
+		cr_assert_eq(b[1], next[b[0]], "client %u: message %u, want %d", b[0], b[1], next[b[0]]);
+		next[b[0]]++;
+		char want[9];
+
+		snprintf(want, sizeof want, "%.8s", k[b[0]].pub);
+		cr_assert_str_eq(zr_msg_gets(m, "User-Id"), want, "client %u", b[0]);
+		zr_msg_free(m);
+	}
+	cr_assert_eq(atomic_load(&many_calls), N);
+}
+
+/* zr_socket_set_auth(NULL) removes the authenticator: every client is
+ * admitted again (with no user id from any hook). */
+static int
+refuse_all_cb(void *arg, struct zr_zmtp_auth_req *req)
+{
+	(void)arg;
+	(void)req;
+	return 400;
+}
+
+Test(engine_curve, removing_the_authenticator_admits_everyone)
+{
+	char ep[256];
+	zr_socket *pull = et_zopen(0, ZR_PULL);
+
+	cr_assert_eq(zr_socket_set_auth(pull, refuse_all_cb, NULL), 0);
+	cr_assert_eq(zr_socket_set_auth(pull, NULL, NULL), 0);
+	z_curve_server(pull, &srv);
+	snprintf(ep, sizeof ep, "%s", et_zbind(pull, false));
+	zr_socket *push = curve_push(ep, &cli, srv.pub);
+
+	cr_assert_eq(zr_send_bytes(push, "in", 2, 0), 0);
+	zr_msg *m = z_expect_msg(pull, "696e");
+	const char *uid = zr_msg_gets(m, "User-Id");
+
+	cr_assert(uid == NULL || uid[0] == '\0', "User-Id \"%s\" with no authenticator", uid);
+	zr_msg_free(m);
+}
+
+/* An authenticator on a CURVE client is never asked (only servers judge). */
+static atomic_int client_hook_calls;
+
+static int
+client_hook_cb(void *arg, struct zr_zmtp_auth_req *req)
+{
+	(void)arg;
+	(void)req;
+	atomic_fetch_add(&client_hook_calls, 1);
+	return 400;
+}
+
+Test(engine_curve, an_authenticator_on_a_client_is_not_asked)
+{
+	char ep[256];
+	zr_socket *pull = curve_pull(ep);
+	zr_socket *push = et_zopen(1, ZR_PUSH);
+
+	cr_assert_eq(zr_socket_set_auth(push, client_hook_cb, NULL), 0);
+	z_curve_client(push, &cli, srv.pub);
+	cr_assert_eq(zr_connect(push, ep), 0);
+	cr_assert_eq(zr_send_bytes(push, "ok", 2, 0), 0);
+	zr_msg_free(z_expect_msg(pull, "6f6b"));
+	cr_assert_eq(atomic_load(&client_hook_calls), 0);
+}
