@@ -1,27 +1,32 @@
 /*
- * Fuzz harness: the connection codec (zmtp/conn.c) as a CURVE server, fed a
- * client's stream that a real CURVE client codec encrypts.
+ * The connection codec (zmtp/conn.c) under CURVE, fed a peer's stream that
+ * a real CURVE codec of the other role encrypts: fuzz_conn_curve_server.c
+ * (the codec under test is the server, the peer a client) and
+ * fuzz_conn_curve_client.c (the other way round).
  *
  * Per input, a real client codec and a reference server (fixed long-term
- * keys, fixed stateless randomness: a fresh server draws the same octets
- * every time) complete the handshake, so the client ends in traffic holding
- * keys that match what any fresh server will derive from the same HELLO and
- * INITIATE. The stream the server under test gets starts with the client's
- * honest greeting, HELLO and INITIATE (or a part of them, as the input says);
- * the input then steers the client to encrypt frames, commands and MESSAGEs
- * with any inner flags octet, to inject plaintext, to flip octets in, replay
- * or re-flag what it wrote, to skip nonces, and to move the clock (the
- * INITIATE may come after the 60 s cookie lifetime). So inputs reach
- * INITIATE, the authenticator and MESSAGE traffic, not only HELLO's box.
+ * keys, fixed stateless randomness: a fresh codec of a role draws the same
+ * octets every time) complete the handshake, so the peer ends in traffic
+ * holding keys that match what a fresh codec under test derives from the
+ * same commands. The stream the codec under test gets starts with the
+ * peer's honest greeting and two handshake commands (HELLO and INITIATE, or
+ * WELCOME and READY), or a part of them, as the input says; the input then
+ * steers the peer to encrypt frames, commands and MESSAGEs with any inner
+ * flags octet, to inject plaintext, to flip octets in, replay or re-flag
+ * what it wrote, to skip nonces, and to move the clock (an INITIATE may come
+ * after the 60 s cookie lifetime). So inputs reach the last handshake
+ * command, the authenticator and MESSAGE traffic, not only the first box.
  *
  * Input layout (missing octets read as 0):
  *   byte 0  bits 0-1 client/server types (PUSH/PULL, SUB/XPUB, DEALER/ROUTER,
- *           REQ/REP); bit 2 server max_msg_size 64 (else the default);
- *           bit 3 server heartbeat (PING every 1 s); bits 4-5 the honest
- *           prefix: 0 greeting + HELLO + INITIATE, 1 greeting + HELLO,
- *           2 greeting, 3 nothing; bit 6 the client sends an Identity;
- *           bit 7 the server's authenticator refuses (400)
- *   byte 1  INITIATE delay after HELLO: index into fcs_dt (mostly 0)
+ *           REQ/REP); bit 2 max_msg_size 64 for the codec under test (else
+ *           the default); bit 3 it sends PING every 1 s; bits 4-5 the honest
+ *           prefix: 0 greeting + both handshake commands, 1 greeting + the
+ *           first, 2 greeting, 3 nothing; bit 6 the client sends an
+ *           Identity; bit 7 the server's authenticator refuses (400): the
+ *           server under test's, or the reference server's, which then
+ *           answers the client with ERROR instead of READY
+ *   byte 1  delay of the second handshake command: index into fcs_dt
  *   byte 2  seed of the chunk sizes
  *   then operations, op = one octet, kind = op & 7, arg = op >> 3:
  *     0 frame: len (1 octet, 2 if arg bit 0), data; MORE if arg bit 1
@@ -31,27 +36,32 @@
  *     3 plaintext injected: len, bytes
  *     4 xor the octet at (u16 % length) of the last unit with the next octet
  *     5 the unit arg % 4 back written again (a replay)
- *     6 arg < 16: the client encodes a frame that is never sent (a nonce
- *       gap); else the last unit's flags octet becomes arg & 7 (LONG kept)
- *     7 a new segment: the clock moves by fcs_dt[arg], then the server ticks
+ *     6 arg < 16: the peer encodes a frame that is never sent (a nonce gap);
+ *       else the last unit's flags octet becomes arg & 7 (LONG kept)
+ *     7 a new segment: the clock moves by fcs_dt[arg], then the codec ticks
  *       and its output is taken
+ *   (The peer encrypts nothing when it is not in traffic: refused.)
  *
  * Checks. The stream is fed twice, whole per segment and in pieces (sizes
- * from the seed, the unconsumed rest presented again), into fresh servers:
+ * from the seed, the unconsumed rest presented again), into fresh codecs:
  * the two logs (events with their bytes, errors, tick results, output) must
  * be identical. On every call: consumed <= len; event spans inside the
  * consumed bytes (the buffer is a heap block of exactly its length, ASan sees
  * an over-read); a frame comes out whole (CURVE), within max_msg_size;
- * errors are sticky, and are protocol codes. Soundness: every event after
- * READY is the plaintext of a unit the client encrypted, in the order it
- * encrypted them (no tampered, replayed or injected byte gets through a box);
- * READY carries exactly the client's metadata and comes only after the honest
- * INITIATE within the cookie's lifetime; a refusing authenticator gives
- * -ZR_EAUTH. The server's output: our greeting (CURVE, as-server 1); WELCOME
- * and READY byte-equal to the reference server's; plaintext ERROR only
- * before READY, last; after READY only MESSAGE data frames, which the real
- * client opens without an event or an error.
+ * errors are sticky, are protocol codes, and leave no key behind.
+ * Soundness: every event after READY is the plaintext of a unit the peer
+ * encrypted, in the order it encrypted them (no tampered, replayed or
+ * injected byte gets through a box); READY carries exactly the peer's
+ * metadata and comes only after the whole honest handshake (for a server:
+ * within the cookie's lifetime, and accepted by its authenticator, whose
+ * refusal gives -ZR_EAUTH). The output: our greeting; our handshake commands
+ * byte-equal to the reference codec's; a plaintext ERROR only from a server,
+ * only before READY, last; after READY only MESSAGE data frames, which the
+ * peer opens without an event or an error.
  */
+#ifndef ZR_FUZZ_FUZZ_CONN_CURVE_H
+#define ZR_FUZZ_FUZZ_CONN_CURVE_H
+
 #include <errno.h>
 
 #include <sodium.h>
@@ -63,6 +73,7 @@
 #define FCS_MAX_SEGS 64
 #define FCS_MAX_UNITS 256
 #define FCS_NOW0 1000u
+
 
 struct fcs_in {
 	const uint8_t *p;
@@ -149,7 +160,7 @@ fcs_auth_cb(void *arg, struct zr_zmtp_auth_req *req)
 }
 
 /* ------------------------------------------------------------------------ */
-/* The plan: what the client writes, in segments, and what it meant. */
+/* The plan: what the peer writes, in segments, and what it meant. */
 
 struct fcs_seg {
 	struct fz_log bytes;
@@ -167,11 +178,13 @@ struct fcs_exp {
 };
 
 struct fcs_plan {
+	bool server; /* the codec under test is the server */
 	uint8_t client_pk[32], client_sk[32], server_pk[32], server_sk[32];
 	struct zr_zmtp_config ccfg, scfg;
-	struct zr_zmtp *client; /* in traffic after the reference handshake */
+	struct zr_zmtp *peer;  /* the other role, in traffic after the reference handshake */
+	bool peer_in_traffic;  /* not when the reference server refused the client */
 	struct fz_log c_sent, s_sent; /* the reference transcripts */
-	struct fz_log ready_meta;     /* what the reference server's READY event carried */
+	struct fz_log ready_meta;     /* what the codec under test's READY must carry */
 	size_t c_hs[3], s_hs[3];      /* unit ends: greeting, HELLO/WELCOME, INITIATE/READY */
 	struct fcs_seg seg[FCS_MAX_SEGS];
 	size_t nseg;
@@ -179,7 +192,7 @@ struct fcs_plan {
 	size_t nunit;
 	struct fcs_exp *exp;
 	size_t nexp;
-	bool honest_initiate; /* the whole honest handshake is in the stream */
+	bool honest_initiate; /* the peer's whole honest handshake is in the stream */
 	bool initiate_in_time;
 	bool refuse;
 };
@@ -213,7 +226,12 @@ fcs_feed_ref(struct zr_zmtp *z, struct fz_buf *in, struct fz_log *ready_meta)
 		size_t used = 0;
 		int rc = zr_zmtp_feed(z, in->p, in->len, &used, &ev, FCS_NOW0);
 
-		FZ_CHECK(rc >= 0); /* the reference handshake is honest */
+		/* The reference handshake is honest; only a refusal ends it. */
+		if (rc < 0) {
+			FZ_CHECK(rc == -ZR_EAUTH || rc == -ZR_EPEERERROR);
+			fz_buf_drop(in, in->len);
+			return;
+		}
 		if (rc == ZR_OK && ev.type == ZR_ZMTP_EV_READY && ready_meta != NULL)
 			fz_log_bytes(ready_meta, ev.data, ev.len);
 		fz_buf_drop(in, used);
@@ -240,33 +258,45 @@ fcs_frame_ends(const uint8_t *p, size_t n, size_t ends[3])
 	FZ_CHECK(ends[2] == n);
 }
 
+static int
+fcs_refuse_cb(void *arg, struct zr_zmtp_auth_req *req)
+{
+	(void)arg;
+	(void)req;
+	return 400;
+}
+
+/* The reference handshake between a real client and a reference server.
+ * For a server under test the reference server accepts (the client must
+ * reach traffic); for a client under test it refuses when the input says. */
 static void
 fcs_handshake(struct fcs_plan *pl)
 {
 	struct zr_zmtp_config ref = pl->scfg;
-	struct zr_zmtp *s = fz_alloc(sizeof *s);
+	struct zr_zmtp *c = fz_alloc(sizeof *c), *s = fz_alloc(sizeof *s);
 	struct fz_buf cin, sin;
 
-	ref.auth = NULL; /* the reference server accepts: the client must reach traffic */
-	pl->client = fz_alloc(sizeof *pl->client);
-	FZ_CHECK(zr_zmtp_init(pl->client, &pl->ccfg, FCS_NOW0) == 0);
+	ref.auth = !pl->server && pl->refuse ? fcs_refuse_cb : NULL;
+	FZ_CHECK(zr_zmtp_init(c, &pl->ccfg, FCS_NOW0) == 0);
 	FZ_CHECK(zr_zmtp_init(s, &ref, FCS_NOW0) == 0);
 	fz_buf_init(&cin);
 	fz_buf_init(&sin);
 	for (int i = 0; i < 8; i++) {
-		size_t moved = fcs_flush(pl->client, &sin, &pl->c_sent) + fcs_flush(s, &cin, &pl->s_sent);
+		size_t moved = fcs_flush(c, &sin, &pl->c_sent) + fcs_flush(s, &cin, &pl->s_sent);
 
-		fcs_feed_ref(pl->client, &cin, NULL);
-		fcs_feed_ref(s, &sin, &pl->ready_meta);
+		fcs_feed_ref(c, &cin, pl->server ? NULL : &pl->ready_meta);
+		fcs_feed_ref(s, &sin, pl->server ? &pl->ready_meta : NULL);
 		if (moved == 0)
 			break;
 	}
-	FZ_CHECK(zr_zmtp_state(pl->client) == ZR_ZMTP_TRAFFIC);
-	FZ_CHECK(zr_zmtp_state(s) == ZR_ZMTP_TRAFFIC);
+	pl->peer_in_traffic = pl->server || !pl->refuse;
+	FZ_CHECK((zr_zmtp_state(c) == ZR_ZMTP_TRAFFIC) == pl->peer_in_traffic);
+	FZ_CHECK((zr_zmtp_state(s) == ZR_ZMTP_TRAFFIC) == pl->peer_in_traffic);
 	fcs_frame_ends(pl->c_sent.p, pl->c_sent.len, pl->c_hs);
 	fcs_frame_ends(pl->s_sent.p, pl->s_sent.len, pl->s_hs);
-	zr_zmtp_fini(s);
-	free(s);
+	pl->peer = pl->server ? c : s;
+	zr_zmtp_fini(pl->server ? s : c);
+	free(pl->server ? s : c);
 	fz_buf_free(&cin);
 	fz_buf_free(&sin);
 }
@@ -315,17 +345,20 @@ fcs_exp_add(struct fcs_plan *pl, uint8_t flags, const uint8_t *data, size_t len)
 		memcpy(e->data, data, len);
 }
 
-/* The client encrypts one frame (zr_zmtp_encode_frame) or one MESSAGE with
+/* The peer encrypts one frame (zr_zmtp_encode_frame) or one MESSAGE with
  * any flags octet (the core under it); send: whether it goes on the wire. */
 static void
 fcs_encrypt(struct fcs_plan *pl, bool raw, uint8_t flags, const uint8_t *data, size_t len, bool send)
 {
 	size_t need = 9 + ZR__CURVE_MESSAGE_MIN + len;
-	uint8_t *w = fz_alloc(need);
+	uint8_t *w;
 	int n;
 
+	if (!pl->peer_in_traffic)
+		return;
+	w = fz_alloc(need);
 	if (raw) {
-		struct zr__curve *c = (struct zr__curve *)(void *)pl->client->mech.bytes;
+		struct zr__curve *c = (struct zr__curve *)(void *)pl->peer->mech.bytes;
 		int h = zr_zmtp_frame_header(w, ZR__CURVE_MESSAGE_MIN + len, 0);
 
 		n = zr__curve_encode_message(c, flags, data, len, w + h, need - (size_t)h);
@@ -334,9 +367,9 @@ fcs_encrypt(struct fcs_plan *pl, bool raw, uint8_t flags, const uint8_t *data, s
 	} else {
 		unsigned f = (flags & 1 ? ZR_ZMTP_MORE : 0) | (flags & 2 ? ZR_ZMTP_COMMAND : 0);
 
-		FZ_CHECK(zr_zmtp_frame_wire_size(pl->client, len) <= need);
-		n = zr_zmtp_encode_frame(pl->client, f, data, len, w, need);
-		FZ_CHECK(n == (int)zr_zmtp_frame_wire_size(pl->client, len));
+		FZ_CHECK(zr_zmtp_frame_wire_size(pl->peer, len) <= need);
+		n = zr_zmtp_encode_frame(pl->peer, f, data, len, w, need);
+		FZ_CHECK(n == (int)zr_zmtp_frame_wire_size(pl->peer, len));
 		/* libzmq's form: a data frame, MORE and COMMAND inside the box. */
 		FZ_CHECK((w[0] & ~ZR_ZMTP_LONG) == 0);
 	}
@@ -356,15 +389,17 @@ static const struct {
 };
 
 static void
-fcs_plan_build(struct fcs_plan *pl, const uint8_t *data, size_t size)
+fcs_plan_build(struct fcs_plan *pl, const uint8_t *data, size_t size, bool server)
 {
 	struct fcs_in in = {data, size};
 	uint8_t b0 = fcs_byte(&in), delay = fcs_byte(&in), *buf = fz_alloc(65536 + 512);
 	const uint8_t *c = NULL;
+	const size_t *hs;
 	int prefix = b0 >> 4 & 3;
 	uint8_t seed[crypto_box_SEEDBYTES];
 
 	(void)fcs_byte(&in); /* the chunk seed, read by the runner */
+	pl->server = server;
 	memset(seed, 0xc1, sizeof seed);
 	crypto_box_seed_keypair(pl->client_pk, pl->client_sk, seed);
 	memset(seed, 0x5e, sizeof seed);
@@ -388,25 +423,32 @@ fcs_plan_build(struct fcs_plan *pl, const uint8_t *data, size_t size)
 	pl->scfg.random = fcs_random;
 	pl->scfg.random_arg = (void *)(uintptr_t)&fcs_tag_server;
 	pl->scfg.handshake_ivl_ms = 0;
-	if (b0 & 0x04)
-		pl->scfg.max_msg_size = 64;
-	if (b0 & 0x08) {
-		pl->scfg.heartbeat_ivl_ms = 1000;
-		pl->scfg.heartbeat_timeout_ms = 3000;
+	pl->ccfg.handshake_ivl_ms = 0;
+	{
+		struct zr_zmtp_config *t = server ? &pl->scfg : &pl->ccfg;
+
+		if (b0 & 0x04)
+			t->max_msg_size = 64;
+		if (b0 & 0x08) {
+			t->heartbeat_ivl_ms = 1000;
+			t->heartbeat_timeout_ms = 3000;
+		}
 	}
 	pl->refuse = (b0 & 0x80) != 0;
 	fcs_handshake(pl);
 
-	/* The honest prefix: segment 0 at NOW0, INITIATE in segment 1 later. */
+	/* The peer's honest prefix: segment 0 at NOW0, its second handshake
+	 * command (INITIATE, READY or the refusal) in segment 1, later. */
 	fcs_new_seg(pl, FCS_NOW0);
-	c = pl->c_sent.p;
+	c = server ? pl->c_sent.p : pl->s_sent.p;
+	hs = server ? pl->c_hs : pl->s_hs;
 	if (prefix <= 2)
-		fcs_unit_add(pl, c, pl->c_hs[0]);
+		fcs_unit_add(pl, c, hs[0]);
 	if (prefix <= 1)
-		fcs_unit_add(pl, c + pl->c_hs[0], pl->c_hs[1] - pl->c_hs[0]);
+		fcs_unit_add(pl, c + hs[0], hs[1] - hs[0]);
 	fcs_new_seg(pl, FCS_NOW0 + fcs_dt[delay & 31]);
 	if (prefix == 0) {
-		fcs_unit_add(pl, c + pl->c_hs[1], pl->c_hs[2] - pl->c_hs[1]);
+		fcs_unit_add(pl, c + hs[1], hs[2] - hs[1]);
 		pl->honest_initiate = true;
 		pl->initiate_in_time = fcs_dt[delay & 31] <= ZR__CURVE_COOKIE_TTL_MS;
 	}
@@ -496,8 +538,8 @@ fcs_plan_free(struct fcs_plan *pl)
 	for (size_t i = 0; i < pl->nexp; i++)
 		free(pl->exp[i].data);
 	free(pl->exp);
-	zr_zmtp_fini(pl->client);
-	free(pl->client);
+	zr_zmtp_fini(pl->peer);
+	free(pl->peer);
 	fz_log_free(&pl->c_sent);
 	fz_log_free(&pl->s_sent);
 	fz_log_free(&pl->ready_meta);
@@ -558,7 +600,7 @@ fcs_match(struct fcs_run *r, bool command, uint8_t more, const uint8_t *data, si
 		r->next_exp = i + 1;
 		return;
 	}
-	FZ_CHECK(!"an event the client never encrypted got through a box");
+	FZ_CHECK(!"an event the peer never encrypted got through a box");
 }
 
 static void
@@ -573,8 +615,11 @@ fcs_event(struct fcs_run *r, const struct zr_zmtp_event *ev, size_t consumed)
 	case ZR_ZMTP_EV_READY:
 		FZ_CHECK(!r->ready);
 		r->ready = true;
-		FZ_CHECK(r->pl->honest_initiate && r->pl->initiate_in_time && !r->pl->refuse);
-		FZ_CHECK(ev->peer_type == r->pl->ccfg.socket_type);
+		FZ_CHECK(r->pl->honest_initiate && !r->pl->refuse);
+		if (r->pl->server)
+			FZ_CHECK(r->pl->initiate_in_time);
+		FZ_CHECK(ev->peer_type ==
+		         (r->pl->server ? r->pl->ccfg.socket_type : r->pl->scfg.socket_type));
 		FZ_CHECK(ev->len == r->pl->ready_meta.len &&
 		         memcmp(ev->data, r->pl->ready_meta.p, ev->len) == 0);
 		FZ_CHECK(ev->user_id != NULL && ev->user_id[0] == '\0');
@@ -596,8 +641,9 @@ fcs_event(struct fcs_run *r, const struct zr_zmtp_event *ev, size_t consumed)
 		fcs_match(r, true, 0, ev->data, ev->len, "CANCEL", 6);
 		break;
 	case ZR_ZMTP_EV_PEER_ERROR:
-		/* In the handshake the client can only inject one in plaintext;
-		 * in traffic only inside a box. */
+		/* A server reads ERROR only inside a box; a client also in the
+		 * handshake (the refusal, or one the input injects). */
+		FZ_CHECK(r->ready || !r->pl->server);
 		if (r->ready)
 			fcs_match(r, true, 0, ev->data, ev->len, "ERROR", 5);
 		FZ_CHECK(zr_zmtp_error(&r->z) == -ZR_EPEERERROR);
@@ -622,9 +668,9 @@ fcs_failed(struct fcs_run *r, int rc)
 	FZ_CHECK(zr_zmtp_feed(&r->z, r->in.p, r->in.len, &used, &ev, r->now) == rc);
 	FZ_CHECK(zr_zmtp_tick(&r->z, r->now) == rc);
 	if (rc == -ZR_EAUTH)
-		FZ_CHECK(r->pl->refuse && r->auth.calls == 1 && r->auth.key_ok);
+		FZ_CHECK(r->pl->server && r->pl->refuse && r->auth.calls == 1 && r->auth.key_ok);
 	if (rc == -ZR_ECURVECOOKIE) /* HELLO came at NOW0 at the earliest */
-		FZ_CHECK(r->now > FCS_NOW0 + ZR__CURVE_COOKIE_TTL_MS);
+		FZ_CHECK(r->pl->server && r->now > FCS_NOW0 + ZR__CURVE_COOKIE_TTL_MS);
 	/* Every key is gone once the connection failed. */
 	for (size_t i = 0; i < sizeof r->z.mech.bytes; i++)
 		FZ_CHECK(r->z.mech.bytes[i] == 0);
@@ -683,7 +729,7 @@ fcs_take_out(struct fcs_run *r)
 static void
 fcs_run(struct fcs_run *r, const struct fcs_plan *pl, bool chunked, uint32_t seed)
 {
-	struct zr_zmtp_config cfg = pl->scfg;
+	struct zr_zmtp_config cfg = pl->server ? pl->scfg : pl->ccfg;
 
 	memset(r, 0, sizeof *r);
 	r->pl = pl;
@@ -692,8 +738,10 @@ fcs_run(struct fcs_run *r, const struct fcs_plan *pl, bool chunked, uint32_t see
 	fz_buf_init(&r->in);
 	r->auth.status = pl->refuse ? 400 : 200;
 	r->auth.client_pk = pl->client_pk;
-	cfg.auth = fcs_auth_cb;
-	cfg.auth_arg = &r->auth;
+	if (pl->server) {
+		cfg.auth = fcs_auth_cb;
+		cfg.auth_arg = &r->auth;
+	}
 	memset(&r->z, 0x5c, sizeof r->z);
 	FZ_CHECK(zr_zmtp_init(&r->z, &cfg, FCS_NOW0) == 0);
 	for (size_t s = 0; s < pl->nseg; s++) {
@@ -734,38 +782,43 @@ fcs_run_free(struct fcs_run *r)
 	fz_log_free(&r->out);
 }
 
-/* The server's output: greeting, WELCOME and READY as the reference wrote
- * them, ERROR only before READY, then MESSAGEs the real client opens. */
+/* The output: our greeting and handshake commands as the reference wrote
+ * them; ERROR only from a server, only before READY, last; after READY
+ * MESSAGEs the peer opens without an event. */
 static void
-fcs_check_output(const struct fcs_run *r, struct zr_zmtp *client)
+fcs_check_output(const struct fcs_run *r, struct zr_zmtp *peer)
 {
 	const struct fcs_plan *pl = r->pl;
-	const uint8_t *o = r->out.p;
+	const uint8_t *o = r->out.p, *ref = pl->server ? pl->s_sent.p : pl->c_sent.p;
+	const size_t *hs = pl->server ? pl->s_hs : pl->c_hs;
 	size_t n = r->out.len, off = ZR_ZMTP_GREETING_SIZE;
 	uint8_t greet[ZR_ZMTP_GREETING_SIZE];
-	struct fz_buf cin;
+	struct fz_buf pin;
 
-	FZ_CHECK(zr_zmtp_greeting_encode(greet, 1, ZR_MECH_CURVE, true) == ZR_ZMTP_GREETING_SIZE);
+	FZ_CHECK(zr_zmtp_greeting_encode(greet, 1, ZR_MECH_CURVE, pl->server) ==
+	         ZR_ZMTP_GREETING_SIZE);
 	FZ_CHECK(n >= off && memcmp(o, greet, off) == 0);
-	FZ_CHECK(memcmp(o, pl->s_sent.p, off) == 0);
-	/* WELCOME and READY, as far as the handshake went, byte for byte. */
+	FZ_CHECK(memcmp(o, ref, off) == 0);
+	/* WELCOME and READY, or HELLO and INITIATE, as far as the handshake
+	 * went, byte for byte. */
 	for (int k = 1; k < 3 && off < n; k++) {
-		size_t len = pl->s_hs[k] - pl->s_hs[k - 1];
+		size_t len = hs[k] - hs[k - 1];
 
-		if (o[off] == ZR_ZMTP_COMMAND && off + 8 <= n && memcmp(o + off + 2, "\x05" "ERROR", 6) == 0)
+		if (o[off] == ZR_ZMTP_COMMAND && off + 8 <= n &&
+		    memcmp(o + off + 2, "\x05" "ERROR", 6) == 0)
 			break;
-		if (k == 2)
+		if (k == 2 && pl->server)
 			FZ_CHECK(r->ready);
-		FZ_CHECK(n - off >= len && memcmp(o + off, pl->s_sent.p + pl->s_hs[k - 1], len) == 0);
+		FZ_CHECK(n - off >= len && memcmp(o + off, ref + hs[k - 1], len) == 0);
 		off += len;
-		if (k == 2)
+		if (k == 2 && r->ready)
 			goto traffic;
 	}
-	/* Before READY: nothing, or one ERROR that ends the output. */
+	/* Before READY: nothing, or (a server) one ERROR that ends the output. */
 	if (off < n) {
 		struct zr_zmtp_cmd cmd;
 
-		FZ_CHECK(!r->ready && r->err != 0);
+		FZ_CHECK(pl->server && !r->ready && r->err != 0);
 		FZ_CHECK(o[off] == ZR_ZMTP_COMMAND && o[off + 1] == n - off - 2);
 		FZ_CHECK(zr_zmtp_cmd_parse(o + off + 2, n - off - 2, ZR_MECH_CURVE, &cmd) == 0);
 		FZ_CHECK(cmd.type == ZR_CMD_ERROR);
@@ -776,9 +829,8 @@ fcs_check_output(const struct fcs_run *r, struct zr_zmtp *client)
 	return;
 
 traffic:
-	/* After READY: MESSAGE data frames only (PING, PONG); the client opens them. */
-	fz_buf_init(&cin);
-	fz_buf_append(&cin, o + off, n - off);
+	/* After READY: MESSAGE data frames only (PING, PONG); the peer opens them. */
+	FZ_CHECK(pl->peer_in_traffic);
 	for (size_t at = off; at < n;) {
 		size_t h = (o[at] & ZR_ZMTP_LONG) ? 9 : 2;
 
@@ -787,20 +839,23 @@ traffic:
 		at += h + (size_t)(h == 9 ? fz_get64(o + at + 1) : o[at + 1]);
 		FZ_CHECK(at <= n);
 	}
-	while (cin.len > 0) {
+	fz_buf_init(&pin);
+	fz_buf_append(&pin, o + off, n - off);
+	while (pin.len > 0) {
 		struct zr_zmtp_event ev;
 		size_t used = 0;
-		int rc = zr_zmtp_feed(client, cin.p, cin.len, &used, &ev, FCS_NOW0);
+		int rc = zr_zmtp_feed(peer, pin.p, pin.len, &used, &ev, FCS_NOW0);
 
 		FZ_CHECK(rc == ZR_NEED_MORE); /* a PING or PONG: no event, no error */
-		FZ_CHECK(used == cin.len);
-		fz_buf_drop(&cin, used);
+		FZ_CHECK(used == pin.len);
+		fz_buf_drop(&pin, used);
 	}
-	fz_buf_free(&cin);
+	fz_buf_free(&pin);
 }
 
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* One input against a fresh codec of the role under test (server or client). */
+static void
+fcs_fuzz(const uint8_t *data, size_t size, bool server)
 {
 	struct fcs_plan *pl = fz_alloc(sizeof *pl);
 	struct fcs_run *one = fz_alloc(sizeof *one), *chunked = fz_alloc(sizeof *chunked);
@@ -808,24 +863,24 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (sodium_init() < 0)
 		abort();
 	memset(pl, 0, sizeof *pl);
-	fcs_plan_build(pl, data, size);
+	fcs_plan_build(pl, data, size, server);
 
 	fcs_run(one, pl, false, 0);
 	fcs_run(chunked, pl, true, size > 2 ? data[2] : 0);
 	if (!fz_log_equal(&one->log, &chunked->log)) {
-		fz_log_diff("curve server events", &one->log, &chunked->log);
+		fz_log_diff("curve events", &one->log, &chunked->log);
 		FZ_CHECK(!"chunked and one-shot runs disagree");
 	}
 	if (!fz_log_equal(&one->out, &chunked->out)) {
-		fz_log_diff("curve server output", &one->out, &chunked->out);
+		fz_log_diff("curve output", &one->out, &chunked->out);
 		FZ_CHECK(!"chunked and one-shot runs wrote different bytes");
 	}
-	fcs_check_output(one, pl->client);
+	fcs_check_output(one, pl->peer);
 #ifdef FZ_TRACE
 	/* -DFZ_TRACE: one line per input, to see what a seed reaches. */
-	fprintf(stderr, "curve server: ready %d, err %d (%s), %zu of %zu encrypted units delivered, wrote %zu\n",
-	        one->ready, one->err, one->err ? zr_strerror(one->err) : "-", one->next_exp, pl->nexp,
-	        one->out.len);
+	fprintf(stderr, "curve %s: ready %d, err %d (%s), %zu of %zu encrypted units delivered, wrote %zu\n",
+	        server ? "server" : "client", one->ready, one->err,
+	        one->err ? zr_strerror(one->err) : "-", one->next_exp, pl->nexp, one->out.len);
 #endif
 
 	fcs_run_free(one);
@@ -834,5 +889,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(one);
 	free(chunked);
 	free(pl);
-	return 0;
 }
+
+#endif /* ZR_FUZZ_FUZZ_CONN_CURVE_H */

@@ -453,9 +453,9 @@ def seeds_conn():
 
 
 # --------------------------------------------------------------------------
-# conn_curve_server: a config octet, the INITIATE delay, the chunk seed, then
-# operations for the real client (layout at the top of
-# fuzz_conn_curve_server.c). The handshake itself comes from the harness.
+# conn_curve_server, conn_curve_client: a config octet, a delay, the chunk seed, then
+# operations for the real peer (layout at the top of
+# fuzz_conn_curve.h). The handshake itself comes from the harness.
 
 def ccs_op(kind, arg=0):
     return bytes([(arg << 3) | kind])
@@ -506,8 +506,12 @@ def ccs(b0=0, delay=0, seed=0, ops=()):
     return bytes([b0, delay, seed]) + b"".join(ops)
 
 
-def seeds_conn_curve_server():
-    t = "conn_curve_server"
+def seeds_conn_curve():
+    for t in ("conn_curve_server", "conn_curve_client"):
+        seeds_conn_curve_one(t)
+
+
+def seeds_conn_curve_one(t):
     hello, world = ccs_frame(b"hello", more=True), ccs_frame(b"world")
     put(t, ccs())
     put(t, ccs(ops=[hello, world, ccs_cmd("PING", b"\x00\x32"), ccs_time(14)]))
@@ -550,7 +554,7 @@ def main():
     seeds_plain_client()
     seeds_plain_server()
     seeds_conn()
-    seeds_conn_curve_server()
+    seeds_conn_curve()
     for target in sorted(written):
         print("%-14s %3d seeds" % (target, written[target]))
     return 0
