@@ -178,7 +178,7 @@ struct cat_sockopt {
 	const struct cat_optdef *def;
 	const char *arg; /* the whole NAME=VALUE, for messages */
 	const char *value;
-	int64_t number; /* CAT_OPT_INT, CAT_OPT_INT64 */
+	int64_t number;                /* CAT_OPT_INT, CAT_OPT_INT64 */
 	uint8_t key[ZR_CURVE_KEY_LEN]; /* CAT_OPT_KEY; wiped in cat_args_fini */
 };
 
@@ -542,7 +542,8 @@ cat_parse(struct cat_args *a, int argc, char **argv)
 			                                     "allow-plain", "allow-curve"};
 			size_t which = 0;
 			while (which < sizeof(valued) / sizeof(valued[0]) &&
-			       !(strlen(valued[which]) == nlen && strncmp(name, valued[which], nlen) == 0))
+			       !(strlen(valued[which]) == nlen &&
+			         strncmp(name, valued[which], nlen) == 0))
 				which++;
 			if (which == sizeof(valued) / sizeof(valued[0]))
 				return cat_usage_error("unknown option '%s'", arg);
@@ -731,7 +732,8 @@ cat_check_security(const struct cat_args *a)
 			                       "CURVE_SECRETKEY");
 	}
 	if (a->nplain > 0 && !(mech == ZR_MECH_PLAIN && server))
-		return cat_usage_error("--allow-plain is for a PLAIN server: add -o PLAIN_SERVER=1");
+		return cat_usage_error(
+			"--allow-plain is for a PLAIN server: add -o PLAIN_SERVER=1");
 	if (a->ncurve > 0 && !(mech == ZR_MECH_CURVE && server))
 		return cat_usage_error("--allow-curve is for a CURVE server: add -o CURVE_SERVER=1 "
 		                       "and -o CURVE_SECRETKEY=KEY");
@@ -765,7 +767,8 @@ cat_check(const struct cat_args *a)
 	if (a->reply != NULL && a->type != ZR_REP)
 		return cat_usage_error("--reply is for REP -r, not a %s", name);
 	if (a->nprops > 0 && a->direction == 'w' && a->type != ZR_REQ)
-		return cat_usage_error("-P prints a property of received messages: use -r (or REQ)");
+		return cat_usage_error(
+			"-P prints a property of received messages: use -r (or REQ)");
 	return cat_check_security(a);
 }
 
@@ -845,8 +848,8 @@ cat_auth_cb(void *arg, struct zr_zmtp_auth_req *req)
 /* ---- the socket (continued) --------------------------------------------------- */
 
 /* What the tool watches on the socket's monitor. */
-#define CAT_WATCH_EVENTS                                                                  \
-	(ZR_EVENT_HANDSHAKE_SUCCEEDED | ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL |              \
+#define CAT_WATCH_EVENTS                                                     \
+	(ZR_EVENT_HANDSHAKE_SUCCEEDED | ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL | \
 	 ZR_EVENT_HANDSHAKE_FAILED_AUTH)
 
 static int
@@ -1033,11 +1036,11 @@ struct cat_in {
 struct cat_run {
 	const struct cat_args *a;
 	zr_socket *s;
-	int send_ms;     /* the user's SNDTIMEO (-o or --timeout), -1: for ever */
-	int recv_ms;     /* the user's RCVTIMEO */
-	int linger_ms;   /* the user's LINGER, after --timeout's cap */
-	bool handshaken; /* some handshake succeeded */
-	bool *refused;   /* -c: endpoint i refused us with ERROR */
+	int send_ms;                    /* the user's SNDTIMEO (-o or --timeout), -1: for ever */
+	int recv_ms;                    /* the user's RCVTIMEO */
+	int linger_ms;                  /* the user's LINGER, after --timeout's cap */
+	bool handshaken;                /* some handshake succeeded */
+	bool *refused;                  /* -c: endpoint i refused us with ERROR */
 	char last[ZR_EVENT_REASON_MAX]; /* the last failure printed */
 	struct cat_in in;
 };
@@ -1123,8 +1126,8 @@ cat_watch(struct cat_run *r, int wait_ms)
 		}
 		cat_report_failure(r, &ev);
 		/* On a connecting socket, FAILED_AUTH is always the peer's ERROR. */
-		bool peer_error = ev.type == ZR_EVENT_HANDSHAKE_FAILED_AUTH ||
-		                  ev.value == -ZR_EPEERERROR;
+		bool peer_error =
+			ev.type == ZR_EVENT_HANDSHAKE_FAILED_AUTH || ev.value == -ZR_EPEERERROR;
 		if (a->attach != 'c' || !peer_error)
 			continue;
 		bool all = true;

@@ -98,7 +98,7 @@ tool_bound_endpoint(void)
 #define expect_fails(status, ...)                                                                 \
 	do {                                                                                      \
 		tool_start(__VA_ARGS__, NULL);                                                    \
-		int rc_ = tool_wait(&tool, WAIT_MS);                                                     \
+		int rc_ = tool_wait(&tool, WAIT_MS);                                              \
 		cr_expect_eq(rc_, (status), "zring cat %s: exit %d, want %d; stderr: %s",         \
 		             #__VA_ARGS__, rc_, (status), tool.err);                              \
 		cr_expect_eq(tool.out_len, 0, "%s: wrote to stdout: %s", #__VA_ARGS__, tool.out); \

@@ -164,16 +164,16 @@ peer_expect(const char *want)
 
 /* Runs `zring cat ARGS` and expects a usage error: exit 1, nothing on
  * stdout, exactly one line on stderr. */
-#define expect_usage(...)                                                                     \
-	do {                                                                                  \
-		tool_begin(&client, "cat", __VA_ARGS__, NULL);                                \
-		int rc_ = tool_wait(&client, WAIT_MS);                                        \
-		cr_expect_eq(rc_, 1, "%s: exit %d, want 1; stderr: %s", #__VA_ARGS__, rc_,    \
-		             client.err);                                                     \
-		cr_expect_eq(client.out_len, 0, "%s: wrote to stdout", #__VA_ARGS__);         \
-		cr_expect(strncmp(client.err, "zring cat: ", 11) == 0 &&                      \
-		                  tool_count_char(client.err, client.err_len, '\n') == 1,     \
-		          "%s: want one line on stderr, got: %s", #__VA_ARGS__, client.err);  \
+#define expect_usage(...)                                                                    \
+	do {                                                                                 \
+		tool_begin(&client, "cat", __VA_ARGS__, NULL);                               \
+		int rc_ = tool_wait(&client, WAIT_MS);                                       \
+		cr_expect_eq(rc_, 1, "%s: exit %d, want 1; stderr: %s", #__VA_ARGS__, rc_,   \
+		             client.err);                                                    \
+		cr_expect_eq(client.out_len, 0, "%s: wrote to stdout", #__VA_ARGS__);        \
+		cr_expect(strncmp(client.err, "zring cat: ", 11) == 0 &&                     \
+		                  tool_count_char(client.err, client.err_len, '\n') == 1,    \
+		          "%s: want one line on stderr, got: %s", #__VA_ARGS__, client.err); \
 	} while (0)
 
 /* ---- CURVE between two zring cats ----------------------------------------- */
@@ -205,9 +205,9 @@ Test(cat_auth, curve_req_rep_between_two_zring_cats)
 	tool_begin(&server, "cat", "-r", "-b", "REP", "tcp://127.0.0.1:*", "-n", "1", "--reply",
 	           "pong", "-o", opt("CURVE_SECRETKEY", s.sec), "-o", "ZMQ_CURVE_SERVER=1", NULL);
 	const char *ep = bound_endpoint(&server);
-	tool_begin(&client, "cat", "-w", "-c", "REQ", ep, "-o", opt("curve_serverkey", s.pub),
-	           "-o", opt("curve_publickey", c.pub), "-o", opt("curve_secretkey", c.sec),
-	           "--timeout", "15000", NULL);
+	tool_begin(&client, "cat", "-w", "-c", "REQ", ep, "-o", opt("curve_serverkey", s.pub), "-o",
+	           opt("curve_publickey", c.pub), "-o", opt("curve_secretkey", c.sec), "--timeout",
+	           "15000", NULL);
 	tool_input(&client, "ping\n", 5);
 
 	cr_assert_eq(tool_wait(&client, WAIT_MS), 0, "client stderr: %s", client.err);
@@ -221,12 +221,12 @@ Test(cat_auth, curve_req_rep_between_two_zring_cats)
 Test(cat_auth, curve_client_delivers_to_a_pyzmq_curve_server)
 {
 	struct pair s = keygen(), c = keygen();
-	const char *ep =
-		peer_start("PULL", "bind", "tcp://127.0.0.1:*", "--server", s.sec, "--recv", "2", NULL);
+	const char *ep = peer_start("PULL", "bind", "tcp://127.0.0.1:*", "--server", s.sec,
+	                            "--recv", "2", NULL);
 
 	tool_begin(&client, "cat", "-w", "-c", "PUSH", ep, "-o", opt("CURVE_SERVERKEY", s.pub),
-	           "-o", opt("CURVE_PUBLICKEY", c.pub), "-o", opt("CURVE_SECRETKEY", c.sec),
-	           "-F", ",", "--timeout", "15000", NULL);
+	           "-o", opt("CURVE_PUBLICKEY", c.pub), "-o", opt("CURVE_SECRETKEY", c.sec), "-F",
+	           ",", "--timeout", "15000", NULL);
 	tool_input(&client, "to,libzmq\nsecond\n", 17);
 
 	cr_assert_eq(tool_wait(&client, WAIT_MS), 0, "stderr: %s", client.err);
@@ -257,9 +257,9 @@ Test(cat_auth, curve_server_refuses_an_unlisted_pyzmq_client_with_status_400)
 {
 	struct pair s = keygen(), c = keygen();
 
-	tool_begin(&server, "cat", "-r", "-b", "PULL", "tcp://127.0.0.1:*", "-o",
-	           "CURVE_SERVER=1", "-o", opt("CURVE_SECRETKEY", s.sec), "--allow-curve", s.pub,
-	           "--timeout", "15000", NULL);
+	tool_begin(&server, "cat", "-r", "-b", "PULL", "tcp://127.0.0.1:*", "-o", "CURVE_SERVER=1",
+	           "-o", opt("CURVE_SECRETKEY", s.sec), "--allow-curve", s.pub, "--timeout",
+	           "15000", NULL);
 	const char *ep = bound_endpoint(&server);
 	peer_start("PUSH", "connect", ep, "--client", c.pub, c.sec, s.pub, "--send", "[\"x\"]",
 	           "--failed", NULL);
@@ -281,8 +281,8 @@ Test(cat_auth, allow_curve_admits_the_listed_key_and_refuses_another)
 	struct pair s = keygen(), good = keygen(), bad = keygen();
 
 	tool_begin(&server, "cat", "-r", "-b", "PULL", "tcp://127.0.0.1:*", "-n", "1", "-o",
-	           "CURVE_SERVER=1", "-o", opt("CURVE_SECRETKEY", s.sec), "--allow-curve",
-	           good.pub, "-P", "User-Id", "--timeout", "15000", NULL);
+	           "CURVE_SERVER=1", "-o", opt("CURVE_SECRETKEY", s.sec), "--allow-curve", good.pub,
+	           "-P", "User-Id", "--timeout", "15000", NULL);
 	const char *ep = bound_endpoint(&server);
 
 	/* The refused client gives up on its own: ERROR is final. */
@@ -298,8 +298,8 @@ Test(cat_auth, allow_curve_admits_the_listed_key_and_refuses_another)
 	cr_assert_eq(client.out_len, 0);
 
 	tool_begin(&client2, "cat", "-w", "-c", "PUSH", ep, "-o", opt("CURVE_SERVERKEY", s.pub),
-	           "-o", opt("CURVE_PUBLICKEY", good.pub), "-o",
-	           opt("CURVE_SECRETKEY", good.sec), "--timeout", "15000", NULL);
+	           "-o", opt("CURVE_PUBLICKEY", good.pub), "-o", opt("CURVE_SECRETKEY", good.sec),
+	           "--timeout", "15000", NULL);
 	tool_input(&client2, "admitted\n", 9);
 	cr_assert_eq(tool_wait(&client2, WAIT_MS), 0, "stderr: %s", client2.err);
 
@@ -307,8 +307,9 @@ Test(cat_auth, allow_curve_admits_the_listed_key_and_refuses_another)
 	char want[128];
 	snprintf(want, sizeof want, "%s\tadmitted\n", good.pub);
 	cr_assert_str_eq(server.out, want);
-	snprintf(want, sizeof want, "refused by the authenticator (400): client key %s is not "
-	                            "allowed\n",
+	snprintf(want, sizeof want,
+	         "refused by the authenticator (400): client key %s is not "
+	         "allowed\n",
 	         bad.pub);
 	cr_assert(has(server.err, want), "stderr: %s", server.err);
 }
@@ -348,13 +349,11 @@ Test(cat_auth, wrong_server_key_against_a_zring_server_is_reported_and_final)
 {
 	struct pair s = keygen(), other = keygen(), c = keygen();
 
-	tool_begin(&server, "cat", "-r", "-b", "PULL", "tcp://127.0.0.1:*", "-o",
-	           "CURVE_SERVER=1", "-o", opt("CURVE_SECRETKEY", s.sec), "--timeout", "15000",
-	           NULL);
+	tool_begin(&server, "cat", "-r", "-b", "PULL", "tcp://127.0.0.1:*", "-o", "CURVE_SERVER=1",
+	           "-o", opt("CURVE_SECRETKEY", s.sec), "--timeout", "15000", NULL);
 	const char *ep = bound_endpoint(&server);
-	tool_begin(&client, "cat", "-w", "-c", "PUSH", ep, "-o",
-	           opt("CURVE_SERVERKEY", other.pub), "-o", opt("CURVE_PUBLICKEY", c.pub), "-o",
-	           opt("CURVE_SECRETKEY", c.sec), NULL);
+	tool_begin(&client, "cat", "-w", "-c", "PUSH", ep, "-o", opt("CURVE_SERVERKEY", other.pub),
+	           "-o", opt("CURVE_PUBLICKEY", c.pub), "-o", opt("CURVE_SECRETKEY", c.sec), NULL);
 	tool_input(&client, "x\n", 2);
 
 	cr_assert_eq(tool_wait(&client, WAIT_MS), 2, "stderr: %s", client.err);
@@ -377,9 +376,9 @@ Test(cat_auth, wrong_server_key_against_a_pyzmq_server_is_reported_not_a_silent_
 	const char *ep = peer_start("PUSH", "bind", "tcp://127.0.0.1:*", "--server", s.sec,
 	                            "--failed", NULL);
 
-	tool_begin(&client, "cat", "-r", "-c", "PULL", ep, "-o",
-	           opt("CURVE_SERVERKEY", other.pub), "-o", opt("CURVE_PUBLICKEY", c.pub), "-o",
-	           opt("CURVE_SECRETKEY", c.sec), "--timeout", "3000", NULL);
+	tool_begin(&client, "cat", "-r", "-c", "PULL", ep, "-o", opt("CURVE_SERVERKEY", other.pub),
+	           "-o", opt("CURVE_PUBLICKEY", c.pub), "-o", opt("CURVE_SECRETKEY", c.sec),
+	           "--timeout", "3000", NULL);
 	char reason[512];
 	tool_stderr_after(&client, "zring cat: handshake failed: ", reason, sizeof reason, WAIT_MS);
 	cr_assert(has(reason, ep), "reason names no peer: %s", reason);
@@ -440,13 +439,11 @@ Test(cat_auth, allow_options_without_the_matching_server_are_usage_errors)
 	struct pair k = keygen();
 
 	expect_usage("-r", "-b", "PULL", "tcp://127.0.0.1:5555", "--allow-curve", k.pub);
-	cr_assert(has(client.err, "--allow-curve is for a CURVE server"), "stderr: %s",
-	          client.err);
+	cr_assert(has(client.err, "--allow-curve is for a CURVE server"), "stderr: %s", client.err);
 	expect_usage("-r", "-b", "PULL", "tcp://127.0.0.1:5555", "-o", "PLAIN_SERVER=1",
 	             "--allow-curve", k.pub);
 	expect_usage("-r", "-b", "PULL", "tcp://127.0.0.1:5555", "--allow-plain", "u:p");
-	cr_assert(has(client.err, "--allow-plain is for a PLAIN server"), "stderr: %s",
-	          client.err);
+	cr_assert(has(client.err, "--allow-plain is for a PLAIN server"), "stderr: %s", client.err);
 	/* The last mechanism option decides, as in libzmq: PLAIN_SERVER=0 undoes it. */
 	expect_usage("-r", "-b", "PULL", "tcp://127.0.0.1:5555", "-o", "PLAIN_SERVER=1", "-o",
 	             "PLAIN_SERVER=0", "--allow-plain", "u:p");
@@ -487,7 +484,8 @@ Test(cat_auth, help_describes_the_security_options)
 {
 	tool_begin(&client, "cat", "--help", NULL);
 	cr_assert_eq(tool_wait(&client, WAIT_MS), 0);
-	cr_assert(has(client.out, "--allow-curve KEY") && has(client.out, "--allow-plain USER:PASS") &&
+	cr_assert(has(client.out, "--allow-curve KEY") &&
+	                  has(client.out, "--allow-plain USER:PASS") &&
 	                  has(client.out, "CURVE_SERVERKEY") && has(client.out, "zring keygen") &&
 	                  has(client.out, "handshake failed"),
 	          "stdout: %s", client.out);
