@@ -101,6 +101,16 @@ EVENT_NAMES = {
 }
 
 
+class KeyList:
+    """A pyzmq CURVE credentials provider admitting one Z85 key ("none": no key)."""
+
+    def __init__(self, key):
+        self.key = key.encode()
+
+    def callback(self, domain, z85_key):
+        return z85_key == self.key
+
+
 class Monitor:
     """Reads the socket's monitor events in a thread of its own."""
 
@@ -179,7 +189,6 @@ def main():
                 auth.start()
                 auth.configure_plain(domain="*", passwords={user: password})
             elif name == "zap_curve":
-                import tempfile
                 from zmq.auth.thread import ThreadAuthenticator
 
                 auth = ThreadAuthenticator(ctx)
@@ -187,15 +196,8 @@ def main():
                 if value == "any":
                     auth.configure_curve(domain="*", location=zmq.auth.CURVE_ALLOW_ANY)
                 else:
-                    # A directory of public-key certificates: empty, or this one key.
-                    d = tempfile.mkdtemp()
-                    if value != "none":
-                        with open(os.path.join(d, "client.key"), "w") as f:
-                            f.write('metadata\ncurve\n    public-key = "%s"\n' % value)
-                    auth.configure_curve(domain="*", location=d)  # reads it now
-                    import shutil
-
-                    shutil.rmtree(d)
+                    # Asked from the authenticator's thread about each client key.
+                    auth.configure_curve_callback(domain="*", credentials_provider=KeyList(value))
             elif name == "monitor":
                 mon = Monitor(s)
             elif name == "identity":
