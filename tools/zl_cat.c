@@ -1447,9 +1447,11 @@ zl_cat_main(int argc, char **argv)
 	if (status == 0)
 		status = a.direction == 'r' ? cat_run_read(&r) : cat_run_write(&r);
 	/* What the last wait did not read yet: a refusal just before the last
-	 * message is still worth a line. */
-	if (r.s != NULL)
-		(void)cat_watch(&r, 0);
+	 * message is still worth a line (a line only: the work is done). */
+	struct zr_event ev;
+	while (r.s != NULL && zr_monitor_recv(s, &ev, 0) == 0)
+		if (ev.type != ZR_EVENT_HANDSHAKE_SUCCEEDED)
+			cat_report_failure(&r, &ev);
 	/* Closing keeps what -w queued going out for up to LINGER ms, and
 	 * zr_ctx_free waits for that. */
 	zr_socket_close(s);
