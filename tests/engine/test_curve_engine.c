@@ -235,10 +235,12 @@ Test(engine_curve, mechanism_follows_the_last_security_option_as_libzmq)
 		{ZR_CURVE_SERVER, NULL, 0, ZR_MECH_NULL, 0, 0},
 		{ZR_PLAIN_SERVER, NULL, 1, ZR_MECH_PLAIN, 0, 1},
 		{ZR_PLAIN_SERVER, NULL, 0, ZR_MECH_NULL, 0, 0},
+		{ZR_CURVE_SERVER, NULL, 1, ZR_MECH_CURVE, 1, 0},
+		{ZR_PLAIN_PASSWORD, "pw", 0, ZR_MECH_PLAIN, 0, 0}, /* a password makes a client */
 	};
 
 	for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
-		if (steps[i].opt == ZR_PLAIN_USERNAME)
+		if (steps[i].opt == ZR_PLAIN_USERNAME || steps[i].opt == ZR_PLAIN_PASSWORD)
 			cr_assert_eq(zr_setsockopt(s, steps[i].opt, steps[i].val, strlen(steps[i].val)), 0);
 		else if (steps[i].val != NULL)
 			z_key(s, steps[i].opt, steps[i].val);
@@ -253,7 +255,14 @@ Test(engine_curve, mechanism_follows_the_last_security_option_as_libzmq)
 	int v = ZR_MECH_CURVE;
 
 	cr_assert_eq(zr_setsockopt(s, ZR_MECHANISM, &v, sizeof v), -EINVAL);
-	cr_assert_eq(z_int(s, ZR_MECHANISM), ZR_MECH_NULL);
+	cr_assert_eq(z_int(s, ZR_MECHANISM), ZR_MECH_PLAIN);
+	/* libzmq takes only 0 and 1 for the *_SERVER options. */
+	v = 2;
+	cr_assert_eq(zr_setsockopt(s, ZR_CURVE_SERVER, &v, sizeof v), -EINVAL);
+	cr_assert_eq(zr_setsockopt(s, ZR_PLAIN_SERVER, &v, sizeof v), -EINVAL);
+	v = -1;
+	cr_assert_eq(zr_setsockopt(s, ZR_CURVE_SERVER, &v, sizeof v), -EINVAL);
+	cr_assert_eq(z_int(s, ZR_MECHANISM), ZR_MECH_PLAIN);
 }
 
 Test(engine_curve, bind_and_connect_refuse_a_curve_side_without_its_keys)
