@@ -1249,3 +1249,28 @@ Test(engine_curve, an_authenticator_on_a_client_is_not_asked)
 	zr_msg_free(z_expect_msg(pull, "6f6b"));
 	cr_assert_eq(atomic_load(&client_hook_calls), 0);
 }
+
+/* zr_disconnect in the middle of a CURVE handshake ends it cleanly, and the
+ * same socket then completes a handshake elsewhere. */
+Test(engine_curve, disconnect_during_the_handshake_then_connect_elsewhere)
+{
+	unsigned port;
+	char mute_ep[64], ep[256];
+	struct zr_event ev;
+	char *args[] = {(char *)"mute", NULL};
+	zr_socket *pull = curve_pull(ep);
+
+	hostile_start(args, &port);
+	snprintf(mute_ep, sizeof mute_ep, "tcp://127.0.0.1:%u", port);
+	zr_socket *push = et_zopen(1, ZR_PUSH);
+
+	cr_assert_eq(zr_socket_monitor(push, ZR_EVENT_ALL), 0);
+	z_curve_client(push, &cli, srv.pub);
+	cr_assert_eq(zr_connect(push, mute_ep), 0);
+	cr_assert(mon_wait(push, ZR_EVENT_CONNECTED, &ev, ET_WAIT_MS));
+	et_sleep_ms(50); /* HELLO out, no WELCOME ever */
+	cr_assert_eq(zr_disconnect(push, mute_ep), 0);
+	cr_assert_eq(zr_connect(push, ep), 0);
+	cr_assert_eq(zr_send_bytes(push, "elsewhere", 9, 0), 0);
+	zr_msg_free(z_expect_msg(pull, "656c73657768657265")); /* elsewhere */
+}
