@@ -5,12 +5,17 @@
  *   characters, 41 with a NUL), ZR_MECHANISM after each security option
  *   (libzmq's "the last one wins", the sequence checked against libzmq
  *   4.3.4), and zr_bind / zr_connect refusing a side without its keys.
- * - zring <-> zring: traffic, the authenticator's user id and refusal as
- *   both sides see them, a wrong server key, a NULL peer.
- * - Tampering after the handshake: the client's connection goes through
- *   tests/interop/peers/hostile_peer.py relay, which flips one octet of, or
- *   replays, or reorders one MESSAGE. The server must close that connection,
- *   deliver nothing altered, and go on serving another connection.
+ * - zring <-> zring: traffic (every standard payload, big multipart messages
+ *   through a slow receiver, subscriptions, ipc), the authenticator (user
+ *   ids, status codes, refusals as both sides see them, many clients at
+ *   once), a wrong server key, a NULL peer, MAXMSGSIZE, heartbeats.
+ * - An attacker in the middle: the client's connection goes through
+ *   tests/interop/peers/hostile_peer.py relay, which flips one octet of,
+ *   replays, or reorders one MESSAGE, alters or swallows INITIATE, replays a
+ *   whole recorded stream on a new connection, or just watches for
+ *   plaintext. The server must close that connection, deliver nothing
+ *   altered, and go on serving others. hostile_peer.py mute is a server
+ *   that greets and then never answers (handshake timeouts).
  *
  * Every wait is bounded; nothing asserts how long anything took.
  */
