@@ -306,7 +306,7 @@ conn_frame(struct zr__conn *c, const struct zr_zmtp_event *ev)
 
 	if (ev->offset == 0) {
 		if (c->rx_msg == NULL) {
-			rc = zr_msg_new(&c->rx_msg);
+			rc = zr__sock_msg_new(c->sock, &c->rx_msg);
 			if (rc < 0)
 				return rc;
 			c->rx_msg->meta = zr__meta_ref(c->meta);
@@ -672,7 +672,7 @@ conn_outq_pop(struct zr__conn *c)
 	zr_msg *m = c->outq[c->out_head];
 
 	c->out_bytes -= m->len;
-	zr__msg_unref(m);
+	zr__sock_msg_sent(c->sock, m);
 	c->out_head = (c->out_head + 1) % c->out_cap;
 	c->out_n--;
 }

@@ -41,18 +41,18 @@ struct zr__span {
 };
 
 #define ZR__MSG_INLINE_FRAMES 4
-#define ZR__MSG_INLINE_DATA 64 /* small messages: one allocation, not two */
 
 struct zr_msg {
 	uint32_t nframes, frame_cap;
 	struct zr__span *frames; /* inl while frame_cap <= ZR__MSG_INLINE_FRAMES */
 	struct zr__span inl[ZR__MSG_INLINE_FRAMES];
-	uint8_t *data;           /* small while cap <= ZR__MSG_INLINE_DATA */
+	uint8_t *data;
 	size_t len, cap;
 	uint32_t refs; /* io thread only: a fan-out shares one message */
 	bool raw;      /* io thread only: data is wire bytes (a subscription) */
 	struct zr__meta *meta; /* received: its connection's properties (zr_msg_gets) */
-	uint8_t small[ZR__MSG_INLINE_DATA];
+	/* No inline bytes: at 120 octets the struct stays in glibc's fast bins,
+	 * which matters when the other thread frees it (measured). */
 };
 
 /*
@@ -83,6 +83,9 @@ void zr__msg_drop_front(zr_msg *m, uint32_t n);
 /* Prepends a frame (used for routing ids). */
 int zr__msg_push_front(zr_msg *m, const void *data, size_t len);
 void zr__msg_unref(zr_msg *m);
+/* Empties m for reuse (frames, bytes, properties); keeps a small buffer.
+ * Returns false if m is not worth keeping (the caller frees it). */
+bool zr__msg_recycle(zr_msg *m);
 
 /* ---- single-producer single-consumer queue of pointers ------------------- */
 
@@ -245,6 +248,12 @@ struct zr_socket {
 
 	/* shared between the app thread and the io thread */
 	struct zr__spsc tx, rx;
+	/* Spare messages going back to the thread that makes them, so a steady
+	 * stream neither mallocs nor frees across threads (glibc then trims and
+	 * regrows the io thread's arena): rx_spare app -> io (zr_recv_bytes
+	 * returns what it copied out), tx_spare io -> app (what went out, for
+	 * zr_send_bytes). Bounded; a full ring frees as before. */
+	struct zr__spsc rx_spare, tx_spare;
 	bool queues_ready;
 	int efd_rx, efd_tx;
 	atomic_int rx_armed, tx_armed; /* the app waits: signal its eventfd */
@@ -372,6 +381,10 @@ bool zr__sock_unsent(struct zr_socket *s);
 void zr__sock_close_kick(struct zr_socket *s);
 /* A whole message arrived on c; returns false if it must wait (rx full). */
 bool zr__sock_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m);
+/* io thread: a new message for received bytes (a spare one when the app
+ * returned some), and the last reference to a sent one. */
+int zr__sock_msg_new(struct zr_socket *s, zr_msg **m);
+void zr__sock_msg_sent(struct zr_socket *s, zr_msg *m);
 /* Wakes a waiting reader once for everything delivered since the last call
  * (a connection calls it after each decoded batch, not per message). */
 void zr__sock_rx_flush(struct zr_socket *s);

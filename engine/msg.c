@@ -36,8 +36,7 @@ zr_msg_free(zr_msg *m)
 	if (m->frames != m->inl)
 		free(m->frames);
 	zr__meta_unref(m->meta);
-	if (m->data != m->small)
-		free(m->data);
+	free(m->data);
 	free(m);
 }
 
@@ -137,6 +136,30 @@ zr_msg_gets(const zr_msg *msg, const char *property)
 	return NULL;
 }
 
+#define MSG_SPARE_DATA_MAX 4096 /* a spare keeps a buffer up to this size */
+
+bool
+zr__msg_recycle(zr_msg *m)
+{
+	if (m->frames != m->inl) {
+		free(m->frames);
+		m->frames = m->inl;
+		m->frame_cap = ZR__MSG_INLINE_FRAMES;
+	}
+	zr__meta_unref(m->meta);
+	m->meta = NULL;
+	if (m->cap > MSG_SPARE_DATA_MAX) {
+		free(m->data);
+		m->data = NULL;
+		m->cap = 0;
+	}
+	m->nframes = 0;
+	m->len = 0;
+	m->refs = 1;
+	m->raw = false;
+	return true;
+}
+
 void
 zr__msg_unref(zr_msg *m)
 {
@@ -155,21 +178,10 @@ zr__msg_reserve(zr_msg *m, size_t extra)
 	if (extra > SIZE_MAX / 2 - m->len)
 		return -ENOMEM;
 	want = m->len + extra;
-	if (m->data == NULL && want <= sizeof m->small) {
-		m->data = m->small;
-		m->cap = sizeof m->small;
-		return 0;
-	}
 	cap = m->cap ? m->cap : 64;
 	while (cap < want)
 		cap *= 2;
-	if (m->data == m->small) {
-		d = malloc(cap);
-		if (d != NULL)
-			memcpy(d, m->small, m->len);
-	} else {
-		d = realloc(m->data, cap);
-	}
+	d = realloc(m->data, cap);
 	if (d == NULL)
 		return -ENOMEM;
 	m->data = d;

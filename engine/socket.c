@@ -60,6 +60,8 @@ sock_drain_fd(int fd)
 	(void)n;
 }
 
+#define SOCK_SPARE_MAX 256 /* spare messages per direction */
+
 static int
 sock_queues(struct zr_socket *s)
 {
@@ -80,8 +82,14 @@ sock_queues(struct zr_socket *s)
 	if (rc < 0)
 		return rc;
 	rc = zr__spsc_init(&s->rx, s->opt.rcvhwm > 0 ? (size_t)s->opt.rcvhwm : 1024);
+	if (rc == 0)
+		rc = zr__spsc_init(&s->rx_spare, SOCK_SPARE_MAX);
+	if (rc == 0)
+		rc = zr__spsc_init(&s->tx_spare, SOCK_SPARE_MAX);
 	if (rc < 0) {
 		zr__spsc_fini(&s->tx);
+		zr__spsc_fini(&s->rx);
+		zr__spsc_fini(&s->rx_spare);
 		return rc;
 	}
 	s->queues_ready = true;
@@ -659,8 +667,8 @@ zr_monitor_recv(zr_socket *s, struct zr_event *ev, int timeout_ms)
 int
 zr_send_bytes(zr_socket *s, const void *data, size_t len, int flags)
 {
-	zr_msg *m;
-	int rc = zr_msg_new(&m);
+	zr_msg *m = s->queues_ready ? zr__spsc_pop(&s->tx_spare) : NULL;
+	int rc = m != NULL ? 0 : zr_msg_new(&m);
 
 	if (rc < 0)
 		return rc;
@@ -684,7 +692,10 @@ zr_recv_bytes(zr_socket *s, void *buf, size_t cap, int flags)
 		return rc;
 	f = zr_msg_frame(m, 0, &len);
 	memcpy(buf, f, len < cap ? len : cap);
-	zr_msg_free(m);
+	/* Back to the io thread for the next message, rather than a free here
+	 * of what that thread allocated. */
+	if (!zr__msg_recycle(m) || !zr__spsc_push(&s->rx_spare, m))
+		zr_msg_free(m);
 	return len > INT32_MAX ? INT32_MAX : (int)len;
 }
 
@@ -1306,6 +1317,23 @@ zr__sock_rx_flush(struct zr_socket *s)
 		sock_signal(s->efd_rx);
 }
 
+int
+zr__sock_msg_new(struct zr_socket *s, zr_msg **m)
+{
+	*m = zr__spsc_pop(&s->rx_spare);
+	return *m != NULL ? 0 : zr_msg_new(m);
+}
+
+void
+zr__sock_msg_sent(struct zr_socket *s, zr_msg *m)
+{
+	if (m == NULL || --m->refs > 0)
+		return;
+	m->refs = 1;
+	if (!zr__msg_recycle(m) || !zr__spsc_push(&s->tx_spare, m))
+		zr_msg_free(m);
+}
+
 bool
 zr__sock_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m)
 {
@@ -1745,8 +1773,14 @@ zr__sock_io_free(struct zr_socket *s)
 			zr_msg_free(m);
 		while ((m = zr__spsc_pop(&s->rx)) != NULL)
 			zr_msg_free(m);
+		while ((m = zr__spsc_pop(&s->rx_spare)) != NULL)
+			zr_msg_free(m);
+		while ((m = zr__spsc_pop(&s->tx_spare)) != NULL)
+			zr_msg_free(m);
 		zr__spsc_fini(&s->tx);
 		zr__spsc_fini(&s->rx);
+		zr__spsc_fini(&s->rx_spare);
+		zr__spsc_fini(&s->tx_spare);
 	}
 	zr__subs_fini(&s->subs);
 	zr_msg_free(s->rep_envelope);
