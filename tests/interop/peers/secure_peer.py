@@ -15,6 +15,10 @@ PUB, SUB, ...). Options, applied in order before bind/connect:
                                    client key, none, or only this public key
     monitor=1                      record the socket's monitor events
     identity=HEX  sub=HEX (repeatable)
+    presend=TOKENS                 right after connecting, queue this message
+                                   without blocking (repeatable): normally in
+                                   the pipe before any handshake can fail
+                                   (dropped if the failure was quicker)
     NAME=INT                       any other integer option by its pyzmq name
                                    (heartbeat_ivl, linger, rcvhwm, ...)
 
@@ -165,9 +169,12 @@ def main():
     try:
         s = ctx.socket(getattr(zmq, sys.argv[1]))
         s.setsockopt(zmq.LINGER, 0)
+        presend = []
         for opt in sys.argv[4:]:
             name, _, value = opt.partition("=")
-            if name == "curve_server":
+            if name == "presend":
+                presend.append(value)
+            elif name == "curve_server":
                 s.curve_server = int(value)
             elif name == "curve_secret":
                 s.curve_secretkey = value.encode()
@@ -212,6 +219,11 @@ def main():
         else:
             s.connect(sys.argv[3])
             ep = sys.argv[3]
+        for tokens in presend:
+            try:
+                s.send_multipart(dec(tokens), flags=zmq.NOBLOCK)
+            except zmq.Again:
+                pass  # the handshake already failed and took the pipe
     except Exception as e:  # reported to the test, which fails with it
         out("FATAL %s: %s" % (type(e).__name__, e))
         sys.exit(3)
