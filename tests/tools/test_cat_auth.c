@@ -42,11 +42,10 @@
 #define WAIT_MS 20000
 
 #include "tools/tool_proc.h"
+#include "tools/tool_peer.h"
 
 /* Per test: Criterion runs each test in its own process. */
 static struct tool server, client, client2;
-static struct zl_proc peer;
-static char peer_line[ZL_PROC_LINE_MAX];
 
 static void
 teardown(void)
@@ -118,49 +117,7 @@ has(const char *text, const char *part)
 	return strstr(text, part) != NULL;
 }
 
-/* Starts cat_curve_peer.py TYPE MODE ENDPOINT ARGS... (NULL-terminated) and
- * returns the endpoint it reports. */
-static const char *
-peer_start(const char *type, const char *mode, const char *endpoint, ...)
-{
-	static char ep[256];
-	char *argv[40];
-	int argc = 0;
-	va_list ap;
 
-	argv[argc++] = (char *)ZR_PYTHON;
-	argv[argc++] = (char *)PEER_SCRIPT;
-	argv[argc++] = (char *)type;
-	argv[argc++] = (char *)mode;
-	argv[argc++] = (char *)endpoint;
-	va_start(ap, endpoint);
-	for (const char *a = va_arg(ap, const char *); a != NULL; a = va_arg(ap, const char *)) {
-		cr_assert(argc < 39);
-		argv[argc++] = (char *)a;
-	}
-	va_end(ap);
-	argv[argc] = NULL;
-
-	cr_assert(access(ZR_PYTHON, X_OK) == 0,
-	          "%s not found: install python3 and python3-zmq (scripts/deps.sh)", ZR_PYTHON);
-	int rc = zl_proc_spawn(&peer, argv);
-	cr_assert(rc == 0, "cannot start the pyzmq peer: %s", strerror(-rc));
-	rc = zl_proc_readline(&peer, peer_line, sizeof(peer_line), WAIT_MS);
-	cr_assert(rc >= 0, "the pyzmq peer said nothing: %s", strerror(-rc));
-	cr_assert(strncmp(peer_line, "READY ", 6) == 0, "pyzmq peer: %s", peer_line);
-	cr_assert(strlen(peer_line + 6) < sizeof(ep));
-	strcpy(ep, peer_line + 6);
-	return ep;
-}
-
-/* The peer's next line must be exactly want. */
-static void
-peer_expect(const char *want)
-{
-	int rc = zl_proc_readline(&peer, peer_line, sizeof(peer_line), WAIT_MS);
-	cr_assert(rc >= 0, "pyzmq peer: no line (want '%s'): %s", want, strerror(-rc));
-	cr_assert_str_eq(peer_line, want);
-}
 
 /* Runs `zring cat ARGS` and expects a usage error: exit 1, nothing on
  * stdout, exactly one line on stderr. */
