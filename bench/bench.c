@@ -42,6 +42,8 @@
 #define _GNU_SOURCE
 #endif
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -56,6 +58,9 @@
 #define BENCH_ALARM_S 300 /* a whole run */
 #define BENCH_LAT_WARMUP 100
 #define BENCH_ENDPOINT_MAX 256
+#define BENCH_SUBS_MAX 8     /* "pubsub8" */
+#define BENCH_STALL_MS 500   /* stall-send: a send waiting this long means the peer is full */
+#define BENCH_IDLE_WAIT_S 60 /* idle-recv: many connections take a while */
 
 #ifdef BENCH_LIBZMQ
 /* ---- libzmq ------------------------------------------------------------ */
@@ -76,7 +81,9 @@ enum {
 	B_XPUB = ZMQ_XPUB,
 	B_SUB = ZMQ_SUB,
 	B_REQ = ZMQ_REQ,
-	B_REP = ZMQ_REP
+	B_REP = ZMQ_REP,
+	B_DEALER = ZMQ_DEALER,
+	B_ROUTER = ZMQ_ROUTER
 };
 
 static int
@@ -155,6 +162,40 @@ bench_recv(struct bench_sock *s, void *buf, size_t cap)
 	return rc < 0 ? -errno : rc;
 }
 
+/*
+ * ROUTER: receives a [routing id, body] message, copies the body into buf
+ * (truncated to cap) and returns its full length, -EPROTO if the message is
+ * not two frames, or -errno.
+ */
+static long
+bench_recv_routed(struct bench_sock *s, void *buf, size_t cap)
+{
+	unsigned char id[256];
+	int more = 0;
+	size_t len = sizeof more;
+	long rc = bench_recv(s, id, sizeof id);
+
+	if (rc < 0)
+		return rc;
+	if (zmq_getsockopt(s->s, ZMQ_RCVMORE, &more, &len) < 0)
+		return -errno;
+	if (!more)
+		return -EPROTO;
+	rc = bench_recv(s, buf, cap);
+	if (rc < 0)
+		return rc;
+	if (zmq_getsockopt(s->s, ZMQ_RCVMORE, &more, &len) < 0)
+		return -errno;
+	return more ? -EPROTO : rc;
+}
+
+/* Room for n sockets in the context (libzmq's default is 1023). */
+static int
+bench_ctx_max_sockets(struct bench_ctx *c, int n)
+{
+	return zmq_ctx_set(c->ctx, ZMQ_MAX_SOCKETS, n) == 0 ? 0 : -errno;
+}
+
 /* The publisher: lossless XPUB (a blocking send waits for room). */
 static int
 bench_pub_lossless(struct bench_sock *s)
@@ -177,6 +218,7 @@ bench_curve_keypair(char *public_z85, char *secret_z85)
 #define B_RCVHWM ZMQ_RCVHWM
 #define B_LINGER ZMQ_LINGER
 #define B_RCVTIMEO ZMQ_RCVTIMEO
+#define B_SNDTIMEO ZMQ_SNDTIMEO
 #define B_SUBSCRIBE ZMQ_SUBSCRIBE
 #define B_LAST_ENDPOINT ZMQ_LAST_ENDPOINT
 #define B_MECHANISM ZMQ_MECHANISM
@@ -205,7 +247,9 @@ enum {
 	B_XPUB = ZR_XPUB,
 	B_SUB = ZR_SUB,
 	B_REQ = ZR_REQ,
-	B_REP = ZR_REP
+	B_REP = ZR_REP,
+	B_DEALER = ZR_DEALER,
+	B_ROUTER = ZR_ROUTER
 };
 
 static int
@@ -270,6 +314,33 @@ bench_recv(struct bench_sock *s, void *buf, size_t cap)
 	return zr_recv_bytes(s->s, buf, cap, 0);
 }
 
+static long
+bench_recv_routed(struct bench_sock *s, void *buf, size_t cap)
+{
+	zr_msg *m;
+	size_t len;
+	int rc = zr_recv(s->s, &m, 0);
+
+	if (rc < 0)
+		return rc;
+	const void *body = zr_msg_frame(m, 1, &len);
+	if (zr_msg_frames(m) != 2 || !body) {
+		zr_msg_free(m);
+		return -EPROTO;
+	}
+	memcpy(buf, body, len < cap ? len : cap);
+	zr_msg_free(m);
+	return (long)len;
+}
+
+static int
+bench_ctx_max_sockets(struct bench_ctx *c, int n)
+{
+	(void)c;
+	(void)n; /* no limit */
+	return 0;
+}
+
 static int
 bench_pub_lossless(struct bench_sock *s)
 {
@@ -288,6 +359,7 @@ bench_curve_keypair(char *public_z85, char *secret_z85)
 #define B_RCVHWM ZR_RCVHWM
 #define B_LINGER ZR_LINGER
 #define B_RCVTIMEO ZR_RCVTIMEO
+#define B_SNDTIMEO ZR_SNDTIMEO
 #define B_SUBSCRIBE ZR_SUBSCRIBE
 #define B_LAST_ENDPOINT ZR_LAST_ENDPOINT
 #define B_MECHANISM ZR_MECHANISM
@@ -415,13 +487,11 @@ curve_client_setup(struct bench_sock *s, const char *serverkey)
 	return rc;
 }
 
-/* Binds, then prints "READY <endpoint>", or "READY <endpoint> <key>" when
- * key is not NULL (a CURVE server's public key, for the sender). */
+/* Binds, and puts the bound endpoint (port 0 resolved) into bound. */
 static int
-bind_and_announce(struct bench_sock *s, const char *ep, const char *key)
+bind_endpoint(struct bench_sock *s, const char *ep, char *bound, size_t cap)
 {
-	char bound[BENCH_ENDPOINT_MAX];
-	size_t len = sizeof bound;
+	size_t len = cap;
 	int rc = bench_bind(s, ep);
 
 	if (rc < 0)
@@ -429,7 +499,20 @@ bind_and_announce(struct bench_sock *s, const char *ep, const char *key)
 	rc = bench_sock_getopt(s, B_LAST_ENDPOINT, bound, &len);
 	if (rc < 0)
 		return rc;
-	bound[len < sizeof bound ? len : sizeof bound - 1] = '\0';
+	bound[len < cap ? len : cap - 1] = '\0';
+	return 0;
+}
+
+/* Binds, then prints "READY <endpoint>", or "READY <endpoint> <key>" when
+ * key is not NULL (a CURVE server's public key, for the sender). */
+static int
+bind_and_announce(struct bench_sock *s, const char *ep, const char *key)
+{
+	char bound[BENCH_ENDPOINT_MAX];
+	int rc = bind_endpoint(s, ep, bound, sizeof bound);
+
+	if (rc < 0)
+		return rc;
 	if (key)
 		printf("READY %s %s\n", bound, key);
 	else
@@ -446,99 +529,297 @@ result_head(const struct bench_args *a)
 }
 
 static int
-thr_recv(const struct bench_args *a)
+parse_ulong(const char *s, unsigned long *v)
 {
-	struct bench_ctx c;
+	char *end;
+
+	errno = 0;
+	*v = strtoul(s, &end, 10);
+	return (errno || end == s || *end || s[0] == '-') ? -1 : 0;
+}
+
+/* What a throughput pattern name says. */
+struct bench_pattern {
+	int rx_type, tx_type;
+	int subs;    /* pubsub: subscribers (SUB sockets in the receiver) */
+	bool routed; /* dealerrouter: the ROUTER receives [id, body] */
+};
+
+static int
+pattern_parse(const char *name, struct bench_pattern *p)
+{
+	*p = (struct bench_pattern){B_PULL, B_PUSH, 0, false};
+	if (strcmp(name, "pushpull") == 0 || strcmp(name, "pushpull-curve") == 0)
+		return 0;
+	if (strcmp(name, "dealerrouter") == 0) {
+		*p = (struct bench_pattern){B_ROUTER, B_DEALER, 0, true};
+		return 0;
+	}
+	if (strncmp(name, "pubsub", 6) == 0) {
+		unsigned long n = 1;
+		if (name[6] && (parse_ulong(name + 6, &n) < 0 || n < 1 || n > BENCH_SUBS_MAX))
+			return -1;
+		*p = (struct bench_pattern){B_SUB, B_XPUB, (int)n, false};
+		return 0;
+	}
+	return -1;
+}
+
+/* The value of "key:" in /proc/self/status, in kB, or -1. */
+static long
+status_kb(const char *key)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	size_t n = strlen(key);
+	long v = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof line, f))
+		if (strncmp(line, key, n) == 0 && line[n] == ':') {
+			v = strtol(line + n + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
+/* Waits for a line (or the end) on stdin: the driver's "go on". */
+static void
+wait_for_driver(void)
+{
+	char line[64];
+
+	if (!fgets(line, sizeof line, stdin))
+		return;
+}
+
+/* One receiving socket's share of a throughput run. */
+struct recv_job {
+	const struct bench_args *a;
 	struct bench_sock s;
-	bool pubsub = strcmp(a->pattern, "pubsub") == 0;
+	bool routed;
+	double t_first, t_last;
+	int rc; /* 0 or 1 (failed; said on stderr) */
+};
+
+static _Atomic int cpu_started;
+static double cpu_start;
+
+static void *
+recv_job_run(void *arg)
+{
+	struct recv_job *j = arg;
+	const struct bench_args *a = j->a;
 	char *buf = malloc(a->size + 1);
-	double t0 = 0, c0 = 0, t1, c1;
 	unsigned long i;
 	long rc;
 
-	if (!buf)
-		return fail("malloc", -ENOMEM);
-	if ((rc = bench_ctx_new(&c)) < 0)
-		return fail("context", rc);
-	if ((rc = sock_open(&c, pubsub ? B_SUB : B_PULL, 0, &s)) < 0)
-		return fail("socket", rc);
-	if (pubsub && (rc = bench_sock_setopt(&s, B_SUBSCRIBE, "", 0)) < 0)
-		return fail("subscribe", rc);
-	char key[BENCH_Z85_KEY + 1];
-	if (a->curve && (rc = curve_server_setup(&s, key)) < 0)
-		return fail("CURVE server keys", rc);
-	if ((rc = bind_and_announce(&s, a->endpoint, a->curve ? key : NULL)) < 0)
-		return fail("bind", rc);
-	if (a->curve && require_curve(&s) != 0)
-		return 1;
+	j->rc = 1;
+	if (!buf) {
+		fail("malloc", -ENOMEM);
+		return NULL;
+	}
 	for (i = 0; i < a->count; i++) {
 		/* One byte more room than expected: a longer message shows. */
-		rc = bench_recv(&s, buf, a->size + 1);
+		rc = j->routed ? bench_recv_routed(&j->s, buf, a->size + 1)
+		               : bench_recv(&j->s, buf, a->size + 1);
 		if (rc < 0) {
 			fprintf(stderr, "FAIL %s thr-recv: got %lu of %lu messages (%s)\n",
 			        BENCH_LIB, i, a->count, strerror((int)-rc));
-			return 1;
+			free(buf);
+			return NULL;
 		}
 		if ((size_t)rc != a->size) {
 			fprintf(stderr, "FAIL %s thr-recv: message %lu has %ld bytes, want %zu\n",
 			        BENCH_LIB, i, rc, a->size);
-			return 1;
+			free(buf);
+			return NULL;
 		}
 		if (i == 0) {
-			t0 = now_s();
-			c0 = cpu_s();
+			j->t_first = now_s();
+			int no = 0;
+			if (atomic_compare_exchange_strong(&cpu_started, &no, 1))
+				cpu_start = cpu_s();
 		}
 	}
-	t1 = now_s();
-	c1 = cpu_s();
-	bench_sock_close(&s);
-	bench_ctx_free(&c);
+	j->t_last = now_s();
 	free(buf);
+	j->rc = 0;
+	return NULL;
+}
+
+/*
+ * The receiver: one socket (PULL, ROUTER, SUB), or for "pubsubN" N SUB
+ * sockets, each bound to its own endpoint and read by its own thread; READY
+ * names them all, separated by commas. Times run from the first message any
+ * socket got to the last one the slowest got; msgs/s counts each published
+ * message once.
+ */
+static int
+thr_recv(const struct bench_args *a)
+{
+	struct bench_pattern pat;
+	struct bench_ctx c;
+	static struct recv_job jobs[BENCH_SUBS_MAX];
+	pthread_t th[BENCH_SUBS_MAX];
+	char eps[BENCH_SUBS_MAX * BENCH_ENDPOINT_MAX] = "";
+	char key[BENCH_Z85_KEY + 1];
+	long rc;
+
+	pattern_parse(a->pattern, &pat);
+	int n = pat.subs > 1 ? pat.subs : 1;
+	if ((rc = bench_ctx_new(&c)) < 0)
+		return fail("context", rc);
+	for (int k = 0; k < n; k++) {
+		struct recv_job *j = &jobs[k];
+		char bound[BENCH_ENDPOINT_MAX];
+
+		j->a = a;
+		j->routed = pat.routed;
+		if ((rc = sock_open(&c, pat.rx_type, 0, &j->s)) < 0)
+			return fail("socket", rc);
+		if (pat.subs && (rc = bench_sock_setopt(&j->s, B_SUBSCRIBE, "", 0)) < 0)
+			return fail("subscribe", rc);
+		if (pat.subs > 1) {
+			/* A topic no message matches, unique to this subscriber, so
+			 * the publisher can tell when all of them are there (libzmq's
+			 * XPUB passes on only the first of equal subscriptions). */
+			char mark[8];
+			int len = snprintf(mark, sizeof mark, "\xff%d", k);
+			if ((rc = bench_sock_setopt(&j->s, B_SUBSCRIBE, mark, (size_t)len)) < 0)
+				return fail("subscribe", rc);
+		}
+		if (a->curve && (rc = curve_server_setup(&j->s, key)) < 0)
+			return fail("CURVE server keys", rc);
+		if ((rc = bind_endpoint(&j->s, a->endpoint, bound, sizeof bound)) < 0)
+			return fail("bind", rc);
+		if (a->curve && require_curve(&j->s) != 0)
+			return 1;
+		if (k)
+			strcat(eps, ",");
+		strcat(eps, bound);
+	}
+	if (a->curve)
+		printf("READY %s %s\n", eps, key);
+	else
+		printf("READY %s\n", eps);
+	fflush(stdout);
+
+	if (n == 1) {
+		recv_job_run(&jobs[0]);
+	} else {
+		for (int k = 0; k < n; k++)
+			if (pthread_create(&th[k], NULL, recv_job_run, &jobs[k]) != 0)
+				return fail("thread", -EAGAIN);
+		for (int k = 0; k < n; k++)
+			pthread_join(th[k], NULL);
+	}
+	double t1 = now_s(), c1 = cpu_s(), t0 = jobs[0].t_first;
+	int bad = 0;
+	for (int k = 0; k < n; k++) {
+		bad |= jobs[k].rc;
+		if (jobs[k].t_first < t0)
+			t0 = jobs[k].t_first;
+	}
+	if (bad)
+		return 1;
+	for (int k = 0; k < n; k++)
+		bench_sock_close(&jobs[k].s);
+	bench_ctx_free(&c);
 
 	double secs = t1 - t0;
 	double msgs = a->count > 1 ? (double)(a->count - 1) : 1.0;
 	double rate = secs > 0 ? msgs / secs : 0;
 	result_head(a);
 	printf(" secs=%.6f msgs_per_s=%.0f mb_per_s=%.3f cpu_s_per_M=%.4f\n", secs, rate,
-	       rate * (double)a->size / 1e6, (c1 - c0) / msgs * 1e6);
+	       rate * (double)a->size / 1e6, (c1 - cpu_start) / msgs * 1e6);
+	return 0;
+}
+
+/* Connects s to every endpoint of a comma-separated list. */
+static int
+connect_all(struct bench_sock *s, const char *list)
+{
+	char ep[BENCH_ENDPOINT_MAX];
+
+	while (*list) {
+		size_t n = strcspn(list, ",");
+		if (n >= sizeof ep)
+			return -EINVAL;
+		memcpy(ep, list, n);
+		ep[n] = '\0';
+		int rc = bench_connect(s, ep);
+		if (rc < 0)
+			return rc;
+		list += n + (list[n] == ',');
+	}
+	return 0;
+}
+
+/*
+ * The publisher waits for every subscriber: one "\x01" (subscribe to all)
+ * for a single one, else each one's unique topic "\x01\xff<k>".
+ */
+static int
+wait_subscribers(struct bench_sock *s, int subs)
+{
+	bool seen[BENCH_SUBS_MAX] = {false};
+	char sub[64];
+	int have = 0;
+
+	while (have < subs) {
+		long rc = bench_recv(s, sub, sizeof sub);
+		if (rc < 0)
+			return fail("waiting for the subscriptions", rc);
+		if (subs == 1) {
+			if (rc != 1 || sub[0] != 1)
+				return fail("subscription is not \\x01 (subscribe to all)", rc);
+			have = 1;
+		} else if (rc >= 3 && rc < (long)sizeof sub && sub[0] == 1 &&
+		           (unsigned char)sub[1] == 0xff) {
+			sub[rc] = '\0';
+			int k = atoi(sub + 2);
+			if (k >= 0 && k < subs && !seen[k]) {
+				seen[k] = true;
+				have++;
+			}
+		}
+	}
 	return 0;
 }
 
 static int
 thr_send(const struct bench_args *a)
 {
+	struct bench_pattern pat;
 	struct bench_ctx c;
 	struct bench_sock s;
-	bool pubsub = strcmp(a->pattern, "pubsub") == 0;
 	char *buf = malloc(a->size ? a->size : 1);
-	char sub[64];
 	double t0, c0;
 	unsigned long i;
 	long rc;
 
 	if (!buf)
 		return fail("malloc", -ENOMEM);
+	pattern_parse(a->pattern, &pat);
 	memset(buf, 'z', a->size ? a->size : 1);
 	if ((rc = bench_ctx_new(&c)) < 0)
 		return fail("context", rc);
-	if ((rc = sock_open(&c, pubsub ? B_XPUB : B_PUSH, -1, &s)) < 0)
+	if ((rc = sock_open(&c, pat.tx_type, -1, &s)) < 0)
 		return fail("socket", rc);
-	if (pubsub && (rc = bench_pub_lossless(&s)) < 0)
+	if (pat.subs && (rc = bench_pub_lossless(&s)) < 0)
 		return fail("lossless publisher", rc);
 	if (a->curve && (rc = curve_client_setup(&s, a->serverkey)) < 0)
 		return fail("CURVE client keys", rc);
-	if ((rc = bench_connect(&s, a->endpoint)) < 0)
+	if ((rc = connect_all(&s, a->endpoint)) < 0)
 		return fail("connect", rc);
 	if (a->curve && require_curve(&s) != 0)
 		return 1;
-	if (pubsub) {
-		/* The subscriber's subscription: from here on nothing is dropped. */
-		rc = bench_recv(&s, sub, sizeof sub);
-		if (rc < 0)
-			return fail("waiting for the subscription", rc);
-		if (rc != 1 || sub[0] != 1)
-			return fail("subscription is not \\x01 (subscribe to all)", rc);
-	}
+	/* From the last subscription on nothing is dropped. */
+	if (pat.subs && wait_subscribers(&s, pat.subs) != 0)
+		return 1;
 	t0 = now_s();
 	c0 = cpu_s();
 	for (i = 0; i < a->count; i++) {
@@ -557,6 +838,180 @@ thr_send(const struct bench_args *a)
 	printf(" secs=%.6f msgs_per_s=%.0f mb_per_s=%.3f cpu_s_per_M=%.4f\n", secs,
 	       secs > 0 ? msgs / secs : 0, secs > 0 ? msgs * (double)a->size / secs / 1e6 : 0,
 	       cpu / msgs * 1e6);
+	return 0;
+}
+
+/*
+ * Stalled receiver: a PULL binds, takes one message, then its application
+ * stops reading until the driver says (a line on stdin, after the sender gave
+ * up). Its peak RSS then is what the library let pile up for it.
+ */
+static int
+stall_recv(const struct bench_args *a)
+{
+	struct bench_ctx c;
+	struct bench_sock s;
+	char *buf = malloc(a->size + 1);
+	long rc;
+
+	if (!buf)
+		return fail("malloc", -ENOMEM);
+	if ((rc = bench_ctx_new(&c)) < 0)
+		return fail("context", rc);
+	if ((rc = sock_open(&c, B_PULL, 0, &s)) < 0)
+		return fail("socket", rc);
+	if ((rc = bind_and_announce(&s, a->endpoint, NULL)) < 0)
+		return fail("bind", rc);
+	long rss0 = status_kb("VmRSS");
+	rc = bench_recv(&s, buf, a->size + 1);
+	if (rc < 0)
+		return fail("the first message", rc);
+	if ((size_t)rc != a->size)
+		return fail("the first message's size", rc);
+	wait_for_driver();
+	long hwm = status_kb("VmHWM"), rss = status_kb("VmRSS");
+	bench_sock_close(&s);
+	bench_ctx_free(&c);
+	free(buf);
+	result_head(a);
+	printf(" peak_rss_mb=%.2f rss_mb=%.2f growth_mb=%.2f\n", (double)hwm / 1024,
+	       (double)rss / 1024, (double)(hwm - rss0) / 1024);
+	return 0;
+}
+
+/* The stalled receiver's sender: sends up to COUNT messages, stops at the
+ * first that waits longer than BENCH_STALL_MS. */
+static int
+stall_send(const struct bench_args *a)
+{
+	struct bench_ctx c;
+	struct bench_sock s;
+	char *buf = malloc(a->size ? a->size : 1);
+	unsigned long i;
+	long rc;
+
+	if (!buf)
+		return fail("malloc", -ENOMEM);
+	memset(buf, 'z', a->size ? a->size : 1);
+	if ((rc = bench_ctx_new(&c)) < 0)
+		return fail("context", rc);
+	/* LINGER 0: what the stalled peer never takes is dropped at the end. */
+	if ((rc = sock_open(&c, B_PUSH, 0, &s)) < 0 ||
+	    (rc = set_int(&s, B_SNDTIMEO, BENCH_STALL_MS)) < 0)
+		return fail("socket", rc);
+	if ((rc = bench_connect(&s, a->endpoint)) < 0)
+		return fail("connect", rc);
+	for (i = 0; i < a->count; i++) {
+		rc = bench_send(&s, buf, a->size);
+		if (rc == -EAGAIN && i > 0)
+			break;
+		if (rc < 0)
+			return fail("send", rc);
+	}
+	long hwm = status_kb("VmHWM");
+	bench_sock_close(&s);
+	bench_ctx_free(&c);
+	free(buf);
+	result_head(a);
+	printf(" sent=%lu peak_rss_mb=%.2f\n", i, (double)hwm / 1024);
+	return 0;
+}
+
+/* As many file descriptors as the hard limit allows (idle connections). */
+static void
+raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/*
+ * Idle connections: a PULL binds; COUNT peers connect (one PUSH socket each)
+ * and send one SIZE-byte message, so every connection is through its
+ * handshake. The receiver's RSS growth from bind to the last message, per
+ * connection, is the bound side's cost of an idle connection.
+ */
+static int
+idle_recv(const struct bench_args *a)
+{
+	struct bench_ctx c;
+	struct bench_sock s;
+	char *buf = malloc(a->size + 1);
+	unsigned long i;
+	long rc;
+
+	if (!buf)
+		return fail("malloc", -ENOMEM);
+	raise_fd_limit();
+	if ((rc = bench_ctx_new(&c)) < 0)
+		return fail("context", rc);
+	if ((rc = sock_open(&c, B_PULL, 0, &s)) < 0 ||
+	    (rc = set_int(&s, B_RCVTIMEO, BENCH_IDLE_WAIT_S * 1000)) < 0)
+		return fail("socket", rc);
+	if ((rc = bind_and_announce(&s, a->endpoint, NULL)) < 0)
+		return fail("bind", rc);
+	long rss0 = status_kb("VmRSS");
+	for (i = 0; i < a->count; i++) {
+		rc = bench_recv(&s, buf, a->size + 1);
+		if (rc < 0) {
+			fprintf(stderr, "FAIL %s idle-recv: got %lu of %lu messages (%s)\n",
+			        BENCH_LIB, i, a->count, strerror((int)-rc));
+			return 1;
+		}
+		if ((size_t)rc != a->size)
+			return fail("a message's size", rc);
+	}
+	long rss1 = status_kb("VmRSS");
+	result_head(a);
+	printf(" kb_per_conn=%.2f growth_mb=%.2f\n", (double)(rss1 - rss0) / (double)a->count,
+	       (double)(rss1 - rss0) / 1024);
+	fflush(stdout);
+	wait_for_driver(); /* keep the connections until the sender measured */
+	bench_sock_close(&s);
+	bench_ctx_free(&c);
+	free(buf);
+	return 0;
+}
+
+static int
+idle_send(const struct bench_args *a)
+{
+	struct bench_ctx c;
+	struct bench_sock *s = calloc(a->count, sizeof *s);
+	char *buf = malloc(a->size ? a->size : 1);
+	unsigned long i;
+	long rc;
+
+	if (!buf || !s)
+		return fail("malloc", -ENOMEM);
+	memset(buf, 'z', a->size ? a->size : 1);
+	raise_fd_limit();
+	if ((rc = bench_ctx_new(&c)) < 0 ||
+	    (rc = bench_ctx_max_sockets(&c, (int)a->count + 16)) < 0)
+		return fail("context", rc);
+	long rss0 = status_kb("VmRSS");
+	for (i = 0; i < a->count; i++) {
+		if ((rc = sock_open(&c, B_PUSH, 0, &s[i])) < 0)
+			return fail("socket", rc);
+		if ((rc = bench_connect(&s[i], a->endpoint)) < 0)
+			return fail("connect", rc);
+		if ((rc = bench_send(&s[i], buf, a->size)) < 0)
+			return fail("send", rc);
+	}
+	wait_for_driver(); /* the receiver has every message: all connected */
+	long rss1 = status_kb("VmRSS");
+	for (i = 0; i < a->count; i++)
+		bench_sock_close(&s[i]);
+	bench_ctx_free(&c);
+	free(buf);
+	free(s);
+	result_head(a);
+	printf(" kb_per_conn=%.2f growth_mb=%.2f\n", (double)(rss1 - rss0) / (double)a->count,
+	       (double)(rss1 - rss0) / 1024);
 	return 0;
 }
 
@@ -678,48 +1133,49 @@ lat_req(const struct bench_args *a)
 }
 
 static int
-parse_ulong(const char *s, unsigned long *v)
-{
-	char *end;
-
-	errno = 0;
-	*v = strtoul(s, &end, 10);
-	return (errno || end == s || *end || s[0] == '-') ? -1 : 0;
-}
-
-static int
 usage(const char *prog)
 {
 	fprintf(stderr,
-	        "usage: %s thr-recv pushpull|pushpull-curve|pubsub ENDPOINT COUNT SIZE\n"
-	        "       %s thr-send pushpull|pubsub ENDPOINT COUNT SIZE\n"
+	        "usage: %s thr-recv PATTERN ENDPOINT COUNT SIZE\n"
+	        "       %s thr-send PATTERN ENDPOINT[,ENDPOINT...] COUNT SIZE\n"
 	        "       %s thr-send pushpull-curve ENDPOINT COUNT SIZE SERVERKEY\n"
-	        "       %s lat-rep|lat ENDPOINT COUNT SIZE\n",
-	        prog, prog, prog, prog);
+	        "       %s lat-rep|lat|stall-recv|stall-send|idle-recv|idle-send ENDPOINT COUNT SIZE\n"
+	        "PATTERN: pushpull, pushpull-curve, dealerrouter, pubsub, pubsub2 ... pubsub%d\n",
+	        prog, prog, prog, prog, BENCH_SUBS_MAX);
 	return 2;
 }
+
+static const struct {
+	const char *mode;
+	int (*run)(const struct bench_args *a);
+} modes[] = {
+	{"thr-recv", thr_recv},     {"thr-send", thr_send},     {"lat-rep", lat_rep},
+	{"lat", lat_req},           {"stall-recv", stall_recv}, {"stall-send", stall_send},
+	{"idle-recv", idle_recv},   {"idle-send", idle_send},
+};
 
 int
 main(int argc, char **argv)
 {
 	struct bench_args a = {0};
+	struct bench_pattern pat;
 	unsigned long size;
+	size_t m;
 	int i = 2;
 
-	if (argc < 2)
-		return usage(argv[0]);
-	a.mode = argv[1];
-	bool thr = strcmp(a.mode, "thr-recv") == 0 || strcmp(a.mode, "thr-send") == 0;
-	bool lat = strcmp(a.mode, "lat-rep") == 0 || strcmp(a.mode, "lat") == 0;
-	if (!thr && !lat)
-		return usage(argv[0]);
 	if (argc < 5)
 		return usage(argv[0]);
-	a.pattern = thr ? argv[i++] : "reqrep";
-	a.curve = thr && strcmp(a.pattern, "pushpull-curve") == 0;
-	if (thr && !a.curve && strcmp(a.pattern, "pushpull") != 0 &&
-	    strcmp(a.pattern, "pubsub") != 0)
+	a.mode = argv[1];
+	for (m = 0; m < sizeof modes / sizeof modes[0]; m++)
+		if (strcmp(a.mode, modes[m].mode) == 0)
+			break;
+	if (m == sizeof modes / sizeof modes[0])
 		return usage(argv[0]);
+	bool thr = strncmp(a.mode, "thr-", 4) == 0;
+	a.pattern = thr ? argv[i++] : strncmp(a.mode, "lat", 3) == 0 ? "reqrep" : "pushpull";
+	if (thr && pattern_parse(a.pattern, &pat) < 0)
+		return usage(argv[0]);
+	a.curve = thr && strcmp(a.pattern, "pushpull-curve") == 0;
 	/* The CURVE sender takes the server's key as a last argument. */
 	bool with_key = a.curve && strcmp(a.mode, "thr-send") == 0;
 	if (argc != (thr ? 6 : 5) + (with_key ? 1 : 0))
@@ -735,12 +1191,5 @@ main(int argc, char **argv)
 		return usage(argv[0]);
 	a.size = (size_t)size;
 	alarm(BENCH_ALARM_S);
-
-	if (strcmp(a.mode, "thr-recv") == 0)
-		return thr_recv(&a);
-	if (strcmp(a.mode, "thr-send") == 0)
-		return thr_send(&a);
-	if (strcmp(a.mode, "lat-rep") == 0)
-		return lat_rep(&a);
-	return lat_req(&a);
+	return modes[m].run(&a);
 }

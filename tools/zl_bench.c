@@ -24,14 +24,17 @@
 #define BENCH_ENDPOINT "tcp://127.0.0.1:0"
 
 enum bench_kind {
-	KIND_THR,
-	KIND_LAT
+	KIND_THR,   /* thr-recv / thr-send */
+	KIND_LAT,   /* lat-rep / lat */
+	KIND_STALL, /* stall-recv / stall-send: told to go on after the sender gave up */
+	KIND_IDLE   /* idle-recv / idle-send: the sender measures once the receiver has all */
 };
 
 /* Which way is better, for the ratio's legend. */
 enum bench_dir {
 	DIR_HIGHER,
-	DIR_LOWER
+	DIR_LOWER,
+	DIR_INFO /* neither: a figure to read the others by */
 };
 
 struct bench_metric {
@@ -55,24 +58,65 @@ static const struct bench_metric lat_metrics[BENCH_METRICS_MAX] = {
 	{"cpu_s_per_M", "REQ CPU s/M trips", true, DIR_LOWER},
 };
 
+static const struct bench_metric stall_metrics[BENCH_METRICS_MAX] = {
+	{"peak_rss_mb", "recv peak RSS MB", false, DIR_LOWER},
+	{"growth_mb", "recv RSS growth MB", false, DIR_LOWER},
+	{"peak_rss_mb", "send peak RSS MB", true, DIR_LOWER},
+	{"sent", "msgs sent until full", true, DIR_INFO},
+};
+
+static const struct bench_metric idle_metrics[BENCH_METRICS_MAX] = {
+	{"kb_per_conn", "bound KB/conn", false, DIR_LOWER},
+	{"growth_mb", "bound growth MB", false, DIR_LOWER},
+	{"kb_per_conn", "connecting KB/conn", true, DIR_LOWER},
+	{"growth_mb", "connecting growth MB", true, DIR_LOWER},
+};
+
+/* The programs' modes per kind: receiver (binds), sender (connects). */
+static const char *const kind_modes[][2] = {
+	[KIND_THR] = {"thr-recv", "thr-send"},
+	[KIND_LAT] = {"lat-rep", "lat"},
+	[KIND_STALL] = {"stall-recv", "stall-send"},
+	[KIND_IDLE] = {"idle-recv", "idle-send"},
+};
+
 struct bench_scenario {
 	const char *name; /* in the table and CSV */
 	enum bench_kind kind;
-	const char *pattern; /* thr: pushpull, pushpull-curve, pubsub */
+	const char *pattern; /* thr: pushpull, pushpull-curve, pubsub, pubsub8, dealerrouter */
+	bool ipc;            /* ipc:// (abstract) in place of tcp://127.0.0.1 */
 	unsigned long size;
+	/* Messages (round trips, connections) per run; a quick count of 0:
+	 * the scenario runs only in full and smoke mode. */
 	unsigned long count_full, count_quick, count_smoke;
 };
 
 static const struct bench_scenario scenarios[] = {
-	{"PUSH/PULL 1 B", KIND_THR, "pushpull", 1, 2000000, 500000, 1000},
-	{"PUSH/PULL 64 B", KIND_THR, "pushpull", 64, 2000000, 500000, 1000},
-	{"PUSH/PULL 1024 B", KIND_THR, "pushpull", 1024, 500000, 100000, 1000},
-	{"PUSH/PULL 65536 B", KIND_THR, "pushpull", 65536, 20000, 5000, 200},
-	{"PUB/SUB 64 B 1 sub", KIND_THR, "pubsub", 64, 1000000, 300000, 1000},
-	{"REQ/REP 64 B latency", KIND_LAT, "reqrep", 64, 20000, 5000, 200},
+	{"PUSH/PULL 1 B", KIND_THR, "pushpull", false, 1, 2000000, 500000, 1000},
+	{"PUSH/PULL 64 B", KIND_THR, "pushpull", false, 64, 2000000, 500000, 1000},
+	{"PUSH/PULL 256 B", KIND_THR, "pushpull", false, 256, 1000000, 200000, 1000},
+	{"PUSH/PULL 1024 B", KIND_THR, "pushpull", false, 1024, 500000, 100000, 1000},
+	{"PUSH/PULL 8192 B", KIND_THR, "pushpull", false, 8192, 100000, 20000, 500},
+	{"PUSH/PULL 65536 B", KIND_THR, "pushpull", false, 65536, 20000, 5000, 200},
+	{"PUSH/PULL 1048576 B", KIND_THR, "pushpull", false, 1048576, 2000, 300, 20},
+	{"PUSH/PULL 64 B ipc", KIND_THR, "pushpull", true, 64, 2000000, 500000, 1000},
+	{"PUB/SUB 64 B 1 sub", KIND_THR, "pubsub", false, 64, 1000000, 300000, 1000},
+	/* Eight SUB sockets, one thread each, in one receiving process. */
+	{"PUB/SUB 64 B 8 subs", KIND_THR, "pubsub8", false, 64, 300000, 50000, 500},
+	/* ROUTER binds and receives [id, body], DEALER connects and sends. */
+	{"DEALER/ROUTER 64 B", KIND_THR, "dealerrouter", false, 64, 2000000, 500000, 1000},
+	{"REQ/REP 64 B latency", KIND_LAT, "reqrep", false, 64, 20000, 5000, 200},
+	{"REQ/REP 1024 B latency", KIND_LAT, "reqrep", false, 1024, 20000, 3000, 200},
+	{"REQ/REP 65536 B latency", KIND_LAT, "reqrep", false, 65536, 5000, 1000, 100},
 	/* PUSH/PULL under CURVE: the receiver is the server, fresh keys per run. */
-	{"CURVE PUSH/PULL 64 B", KIND_THR, "pushpull-curve", 64, 1000000, 300000, 1000},
-	{"CURVE PUSH/PULL 65536 B", KIND_THR, "pushpull-curve", 65536, 20000, 5000, 200},
+	{"CURVE PUSH/PULL 64 B", KIND_THR, "pushpull-curve", false, 64, 1000000, 300000, 1000},
+	{"CURVE PUSH/PULL 65536 B", KIND_THR, "pushpull-curve", false, 65536, 20000, 5000, 200},
+	/* A PULL that takes one message and stops reading; the PUSH sends until
+	 * a send waits 0.5 s (at most this many). Default HWMs and budgets. */
+	{"stalled PULL 64 B", KIND_STALL, "pushpull", false, 64, 2000000, 2000000, 2000},
+	{"stalled PULL 65536 B", KIND_STALL, "pushpull", false, 65536, 20000, 20000, 200},
+	/* Connections (one PUSH socket each) to one bound PULL, one message each. */
+	{"idle connections 1000", KIND_IDLE, "pushpull", false, 1, 1000, 0, 20},
 };
 #define BENCH_NSCEN (sizeof scenarios / sizeof scenarios[0])
 #define BENCH_HEADLINE "PUSH/PULL 64 B" /* the scenario of the last line's ratio */
@@ -116,7 +160,32 @@ path_join(char *buf, size_t cap, const char *dir, const char *name)
 static const struct bench_metric *
 scenario_metrics(const struct bench_scenario *sc)
 {
-	return sc->kind == KIND_THR ? thr_metrics : lat_metrics;
+	switch (sc->kind) {
+	case KIND_THR:
+		return thr_metrics;
+	case KIND_LAT:
+		return lat_metrics;
+	case KIND_STALL:
+		return stall_metrics;
+	case KIND_IDLE:
+		return idle_metrics;
+	}
+	return thr_metrics;
+}
+
+static const char *
+scenario_unit(const struct bench_scenario *sc)
+{
+	switch (sc->kind) {
+	case KIND_LAT:
+		return "round trips";
+	case KIND_STALL:
+		return "messages at most";
+	case KIND_IDLE:
+		return "connections";
+	default:
+		return "messages";
+	}
 }
 
 static unsigned long
@@ -183,6 +252,15 @@ stop_checked(struct zl_proc *p, const char *who)
 	return -1;
 }
 
+/* A fresh abstract ipc:// name per run, so no file is left behind. */
+static void
+ipc_endpoint(char *buf, size_t cap)
+{
+	static unsigned seq;
+
+	snprintf(buf, cap, "ipc://@zring-bench-%ld-%u", (long)getpid(), seq++);
+}
+
 /*
  * One run: receiver (binding side) first, then sender with the endpoint it
  * announced. Fills vals[] with the scenario's metrics. Returns 0 or -1.
@@ -192,10 +270,12 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
         FILE *runs, int pair)
 {
 	static struct zl_proc rx, tx;
-	char bin[PATH_MAX], count_s[32], size_s[32], ep[256], key[64];
+	static char ep[ZL_PROC_LINE_MAX], key[64], bind_ep[128];
+	char bin[PATH_MAX], count_s[32], size_s[32];
 	static char line[ZL_PROC_LINE_MAX], rx_line[ZL_PROC_LINE_MAX], tx_line[ZL_PROC_LINE_MAX];
 	unsigned long count = scenario_count(sc, o);
 	bool thr = sc->kind == KIND_THR;
+	const char *rx_mode = kind_modes[sc->kind][0], *tx_mode = kind_modes[sc->kind][1];
 	char rx_who[128], tx_who[128];
 	int rc;
 
@@ -203,23 +283,33 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 		return -1;
 	snprintf(count_s, sizeof count_s, "%lu", count);
 	snprintf(size_s, sizeof size_s, "%lu", sc->size);
-	snprintf(rx_who, sizeof rx_who, "%s %s %s", lib_bins[lib], thr ? "thr-recv" : "lat-rep",
-	         sc->name);
-	snprintf(tx_who, sizeof tx_who, "%s %s %s", lib_bins[lib], thr ? "thr-send" : "lat",
-	         sc->name);
+	snprintf(rx_who, sizeof rx_who, "%s %s %s", lib_bins[lib], rx_mode, sc->name);
+	snprintf(tx_who, sizeof tx_who, "%s %s %s", lib_bins[lib], tx_mode, sc->name);
+	if (sc->ipc)
+		ipc_endpoint(bind_ep, sizeof bind_ep);
+	else
+		snprintf(bind_ep, sizeof bind_ep, "%s", BENCH_ENDPOINT);
 
-	char *rx_argv_thr[] = {bin,    "thr-recv", (char *)sc->pattern, BENCH_ENDPOINT, count_s,
-	                       size_s, NULL};
-	char *rx_argv_lat[] = {bin, "lat-rep", BENCH_ENDPOINT, count_s, size_s, NULL};
-	rc = zl_proc_spawn(&rx, thr ? rx_argv_thr : rx_argv_lat);
+	char *rx_argv_thr[] = {bin, "thr-recv", (char *)sc->pattern, bind_ep, count_s, size_s, NULL};
+	char *rx_argv[] = {bin, (char *)rx_mode, bind_ep, count_s, size_s, NULL};
+	rc = zl_proc_spawn(&rx, thr ? rx_argv_thr : rx_argv);
 	if (rc < 0) {
 		fprintf(stderr, "zring bench: cannot start %s: %s\n", bin, strerror(-rc));
 		return -1;
 	}
-	/* "READY <endpoint>", and a CURVE server's public key after it. */
+	/* "READY <endpoint>[,<endpoint>...]", and a CURVE server's public key after it. */
 	bool curve = strcmp(sc->pattern, "pushpull-curve") == 0;
+	key[0] = '\0';
 	rc = zl_proc_readline(&rx, line, sizeof line, BENCH_READY_MS);
-	if (rc < 0 || sscanf(line, "READY %255s %63s", ep, key) != (curve ? 2 : 1)) {
+	char *sp = rc >= 0 && strncmp(line, "READY ", 6) == 0 ? line + 6 : NULL;
+	if (sp) {
+		size_t n = strcspn(sp, " ");
+		memcpy(ep, sp, n);
+		ep[n] = '\0';
+		if (sp[n] == ' ')
+			snprintf(key, sizeof key, "%s", sp + n + 1);
+	}
+	if (!sp || !ep[0] || (curve && !key[0])) {
 		fprintf(stderr, "zring bench: %s did not announce its endpoint%s\n", rx_who,
 		        curve ? " and key" : "");
 		stop_checked(&rx, rx_who);
@@ -227,20 +317,33 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 	}
 	char *tx_argv_thr[] = {bin,     "thr-send", (char *)sc->pattern, ep,
 	                       count_s, size_s,     curve ? key : NULL,  NULL};
-	char *tx_argv_lat[] = {bin, "lat", ep, count_s, size_s, NULL};
-	rc = zl_proc_spawn(&tx, thr ? tx_argv_thr : tx_argv_lat);
+	char *tx_argv[] = {bin, (char *)tx_mode, ep, count_s, size_s, NULL};
+	rc = zl_proc_spawn(&tx, thr ? tx_argv_thr : tx_argv);
 	if (rc < 0) {
 		fprintf(stderr, "zring bench: cannot start %s: %s\n", bin, strerror(-rc));
 		stop_checked(&rx, rx_who);
 		return -1;
 	}
 	int bad = 0;
-	/* The sender finishes first in throughput runs (its context waits for
-	 * delivery, then the receiver still counts the last ones): read both. */
-	if (read_result(&tx, tx_who, count, tx_line, sizeof tx_line, BENCH_RESULT_MS) < 0)
-		bad = 1;
-	if (!bad && read_result(&rx, rx_who, count, rx_line, sizeof rx_line, BENCH_RESULT_MS) < 0)
-		bad = 1;
+	if (sc->kind == KIND_IDLE) {
+		/* The receiver has a message from every connection: now the sender
+		 * measures, then both may close. */
+		if (read_result(&rx, rx_who, count, rx_line, sizeof rx_line, BENCH_RESULT_MS) < 0 ||
+		    zl_proc_writeline(&tx, "go") < 0 ||
+		    read_result(&tx, tx_who, count, tx_line, sizeof tx_line, BENCH_RESULT_MS) < 0)
+			bad = 1;
+	} else {
+		/* The sender finishes first: in throughput runs its context waits
+		 * for delivery, then the receiver still counts the last ones; a
+		 * stalled receiver measures once told the sender gave up. */
+		if (read_result(&tx, tx_who, count, tx_line, sizeof tx_line, BENCH_RESULT_MS) < 0)
+			bad = 1;
+		if (!bad && sc->kind == KIND_STALL && zl_proc_writeline(&rx, "go") < 0)
+			bad = 1;
+		if (!bad &&
+		    read_result(&rx, rx_who, count, rx_line, sizeof rx_line, BENCH_RESULT_MS) < 0)
+			bad = 1;
+	}
 	if (stop_checked(&tx, tx_who) < 0)
 		bad = 1;
 	if (stop_checked(&rx, rx_who) < 0)
@@ -418,7 +521,7 @@ zl_bench_main(int argc, char **argv)
 	      sum);
 
 	printf("zring bench: %d pairs, zring and libzmq alternately, sender and receiver in "
-	       "separate processes over %s; programs in %s\n",
+	       "separate processes over %s (ipc:// where the name says); programs in %s\n",
 	       o.pairs, BENCH_ENDPOINT, o.bin_dir);
 	fflush(stdout);
 
@@ -433,6 +536,8 @@ zl_bench_main(int argc, char **argv)
 
 		if (o.only && !strcasestr(sc->name, o.only))
 			continue;
+		if (scenario_count(sc, &o) == 0)
+			continue; /* full mode only */
 		for (int pair = 0; pair < o.pairs; pair++) {
 			for (int lib = 0; lib < LIB_N; lib++) {
 				struct bench_samples *b = &samples[s][lib];
@@ -452,7 +557,7 @@ zl_bench_main(int argc, char **argv)
 
 		struct bench_samples *z = &samples[s][LIB_ZR], *q = &samples[s][LIB_ZMQ];
 		printf("\n%s (%lu %s, %d/%d zring and %d/%d libzmq runs good)\n", sc->name,
-		       scenario_count(sc, &o), sc->kind == KIND_THR ? "messages" : "round trips",
+		       scenario_count(sc, &o), scenario_unit(sc),
 		       z->n, o.pairs, q->n, o.pairs);
 		printf("  %-20s %30s %30s %8s\n", "", "zring median [min-max]",
 		       "libzmq median [min-max]", "ratio");
@@ -466,13 +571,16 @@ zl_bench_main(int argc, char **argv)
 			if (ok)
 				printf("  %-20s %30s %30s %8.2f  (%s)\n", m[k].label,
 				       z->n ? za : "FAILED", q->n ? qa : "FAILED", ratio,
-				       m[k].dir == DIR_HIGHER ? ">1: zring faster"
-				                              : "<1: zring better");
+				       m[k].dir == DIR_HIGHER  ? ">1: zring faster"
+				       : m[k].dir == DIR_LOWER ? "<1: zring better"
+				                               : "information");
 			else
 				printf("  %-20s %30s %30s %8s\n", m[k].label, z->n ? za : "FAILED",
 				       q->n ? qa : "FAILED", "n/a");
 			fprintf(sum, "\"%s\",\"%s\",%s,", sc->name, m[k].label,
-			        m[k].dir == DIR_HIGHER ? "higher" : "lower");
+			        m[k].dir == DIR_HIGHER  ? "higher"
+			        : m[k].dir == DIR_LOWER ? "lower"
+			                                : "info");
 			if (z->n)
 				fprintf(sum, "%.6g,%.6g,%.6g,", a.med, a.min, a.max);
 			else
