@@ -26,20 +26,7 @@
 /* The peer-process helper the zring tool and the interop tests share. */
 #include "tools/zl_proc.c"
 
-#ifndef ZR_SOURCE_DIR
-#error "tests/CMakeLists.txt defines ZR_SOURCE_DIR"
-#endif
-#ifndef ZR_BINARY_DIR
-#error "tests/CMakeLists.txt defines ZR_BINARY_DIR"
-#endif
-#ifndef ZR_PYTHON
-#define ZR_PYTHON "/usr/bin/python3"
-#endif
-
-#define ZRING ZR_BINARY_DIR "/tools/zring"
 #define PEER_SCRIPT ZR_SOURCE_DIR "/tests/tools/peers/cat_curve_peer.py"
-/* Generous: two cores shared by every build and test of the project. */
-#define WAIT_MS 20000
 
 #include "tools/tool_proc.h"
 #include "tools/tool_peer.h"

@@ -1,8 +1,9 @@
 /*
  * The built `zring` tool as a child process, for the CLI tests: pipes on its
  * three standard streams, bounded waits, everything it printed kept for the
- * assertions. Static inline; include after <criterion/criterion.h>, with
- * ZRING defined as the tool's path.
+ * assertions. Static inline; include after <criterion/criterion.h>. It
+ * defines ZRING (the tool's path, from the build's ZR_BINARY_DIR), ZR_PYTHON
+ * and WAIT_MS (the bound of every wait).
  *
  *   static struct tool t;                         // tool_reset(&t) in setup
  *   tool_begin(&t, "cat", "-r", "-b", "PULL", ep, NULL);
@@ -13,6 +14,20 @@
  */
 #ifndef ZR_TESTS_TOOLS_TOOL_PROC_H
 #define ZR_TESTS_TOOLS_TOOL_PROC_H
+
+#ifndef ZR_SOURCE_DIR
+#error "tests/CMakeLists.txt defines ZR_SOURCE_DIR"
+#endif
+#ifndef ZR_BINARY_DIR
+#error "tests/CMakeLists.txt defines ZR_BINARY_DIR"
+#endif
+#ifndef ZR_PYTHON
+#define ZR_PYTHON "/usr/bin/python3"
+#endif
+
+#define ZRING ZR_BINARY_DIR "/tools/zring"
+/* Generous: two cores shared by every build and test of the project. */
+#define WAIT_MS 20000
 
 #include <criterion/criterion.h>
 
