@@ -96,13 +96,13 @@ static const struct bench_scenario scenarios[] = {
 	{"PUSH/PULL 64 B", KIND_THR, "pushpull", false, 64, 2000000, 500000, 1000},
 	{"PUSH/PULL 256 B", KIND_THR, "pushpull", false, 256, 1000000, 200000, 1000},
 	{"PUSH/PULL 1024 B", KIND_THR, "pushpull", false, 1024, 500000, 100000, 1000},
-	{"PUSH/PULL 8192 B", KIND_THR, "pushpull", false, 8192, 100000, 20000, 500},
+	{"PUSH/PULL 8192 B", KIND_THR, "pushpull", false, 8192, 100000, 10000, 500},
 	{"PUSH/PULL 65536 B", KIND_THR, "pushpull", false, 65536, 20000, 5000, 200},
-	{"PUSH/PULL 1048576 B", KIND_THR, "pushpull", false, 1048576, 2000, 300, 20},
+	{"PUSH/PULL 1048576 B", KIND_THR, "pushpull", false, 1048576, 2000, 100, 20},
 	{"PUSH/PULL 64 B ipc", KIND_THR, "pushpull", true, 64, 2000000, 500000, 1000},
 	{"PUB/SUB 64 B 1 sub", KIND_THR, "pubsub", false, 64, 1000000, 300000, 1000},
 	/* Eight SUB sockets, one thread each, in one receiving process. */
-	{"PUB/SUB 64 B 8 subs", KIND_THR, "pubsub8", false, 64, 300000, 50000, 500},
+	{"PUB/SUB 64 B 8 subs", KIND_THR, "pubsub8", false, 64, 300000, 30000, 500},
 	/* ROUTER binds and receives [id, body], DEALER connects and sends. */
 	{"DEALER/ROUTER 64 B", KIND_THR, "dealerrouter", false, 64, 2000000, 500000, 1000},
 	{"REQ/REP 64 B latency", KIND_LAT, "reqrep", false, 64, 20000, 5000, 200},
@@ -370,6 +370,15 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 	return 0;
 }
 
+static double
+mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 static int
 cmp_double(const void *x, const void *y)
 {
@@ -396,6 +405,102 @@ stat_of(const double *v, int n)
 	st.max = s[n - 1];
 	st.med = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 	return st;
+}
+
+/* The chart: one group per throughput scenario, msgs/s with libzmq = 1. */
+struct bench_bar {
+	const char *name;
+	double ratio; /* zring msgs/s over libzmq msgs/s, medians */
+};
+
+#define SVG_GROUP_W 64
+#define SVG_BAR_W 22
+#define SVG_PLOT_H 300
+#define SVG_LEFT 56
+#define SVG_TOP 56
+#define SVG_BOTTOM 150
+
+/* Text for SVG: the scenario names are ours, but escape the XML specials anyway. */
+static void
+svg_text(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '<')
+			fputs("&lt;", f);
+		else if (*s == '>')
+			fputs("&gt;", f);
+		else if (*s == '&')
+			fputs("&amp;", f);
+		else
+			fputc(*s, f);
+	}
+}
+
+static int
+write_svg(const char *path, const struct bench_bar *bars, int n, const char *subtitle)
+{
+	FILE *f = fopen(path, "w");
+	double top = 1;
+
+	if (!f)
+		return -1;
+	for (int i = 0; i < n; i++)
+		if (bars[i].ratio > top)
+			top = bars[i].ratio;
+	double step = top <= 2 ? 0.5 : top <= 5 ? 1 : top <= 10 ? 2 : 5;
+	top = step * (double)(int)(top / step + 1);
+	int w = SVG_LEFT + n * SVG_GROUP_W + 150, h = SVG_TOP + SVG_PLOT_H + SVG_BOTTOM;
+	double y0 = SVG_TOP + SVG_PLOT_H, scale = SVG_PLOT_H / top;
+
+	fprintf(f,
+	        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+	        "viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"11\">\n"
+	        "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n"
+	        "<text x=\"%d\" y=\"22\" font-size=\"15\" font-weight=\"bold\">zring beside "
+	        "libzmq: throughput (msgs/s, libzmq = 1)</text>\n"
+	        "<text x=\"%d\" y=\"40\" fill=\"#555\">",
+	        w, h, w, h, SVG_LEFT, SVG_LEFT);
+	svg_text(f, subtitle);
+	fputs("</text>\n", f);
+	for (double t = 0; t <= top + 1e-9; t += step) {
+		double y = y0 - t * scale;
+		fprintf(f,
+		        "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"%s\"%s/>\n"
+		        "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+		        SVG_LEFT, y, SVG_LEFT + n * SVG_GROUP_W, y, t == 1 ? "#333" : "#ddd",
+		        t == 1 ? " stroke-dasharray=\"4 3\"" : "", SVG_LEFT - 6, y + 4, t);
+	}
+	for (int i = 0; i < n; i++) {
+		double gx = SVG_LEFT + i * SVG_GROUP_W + (SVG_GROUP_W - 2 * SVG_BAR_W) / 2.0;
+		double hz = bars[i].ratio * scale, hq = scale;
+		fprintf(f,
+		        "<rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" "
+		        "fill=\"#1f77b4\"><title>zring %.2fx</title></rect>\n"
+		        "<rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" fill=\"#aaa\"/>\n"
+		        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
+		        "font-weight=\"bold\">%.2f</text>\n",
+		        gx, y0 - hz, SVG_BAR_W, hz, bars[i].ratio, gx + SVG_BAR_W, y0 - hq, SVG_BAR_W,
+		        hq, gx + SVG_BAR_W / 2.0, y0 - hz - 4, bars[i].ratio);
+		double lx = SVG_LEFT + i * SVG_GROUP_W + SVG_GROUP_W / 2.0;
+		fprintf(f,
+		        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" "
+		        "transform=\"rotate(-45 %.1f %.1f)\">",
+		        lx, y0 + 14, lx, y0 + 14);
+		svg_text(f, bars[i].name);
+		fputs("</text>\n", f);
+	}
+	int lx = SVG_LEFT + n * SVG_GROUP_W + 16;
+	fprintf(f,
+	        "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#333\"/>\n"
+	        "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" fill=\"#1f77b4\"/>"
+	        "<text x=\"%d\" y=\"%d\">zring (ratio on top)</text>\n"
+	        "<rect x=\"%d\" y=\"%d\" width=\"14\" height=\"14\" fill=\"#aaa\"/>"
+	        "<text x=\"%d\" y=\"%d\">libzmq = 1</text>\n"
+	        "<text x=\"%d\" y=\"%d\" fill=\"#555\">higher: zring faster</text>\n"
+	        "</svg>\n",
+	        SVG_LEFT, y0, SVG_LEFT + n * SVG_GROUP_W, y0, lx, SVG_TOP, lx + 20, SVG_TOP + 11,
+	        lx, SVG_TOP + 22, lx + 20, SVG_TOP + 33, lx, SVG_TOP + 55);
+	return fclose(f) == 0 ? 0 : -1;
 }
 
 static int
@@ -498,11 +603,13 @@ zl_bench_main(int argc, char **argv)
 	struct tm tm;
 	gmtime_r(&t, &tm);
 	strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
-	char sum_name[64], runs_name[64];
+	char sum_name[64], runs_name[64], svg_name[64], svg_path[PATH_MAX];
 	snprintf(sum_name, sizeof sum_name, "zring-bench-%s.csv", stamp);
+	snprintf(svg_name, sizeof svg_name, "zring-bench-%s.svg", stamp);
 	snprintf(runs_name, sizeof runs_name, "zring-bench-%s-runs.csv", stamp);
 	if (path_join(sum_path, sizeof sum_path, o.out_dir, sum_name) < 0 ||
-	    path_join(runs_path, sizeof runs_path, o.out_dir, runs_name) < 0) {
+	    path_join(runs_path, sizeof runs_path, o.out_dir, runs_name) < 0 ||
+	    path_join(svg_path, sizeof svg_path, o.out_dir, svg_name) < 0) {
 		fprintf(stderr, "zring bench: --out path too long\n");
 		return 2;
 	}
@@ -526,6 +633,8 @@ zl_bench_main(int argc, char **argv)
 	fflush(stdout);
 
 	static struct bench_samples samples[BENCH_NSCEN][LIB_N];
+	static struct bench_bar bars[BENCH_NSCEN];
+	int nbars = 0;
 	int failures = 0;
 	double headline = 0;
 	bool have_headline = false;
@@ -538,6 +647,7 @@ zl_bench_main(int argc, char **argv)
 			continue;
 		if (scenario_count(sc, &o) == 0)
 			continue; /* full mode only */
+		double started = mono_s();
 		for (int pair = 0; pair < o.pairs; pair++) {
 			for (int lib = 0; lib < LIB_N; lib++) {
 				struct bench_samples *b = &samples[s][lib];
@@ -556,9 +666,9 @@ zl_bench_main(int argc, char **argv)
 		}
 
 		struct bench_samples *z = &samples[s][LIB_ZR], *q = &samples[s][LIB_ZMQ];
-		printf("\n%s (%lu %s, %d/%d zring and %d/%d libzmq runs good)\n", sc->name,
+		printf("\n%s (%lu %s, %d/%d zring and %d/%d libzmq runs good, %.0f s)\n", sc->name,
 		       scenario_count(sc, &o), scenario_unit(sc),
-		       z->n, o.pairs, q->n, o.pairs);
+		       z->n, o.pairs, q->n, o.pairs, mono_s() - started);
 		printf("  %-20s %30s %30s %8s\n", "", "zring median [min-max]",
 		       "libzmq median [min-max]", "ratio");
 		for (int k = 0; k < BENCH_METRICS_MAX; k++) {
@@ -593,6 +703,8 @@ zl_bench_main(int argc, char **argv)
 				fprintf(sum, "%.4f\n", ratio);
 			else
 				fputs("\n", sum);
+			if (sc->kind == KIND_THR && k == 0 && ok)
+				bars[nbars++] = (struct bench_bar){sc->name, ratio};
 			if (strcmp(sc->name, BENCH_HEADLINE) == 0 && k == 0 && ok) {
 				headline = ratio;
 				have_headline = true;
@@ -604,6 +716,16 @@ zl_bench_main(int argc, char **argv)
 	fclose(sum);
 
 	printf("\nCSV: %s (summary), %s (every run)\n", sum_path, runs_path);
+	if (nbars) {
+		char sub[128];
+		snprintf(sub, sizeof sub, "medians of %d pair%s%s, %s UTC", o.pairs,
+		         o.pairs == 1 ? "" : "s", o.smoke ? " (smoke: tiny counts)" : o.quick ? " (quick)" : "",
+		         stamp);
+		if (write_svg(svg_path, bars, nbars, sub) == 0)
+			printf("SVG: %s (msgs/s, libzmq = 1)\n", svg_path);
+		else
+			fprintf(stderr, "zring bench: cannot write %s: %s\n", svg_path, strerror(errno));
+	}
 	if (failures)
 		printf("FAILED: %d run(s) failed (lost or wrong messages, a crash or a hang): see "
 		       "stderr\n",
