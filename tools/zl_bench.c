@@ -98,7 +98,7 @@ static const struct bench_scenario scenarios[] = {
 	{"PUSH/PULL 1024 B", KIND_THR, "pushpull", false, 1024, 500000, 100000, 1000},
 	{"PUSH/PULL 8192 B", KIND_THR, "pushpull", false, 8192, 100000, 10000, 500},
 	{"PUSH/PULL 65536 B", KIND_THR, "pushpull", false, 65536, 20000, 5000, 200},
-	{"PUSH/PULL 1048576 B", KIND_THR, "pushpull", false, 1048576, 2000, 100, 20},
+	{"PUSH/PULL 1048576 B", KIND_THR, "pushpull", false, 1048576, 1000, 100, 20},
 	{"PUSH/PULL 64 B ipc", KIND_THR, "pushpull", true, 64, 2000000, 500000, 1000},
 	{"PUB/SUB 64 B 1 sub", KIND_THR, "pubsub", false, 64, 1000000, 300000, 1000},
 	/* Eight SUB sockets, one thread each, in one receiving process. */
