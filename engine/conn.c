@@ -727,14 +727,15 @@ conn_tx_encrypt(struct zr__conn *c, uint32_t *f, size_t *nmsg, size_t *used)
 				len = m->len - h;
 				flags = m->data[0] & ZR_ZMTP_COMMAND;
 			} else {
-				data = m->data + m->frames[*f].off;
 				len = m->frames[*f].len;
+				/* A message of empty frames may have no buffer at all. */
+				data = len > 0 ? m->data + m->frames[*f].off : NULL;
 				flags = *f + 1 < nframes ? ZR_ZMTP_MORE : 0;
 			}
 			need = zr_zmtp_frame_wire_size(&c->z, len);
 			if (conn_crypt_room(c, *used, need) < 0)
 				return -ENOMEM;
-			n = zr_zmtp_encode_frame(&c->z, flags, len > 0 ? data : NULL, len,
+			n = zr_zmtp_encode_frame(&c->z, flags, data, len,
 			                         c->tx_crypt + *used, c->tx_crypt_cap - *used);
 			if (n < 0)
 				return n;
