@@ -326,12 +326,12 @@ et_peer_readline(struct et_peer *p, int timeout_ms)
 	}
 }
 
-/* Starts epeer.py TYPE bind|connect ENDPOINT [opts] (opts NULL-terminated
- * array or NULL); returns the peer, its endpoint in p->line + 9. */
+/* Starts ZR_PYTHON with args (a script and its arguments, NULL-terminated)
+ * as a peer that dies with the test and is killed at teardown. */
 static inline struct et_peer *
-et_peer_start(const char *type, const char *how, const char *ep, const char *const *opts)
+et_peer_spawn(const char *const *args)
 {
-	char *argv[24];
+	char *argv[32];
 	int argc = 0;
 	struct et_peer *p = calloc(1, sizeof *p);
 
@@ -341,12 +341,8 @@ et_peer_start(const char *type, const char *how, const char *ep, const char *con
 	cr_assert_eq(access(ZR_PYTHON, X_OK), 0, "%s not found: install python3-zmq (scripts/deps.sh)",
 	             ZR_PYTHON);
 	argv[argc++] = (char *)ZR_PYTHON;
-	argv[argc++] = (char *)ET_PEER_SCRIPT;
-	argv[argc++] = (char *)type;
-	argv[argc++] = (char *)how;
-	argv[argc++] = (char *)ep;
-	for (size_t i = 0; opts != NULL && opts[i] != NULL && argc < 23; i++)
-		argv[argc++] = (char *)opts[i];
+	for (size_t i = 0; args[i] != NULL && argc < 31; i++)
+		argv[argc++] = (char *)args[i];
 	argv[argc] = NULL;
 	signal(SIGPIPE, SIG_IGN);
 	/* The same spawner as the zring tool's demo (dies with the test). */
@@ -354,7 +350,7 @@ et_peer_start(const char *type, const char *how, const char *ep, const char *con
 		static struct zl_proc child;
 		int rc = zl_proc_spawn(&child, argv);
 
-		cr_assert_eq(rc, 0, "cannot start the pyzmq peer: %s", strerror(-rc));
+		cr_assert_eq(rc, 0, "cannot start %s: %s", args[0], strerror(-rc));
 		p->pid = child.pid;
 		p->in_fd = child.in_fd;
 		p->out_fd = child.out_fd;
@@ -362,9 +358,25 @@ et_peer_start(const char *type, const char *how, const char *ep, const char *con
 	for (size_t i = 0; i < ET_MAX_PEERS; i++) {
 		if (et_peers[i] == NULL) {
 			et_peers[i] = p;
-			break;
+			return p;
 		}
 	}
+	return p; /* beyond the table: not killed at teardown (dies with the test) */
+}
+
+/* Starts epeer.py TYPE bind|connect ENDPOINT [opts] (opts NULL-terminated
+ * array or NULL); returns the peer, its endpoint in p->line + 9. */
+static inline struct et_peer *
+et_peer_start(const char *type, const char *how, const char *ep, const char *const *opts)
+{
+	const char *args[24] = {ET_PEER_SCRIPT, type, how, ep};
+	size_t n = 4;
+
+	for (size_t i = 0; opts != NULL && opts[i] != NULL && n < 23; i++)
+		args[n++] = opts[i];
+	args[n] = NULL;
+	struct et_peer *p = et_peer_spawn(args);
+
 	cr_assert(et_peer_readline(p, 15000), "no first line from the pyzmq peer (%s %s %s)", type,
 	          how, ep);
 	cr_assert(strncmp(p->line, "ENDPOINT ", 9) == 0, "peer said \"%s\"", p->line);

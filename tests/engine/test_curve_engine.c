@@ -19,27 +19,10 @@
  *
  * Every wait is bounded; nothing asserts how long anything took.
  */
-#include "engine_util.h"
+#include "curve_util.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
-
-#define HOSTILE_PEER ZR_SOURCE_DIR "/tests/interop/peers/hostile_peer.py"
-
-struct keys {
-	char pub[ZR_CURVE_KEY_Z85_LEN + 1];
-	char sec[ZR_CURVE_KEY_Z85_LEN + 1];
-};
-
-static struct keys srv, cli, other;
-
-static void
-setup(void)
-{
-	cr_assert_eq(zr_curve_keypair(srv.pub, srv.sec), 0);
-	cr_assert_eq(zr_curve_keypair(cli.pub, cli.sec), 0);
-	cr_assert_eq(zr_curve_keypair(other.pub, other.sec), 0);
-}
 
 static void
 teardown(void)
@@ -47,30 +30,9 @@ teardown(void)
 	et_teardown();
 }
 
-TestSuite(engine_curve, .init = setup, .fini = teardown);
+TestSuite(engine_curve, .init = cu_setup, .fini = teardown);
 
 /* ---- helpers ------------------------------------------------------------------ */
-
-static void
-z_key(zr_socket *s, int opt, const char *z85)
-{
-	cr_assert_eq(zr_setsockopt(s, opt, z85, ZR_CURVE_KEY_Z85_LEN), 0, "key option %d", opt);
-}
-
-static void
-z_curve_server(zr_socket *s, const struct keys *k)
-{
-	et_zopt_int(s, ZR_CURVE_SERVER, 1);
-	z_key(s, ZR_CURVE_SECRETKEY, k->sec);
-}
-
-static void
-z_curve_client(zr_socket *s, const struct keys *me, const char *server_pub)
-{
-	z_key(s, ZR_CURVE_PUBLICKEY, me->pub);
-	z_key(s, ZR_CURVE_SECRETKEY, me->sec);
-	z_key(s, ZR_CURVE_SERVERKEY, server_pub);
-}
 
 static int
 z_int(zr_socket *s, int opt)
@@ -81,53 +43,6 @@ z_int(zr_socket *s, int opt)
 	cr_assert_eq(zr_getsockopt(s, opt, &v, &len), 0, "getsockopt %d", opt);
 	cr_assert_eq(len, sizeof v);
 	return v;
-}
-
-/* Waits for a monitor event of the type (others are skipped). */
-static bool
-mon_wait(zr_socket *s, int type, struct zr_event *ev, int timeout_ms)
-{
-	uint64_t deadline = et_now_ms() + (uint64_t)timeout_ms;
-
-	for (;;) {
-		uint64_t now = et_now_ms();
-
-		if (now >= deadline)
-			return false;
-		if (zr_monitor_recv(s, ev, (int)(deadline - now)) != 0)
-			return false;
-		if (ev->type == type)
-			return true;
-	}
-}
-
-/* Events of the type waiting now (reads them all). */
-static int
-mon_count(zr_socket *s, int type)
-{
-	struct zr_event ev;
-	int n = 0;
-
-	while (zr_monitor_recv(s, &ev, 0) == 0)
-		n += ev.type == type;
-	return n;
-}
-
-/* Receives one message and checks its text (tokens, see engine_util.h);
- * returns it (free it). */
-static zr_msg *
-z_expect_msg(zr_socket *s, const char *want)
-{
-	zr_msg *m = NULL;
-	int rc = zr_recv(s, &m, 0);
-
-	cr_assert_eq(rc, 0, "zr_recv: %s (want [%.80s])", zr_strerror(rc), want);
-	char *got = et_msg_text(m), *w = et_canon(want);
-
-	cr_assert_str_eq(got, w, "received [%.200s], want [%.200s]", got, w);
-	free(got);
-	free(w);
-	return m;
 }
 
 /* A CURVE server PULL bound on tcp (context 0); its endpoint in ep. */
@@ -468,52 +383,20 @@ Test(engine_curve, curve_and_null_zring_sockets_refuse_each_other)
 
 /* ---- tampering after the handshake -------------------------------------------- */
 
-/* Starts hostile_peer.py with args (NULL-terminated) and reads its port. */
+/* A relay to target_ep (see hostile_peer.py relay); its endpoint in rep. */
 static struct et_peer *
-hostile_start(char *const *args, unsigned *port)
-{
-	static struct zl_proc child;
-	char *argv[16];
-	int argc = 0;
-	struct et_peer *p = calloc(1, sizeof *p);
-
-	cr_assert_not_null(p);
-	p->buf = malloc(ET_LINE_MAX);
-	cr_assert_not_null(p->buf);
-	argv[argc++] = (char *)ZR_PYTHON;
-	argv[argc++] = (char *)HOSTILE_PEER;
-	for (size_t i = 0; args[i] != NULL && argc < 15; i++)
-		argv[argc++] = args[i];
-	argv[argc] = NULL;
-	cr_assert_eq(access(ZR_PYTHON, X_OK), 0, "%s not found", ZR_PYTHON);
-	int rc = zl_proc_spawn(&child, argv);
-
-	cr_assert_eq(rc, 0, "cannot start %s: %s", HOSTILE_PEER, strerror(-rc));
-	p->pid = child.pid;
-	p->in_fd = child.in_fd;
-	p->out_fd = child.out_fd;
-	for (size_t i = 0; i < ET_MAX_PEERS; i++) {
-		if (et_peers[i] == NULL) {
-			et_peers[i] = p;
-			break;
-		}
-	}
-	cr_assert(et_peer_readline(p, 15000), "no first line from %s", args[0]);
-	cr_assert_eq(sscanf(p->line, "PORT %u", port), 1, "%s said \"%s\"", args[0], p->line);
-	return p;
-}
-
-/* A relay to target_ep (see hostile_peer.py relay). */
-static struct et_peer *
-relay_start(const char *target_ep, const char *mode, int n, unsigned *port)
+relay_start(const char *target_ep, const char *mode, int n, char rep[64])
 {
 	char tport[16], nbuf[16];
+	unsigned port;
 
 	snprintf(tport, sizeof tport, "%s", strrchr(target_ep, ':') + 1);
 	snprintf(nbuf, sizeof nbuf, "%d", n);
-	char *args[] = {(char *)"relay", tport, (char *)mode, nbuf, NULL};
+	const char *args[] = {"relay", tport, mode, nbuf, NULL};
+	struct et_peer *r = hostile_listen(args, &port);
 
-	return hostile_start(args, port);
+	snprintf(rep, 64, "tcp://127.0.0.1:%u", port);
+	return r;
 }
 
 /* Reads relay lines until one starts with want (e.g. "TAMPERED 1"). */
@@ -539,16 +422,13 @@ static void
 tamper(const char *mode, int n, bool altered_arrives_once)
 {
 	char ep[256], rep[64];
-	unsigned port;
 	struct zr_event ev;
 	zr_socket *pull = curve_pull(ep);
 	zr_socket *healthy = curve_push(ep, &other, srv.pub);
 
 	cr_assert_eq(zr_send_bytes(healthy, "h1", 2, 0), 0);
 	zr_msg_free(z_expect_msg(pull, "6831"));
-	struct et_peer *r = relay_start(ep, mode, n, &port);
-
-	snprintf(rep, sizeof rep, "tcp://127.0.0.1:%u", port);
+	struct et_peer *r = relay_start(ep, mode, n, rep);
 	zr_socket *push = curve_push(rep, &cli, srv.pub);
 
 	for (int i = 0; i < 10; i++) {
@@ -636,15 +516,12 @@ static void
 sniff(bool curve, const char *want)
 {
 	char ep[256], rep[64];
-	unsigned port;
 	zr_socket *pull = et_zopen(0, ZR_PULL);
 
 	if (curve)
 		z_curve_server(pull, &srv);
 	snprintf(ep, sizeof ep, "%s", et_zbind(pull, false));
-	struct et_peer *r = relay_start(ep, "sniff", 0, &port);
-
-	snprintf(rep, sizeof rep, "tcp://127.0.0.1:%u", port);
+	struct et_peer *r = relay_start(ep, "sniff", 0, rep);
 	zr_socket *push = et_zopen(1, ZR_PUSH);
 
 	if (curve)
@@ -674,12 +551,9 @@ Test(engine_curve, the_sniffer_sees_plaintext_without_curve)
 Test(engine_curve, altered_initiate_fails_the_handshake_on_both_sides)
 {
 	char ep[256], rep[64];
-	unsigned port;
 	struct zr_event ev;
 	zr_socket *pull = curve_pull(ep);
-	struct et_peer *r = relay_start(ep, "flipinit", 0, &port);
-
-	snprintf(rep, sizeof rep, "tcp://127.0.0.1:%u", port);
+	struct et_peer *r = relay_start(ep, "flipinit", 0, rep);
 	zr_socket *push = curve_push(rep, &cli, srv.pub);
 
 	(void)zr_send_bytes(push, "m0", 2, ZR_DONTWAIT);
@@ -702,12 +576,9 @@ Test(engine_curve, altered_initiate_fails_the_handshake_on_both_sides)
 Test(engine_curve, replayed_handshake_on_a_new_connection_is_refused)
 {
 	char ep[256], rep[64];
-	unsigned port;
 	struct zr_event ev;
 	zr_socket *pull = curve_pull(ep);
-	struct et_peer *r = relay_start(ep, "replayconn", 3, &port);
-
-	snprintf(rep, sizeof rep, "tcp://127.0.0.1:%u", port);
+	struct et_peer *r = relay_start(ep, "replayconn", 3, rep);
 	zr_socket *push = curve_push(rep, &cli, srv.pub);
 
 	for (int i = 0; i < 5; i++) {
@@ -951,9 +822,9 @@ Test(engine_curve, mute_curve_server_times_out_the_handshake)
 	unsigned port;
 	char ep[64];
 	struct zr_event ev;
-	char *args[] = {(char *)"mute", NULL};
+	const char *args[] = {"mute", NULL};
 
-	hostile_start(args, &port);
+	hostile_listen(args, &port);
 	snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", port);
 	zr_socket *push = et_zopen(1, ZR_PUSH);
 
@@ -978,7 +849,6 @@ Test(engine_curve, mute_curve_server_times_out_the_handshake)
 Test(engine_curve, swallowed_initiate_times_out_at_the_server)
 {
 	char ep[256], rep[64];
-	unsigned port;
 	struct zr_event ev;
 	zr_socket *pull = et_zopen(0, ZR_PULL);
 
@@ -986,9 +856,7 @@ Test(engine_curve, swallowed_initiate_times_out_at_the_server)
 	cr_assert_eq(zr_socket_monitor(pull, ZR_EVENT_ALL), 0);
 	z_curve_server(pull, &srv);
 	snprintf(ep, sizeof ep, "%s", et_zbind(pull, false));
-	struct et_peer *r = relay_start(ep, "dropinit", 0, &port);
-
-	snprintf(rep, sizeof rep, "tcp://127.0.0.1:%u", port);
+	struct et_peer *r = relay_start(ep, "dropinit", 0, rep);
 	zr_socket *push = et_zopen(1, ZR_PUSH);
 
 	z_curve_client(push, &cli, srv.pub);
@@ -1262,10 +1130,10 @@ Test(engine_curve, disconnect_during_the_handshake_then_connect_elsewhere)
 	unsigned port;
 	char mute_ep[64], ep[256];
 	struct zr_event ev;
-	char *args[] = {(char *)"mute", NULL};
+	const char *args[] = {"mute", NULL};
 	zr_socket *pull = curve_pull(ep);
 
-	hostile_start(args, &port);
+	hostile_listen(args, &port);
 	snprintf(mute_ep, sizeof mute_ep, "tcp://127.0.0.1:%u", port);
 	zr_socket *push = et_zopen(1, ZR_PUSH);
 

@@ -13,28 +13,10 @@
  * took. A missing interpreter or pyzmq fails the test: this is the proof of
  * compatibility and must not skip.
  */
-#include "engine/engine_util.h"
+#include "engine/curve_util.h"
 #include "engine/sock_helpers.h"
 
 #include <stdatomic.h>
-
-#define SECURE_PEER ZR_SOURCE_DIR "/tests/interop/peers/secure_peer.py"
-#define HOSTILE_PEER ZR_SOURCE_DIR "/tests/interop/peers/hostile_peer.py"
-
-struct keys {
-	char pub[ZR_CURVE_KEY_Z85_LEN + 1];
-	char sec[ZR_CURVE_KEY_Z85_LEN + 1];
-};
-
-static struct keys srv, cli, other;
-
-static void
-setup(void)
-{
-	cr_assert_eq(zr_curve_keypair(srv.pub, srv.sec), 0);
-	cr_assert_eq(zr_curve_keypair(cli.pub, cli.sec), 0);
-	cr_assert_eq(zr_curve_keypair(other.pub, other.sec), 0);
-}
 
 static void
 teardown(void)
@@ -42,86 +24,9 @@ teardown(void)
 	et_teardown();
 }
 
-TestSuite(curve_sockets, .init = setup, .fini = teardown);
+TestSuite(curve_sockets, .init = cu_setup, .fini = teardown);
 
 /* ---- peer processes ----------------------------------------------------------- */
-
-/* Options for a peer: NAME=VALUE strings, NULL-terminated in v. */
-struct opts {
-	const char *v[24];
-	size_t n;
-	char buf[23][128];
-};
-
-static void __attribute__((format(printf, 2, 3)))
-opts_add(struct opts *o, const char *fmt, ...)
-{
-	va_list ap;
-
-	cr_assert_lt(o->n, 23u);
-	va_start(ap, fmt);
-	vsnprintf(o->buf[o->n], sizeof o->buf[o->n], fmt, ap);
-	va_end(ap);
-	o->v[o->n] = o->buf[o->n];
-	o->n++;
-	o->v[o->n] = NULL;
-}
-
-/* Starts ZR_PYTHON script args... (NULL-terminated) as a peer that dies with
- * the test. */
-static struct et_peer *
-peer_spawn(const char *const *args)
-{
-	static struct zl_proc child;
-	char *argv[32];
-	int argc = 0;
-	struct et_peer *p = calloc(1, sizeof *p);
-
-	cr_assert_not_null(p);
-	p->buf = malloc(ET_LINE_MAX);
-	cr_assert_not_null(p->buf);
-	cr_assert_eq(access(ZR_PYTHON, X_OK), 0, "%s not found: install python3-zmq (scripts/deps.sh)",
-	             ZR_PYTHON);
-	argv[argc++] = (char *)ZR_PYTHON;
-	for (size_t i = 0; args[i] != NULL && argc < 31; i++)
-		argv[argc++] = (char *)args[i];
-	argv[argc] = NULL;
-	int rc = zl_proc_spawn(&child, argv);
-
-	cr_assert_eq(rc, 0, "cannot start %s: %s", args[0], strerror(-rc));
-	p->pid = child.pid;
-	p->in_fd = child.in_fd;
-	p->out_fd = child.out_fd;
-	for (size_t i = 0; i < ET_MAX_PEERS; i++) {
-		if (et_peers[i] == NULL) {
-			et_peers[i] = p;
-			return p;
-		}
-	}
-	cr_assert_fail("too many peers");
-	return NULL;
-}
-
-/* A secure_peer.py TYPE bind|connect EP [opts]; its endpoint is in ep_out. */
-static struct et_peer *
-secure_peer(const char *type, const char *how, const char *ep, const struct opts *o,
-            char ep_out[256])
-{
-	const char *args[32] = {SECURE_PEER, type, how, ep};
-	size_t n = 4;
-
-	for (size_t i = 0; o != NULL && i < o->n && n < 31; i++)
-		args[n++] = o->v[i];
-	args[n] = NULL;
-	struct et_peer *p = peer_spawn(args);
-
-	cr_assert(et_peer_readline(p, 15000), "no first line from the pyzmq peer (%s %s %s)", type,
-	          how, ep);
-	cr_assert(strncmp(p->line, "ENDPOINT ", 9) == 0, "peer said \"%s\"", p->line);
-	if (ep_out != NULL)
-		snprintf(ep_out, 256, "%s", p->line + 9);
-	return p;
-}
 
 /* Writes a command line without waiting for its answer. */
 static void __attribute__((format(printf, 2, 3)))
@@ -155,57 +60,6 @@ peer_answer(struct et_peer *p, int timeout_ms)
 
 /* ---- zring sockets ------------------------------------------------------------ */
 
-static void
-z_key(zr_socket *s, int opt, const char *z85)
-{
-	cr_assert_eq(zr_setsockopt(s, opt, z85, ZR_CURVE_KEY_Z85_LEN), 0, "key option %d", opt);
-}
-
-static void
-z_curve_server(zr_socket *s, const struct keys *k)
-{
-	et_zopt_int(s, ZR_CURVE_SERVER, 1);
-	z_key(s, ZR_CURVE_SECRETKEY, k->sec);
-}
-
-static void
-z_curve_client(zr_socket *s, const struct keys *me, const char *server_pub)
-{
-	z_key(s, ZR_CURVE_PUBLICKEY, me->pub);
-	z_key(s, ZR_CURVE_SECRETKEY, me->sec);
-	z_key(s, ZR_CURVE_SERVERKEY, server_pub);
-}
-
-/* Waits for a monitor event of the type (others are skipped). */
-static bool
-mon_wait(zr_socket *s, int type, struct zr_event *ev, int timeout_ms)
-{
-	uint64_t deadline = et_now_ms() + (uint64_t)timeout_ms;
-
-	for (;;) {
-		uint64_t now = et_now_ms();
-
-		if (now >= deadline)
-			return false;
-		if (zr_monitor_recv(s, ev, (int)(deadline - now)) != 0)
-			return false;
-		if (ev->type == type)
-			return true;
-	}
-}
-
-/* How many events of the type are waiting now (reads them all). */
-static int
-mon_count(zr_socket *s, int type)
-{
-	struct zr_event ev;
-	int n = 0;
-
-	while (zr_monitor_recv(s, &ev, 0) == 0)
-		n += ev.type == type;
-	return n;
-}
-
 /*
  * Links the zring socket zs with a new pyzmq peer of type ptype under CURVE:
  * the server binds, the client connects. zring_server: zring is the server
@@ -222,13 +76,10 @@ curve_link(zr_socket *zs, const char *ptype, bool zring_server, struct opts *po)
 	if (zring_server) {
 		z_curve_server(zs, &srv);
 		snprintf(ep, sizeof ep, "%s", et_zbind(zs, false));
-		opts_add(po, "curve_serverkey=%s", srv.pub);
-		opts_add(po, "curve_public=%s", cli.pub);
-		opts_add(po, "curve_secret=%s", cli.sec);
+		opts_curve_client(po, &cli, srv.pub);
 		return secure_peer(ptype, "connect", ep, po, NULL);
 	}
-	opts_add(po, "curve_server=1");
-	opts_add(po, "curve_secret=%s", srv.sec);
+	opts_curve_server(po, &srv);
 	p = secure_peer(ptype, "bind", "tcp://127.0.0.1:*", po, ep);
 	z_curve_client(zs, &cli, srv.pub);
 	cr_assert_eq(zr_connect(zs, ep), 0, "connect %s", ep);
@@ -244,22 +95,6 @@ sides(struct et_side *z, zr_socket *zs, int ztype, struct et_side *p, struct et_
 	snprintf(names[1], sizeof names[1], "libzmq %s", et_type_name(ptype));
 	*z = (struct et_side){.name = names[0], .type = ztype, .z = zs};
 	*p = (struct et_side){.name = names[1], .type = ptype, .p = pp};
-}
-
-/* Receives one message at zring and checks its tokens; returns it (free it). */
-static zr_msg *
-z_expect_msg(zr_socket *s, const char *want)
-{
-	zr_msg *m = NULL;
-	int rc = zr_recv(s, &m, 0);
-
-	cr_assert_eq(rc, 0, "zr_recv: %s", zr_strerror(rc));
-	char *got = et_msg_text(m), *w = et_canon(want);
-
-	cr_assert_str_eq(got, w, "zring received [%.200s], want [%.200s]", got, w);
-	free(got);
-	free(w);
-	return m;
 }
 
 static void
@@ -322,7 +157,7 @@ push_pull(bool zring_server, bool zring_pushes)
 		for (size_t i = 1; i < sizeof msgs / sizeof msgs[0]; i++)
 			et_expect(rx, msgs[i]);
 		et_expect(rx, "");
-		peer_tell(pp, "burst 1000");
+		peer_tell(pp, "flood 1000 10000");
 		for (uint32_t i = 0; i < 1000; i++) {
 			uint8_t b[8];
 			int n = zr_recv_bytes(zs, b, sizeof b, 0);
@@ -332,7 +167,7 @@ push_pull(bool zring_server, bool zring_pushes)
 
 			cr_assert_eq(seq, i, "message %u carries %u", i, seq);
 		}
-		cr_assert_str_eq(peer_answer(pp, ET_WAIT_MS), "SENT 1000");
+		cr_assert_str_eq(peer_answer(pp, ET_WAIT_MS), "FLOOD sent=1000 eagain=0");
 	}
 	int mech = -1;
 	size_t len = sizeof mech;
@@ -678,9 +513,7 @@ Test(curve_sockets, auth_hook_admits_one_libzmq_key_and_refuses_another)
 	snprintf(ep, sizeof ep, "%s", et_zbind(zs, false));
 
 	/* The allowed client. */
-	opts_add(&po1, "curve_serverkey=%s", srv.pub);
-	opts_add(&po1, "curve_public=%s", cli.pub);
-	opts_add(&po1, "curve_secret=%s", cli.sec);
+	opts_curve_client(&po1, &cli, srv.pub);
 	struct et_peer *p1 = secure_peer("PUSH", "connect", ep, &po1, NULL);
 	struct et_side z, s1, s2;
 
@@ -697,9 +530,7 @@ Test(curve_sockets, auth_hook_admits_one_libzmq_key_and_refuses_another)
 	cr_assert(strncmp(a.peer, "tcp://127.0.0.1:", 16) == 0, "the hook saw peer \"%s\"", a.peer);
 
 	/* A second client with a key the hook does not know. */
-	opts_add(&po2, "curve_serverkey=%s", srv.pub);
-	opts_add(&po2, "curve_public=%s", other.pub);
-	opts_add(&po2, "curve_secret=%s", other.sec);
+	opts_curve_client(&po2, &other, srv.pub);
 	opts_add(&po2, "monitor=1");
 	for (int i = 0; i < 3; i++)
 		opts_add(&po2, "presend=6576696c"); /* "evil": queued at connect, never delivered */
@@ -749,8 +580,7 @@ Test(curve_sockets, wrong_server_key_at_libzmq_server_reports_hangup)
 	struct zr_event ev;
 	char ep[256];
 
-	opts_add(&po, "curve_server=1");
-	opts_add(&po, "curve_secret=%s", srv.sec);
+	opts_curve_server(&po, &srv);
 	struct et_peer *pp = secure_peer("PULL", "bind", "tcp://127.0.0.1:*", &po, ep);
 
 	cr_assert_eq(zr_socket_monitor(zs, ZR_EVENT_ALL), 0);
@@ -831,8 +661,8 @@ hostile_hello(const char *kind, int want_err)
 	z_curve_server(zs, &srv);
 	snprintf(ep, sizeof ep, "%s", et_zbind(zs, false));
 	snprintf(port, sizeof port, "%s", strrchr(ep, ':') + 1);
-	const char *args[] = {HOSTILE_PEER, "hello", port, kind, NULL};
-	struct et_peer *h = peer_spawn(args);
+	const char *args[] = {"hello", port, kind, NULL};
+	struct et_peer *h = hostile_spawn(args);
 
 	cr_assert_str_eq(peer_answer(h, 15000), "GREETING CURVE");
 	const char *r = peer_answer(h, 15000);
@@ -970,9 +800,7 @@ Test(curve_sockets, router_tells_three_libzmq_clients_apart_by_user_id)
 		struct opts po = {0};
 
 		opts_add(&po, "identity=6964%02x", i); /* "id<i>" */
-		opts_add(&po, "curve_serverkey=%s", srv.pub);
-		opts_add(&po, "curve_public=%s", k[i].pub);
-		opts_add(&po, "curve_secret=%s", k[i].sec);
+		opts_curve_client(&po, &k[i], srv.pub);
 		pp[i] = secure_peer("DEALER", "connect", ep, &po, NULL);
 	}
 	/* 20 rounds: every client sends, the ROUTER answers each by its id. */
@@ -1025,8 +853,7 @@ Test(curve_sockets, zring_client_redials_a_restarted_libzmq_server)
 	char ep[256];
 
 	snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", free_tcp_port());
-	opts_add(&po, "curve_server=1");
-	opts_add(&po, "curve_secret=%s", srv.sec);
+	opts_curve_server(&po, &srv);
 	struct et_peer *p1 = secure_peer("PULL", "bind", ep, &po, NULL);
 
 	cr_assert_eq(zr_socket_monitor(zs, ZR_EVENT_ALL), 0);
@@ -1058,15 +885,11 @@ Test(curve_sockets, libzmq_zap_admits_the_zring_client_key)
 {
 	zr_socket *zs = et_zopen(0, ZR_PUSH);
 	struct opts po = {0};
-	char ep[256], want[128];
+	char want[128];
 
-	opts_add(&po, "curve_server=1");
-	opts_add(&po, "curve_secret=%s", srv.sec);
 	opts_add(&po, "zap_curve=%s", cli.pub);
-	struct et_peer *pp = secure_peer("PULL", "bind", "tcp://127.0.0.1:*", &po, ep);
+	struct et_peer *pp = curve_link(zs, "PULL", false, &po);
 
-	z_curve_client(zs, &cli, srv.pub);
-	cr_assert_eq(zr_connect(zs, ep), 0);
 	cr_assert_eq(zr_send_bytes(zs, "hi", 2, 0), 0);
 	snprintf(want, sizeof want, "MSG 6869 UID %s", cli.pub);
 	cr_assert_str_eq(et_peer_ask(pp, ET_WAIT_MS, "recvuid %d", ET_WAIT_MS), want);
@@ -1079,16 +902,11 @@ Test(curve_sockets, libzmq_zap_refusal_reaches_the_zring_client)
 	zr_socket *zs = et_zopen(0, ZR_PUSH);
 	struct opts po = {0};
 	struct zr_event ev;
-	char ep[256];
-
-	opts_add(&po, "curve_server=1");
-	opts_add(&po, "curve_secret=%s", srv.sec);
-	opts_add(&po, "zap_curve=none");
-	struct et_peer *pp = secure_peer("PULL", "bind", "tcp://127.0.0.1:*", &po, ep);
 
 	cr_assert_eq(zr_socket_monitor(zs, ZR_EVENT_ALL), 0);
-	z_curve_client(zs, &cli, srv.pub);
-	cr_assert_eq(zr_connect(zs, ep), 0);
+	opts_add(&po, "zap_curve=none");
+	struct et_peer *pp = curve_link(zs, "PULL", false, &po);
+
 	(void)zr_send_bytes(zs, "x", 1, ZR_DONTWAIT);
 	cr_assert(mon_wait(zs, ZR_EVENT_HANDSHAKE_FAILED_AUTH, &ev, 10000),
 	          "no HANDSHAKE_FAILED_AUTH from libzmq's ZAP refusal");
@@ -1110,9 +928,7 @@ Test(curve_sockets, libzmq_client_with_wrong_server_key_is_refused)
 	cr_assert_eq(zr_socket_monitor(zs, ZR_EVENT_ALL), 0);
 	z_curve_server(zs, &srv);
 	snprintf(ep, sizeof ep, "%s", et_zbind(zs, false));
-	opts_add(&po, "curve_serverkey=%s", other.pub); /* not the server's */
-	opts_add(&po, "curve_public=%s", cli.pub);
-	opts_add(&po, "curve_secret=%s", cli.sec);
+	opts_curve_client(&po, &cli, other.pub); /* not the server's key */
 	opts_add(&po, "monitor=1");
 	opts_add(&po, "presend=6e6f"); /* queued at connect, never delivered */
 	struct et_peer *pp = secure_peer("PUSH", "connect", ep, &po, NULL);
@@ -1172,9 +988,7 @@ Test(curve_sockets, pub_fans_out_to_three_libzmq_subscribers)
 		struct opts po = {0};
 
 		opts_add(&po, "sub=%s", topic[i]);
-		opts_add(&po, "curve_serverkey=%s", srv.pub);
-		opts_add(&po, "curve_public=%s", cli.pub); /* one client key may connect many times */
-		opts_add(&po, "curve_secret=%s", cli.sec);
+		opts_curve_client(&po, &cli, srv.pub);
 		sp[i] = secure_peer("SUB", "connect", ep, &po, NULL);
 		sides(&z, zs, ZR_PUB, &s[i], sp[i], ZR_SUB);
 	}

@@ -83,36 +83,12 @@ def dec(text):
     return [dec_frame(t) for t in text.split(":")]
 
 
-def main():
-    if len(sys.argv) < 4:
-        out("FATAL usage: epeer.py TYPE bind|connect ENDPOINT [opts]")
-        sys.exit(3)
-    ctx = zmq.Context()
-    try:
-        s = ctx.socket(getattr(zmq, sys.argv[1]))
-        s.setsockopt(zmq.LINGER, 0)
-        for opt in sys.argv[4:]:
-            name, _, value = opt.partition("=")
-            if name == "identity":
-                s.setsockopt(zmq.IDENTITY, bytes.fromhex(value))
-            elif name == "sub":
-                s.setsockopt(zmq.SUBSCRIBE, bytes.fromhex(value))
-            elif name == "mandatory":
-                s.setsockopt(zmq.ROUTER_MANDATORY, int(value))
-            elif name == "reconnect":
-                s.setsockopt(zmq.RECONNECT_IVL, int(value))
-            else:
-                s.setsockopt(getattr(zmq, name.upper()), int(value))
-        if sys.argv[2] == "bind":
-            s.bind(sys.argv[3])
-            ep = s.getsockopt(zmq.LAST_ENDPOINT).decode()
-        else:
-            s.connect(sys.argv[3])
-            ep = sys.argv[3]
-    except Exception as e:  # reported to the test, which fails with it
-        out("FATAL %s: %s" % (type(e).__name__, e))
-        sys.exit(3)
-    out("ENDPOINT " + ep)
+def serve(s, extra=None):
+    """Answers the commands above on stdin until quit or end of file.
+
+    extra maps more command names to functions(words, recv) that write
+    their own answer line (tests/interop/peers/secure_peer.py adds some).
+    """
 
     poller = zmq.Poller()
     poller.register(s, zmq.POLLIN)
@@ -181,12 +157,47 @@ def main():
                         bad += 1
                     nxt = seq + 1
                 out("DRAIN got=%d next=%d bad=%d" % (got, nxt, bad))
+            elif extra is not None and cmd in extra:
+                extra[cmd](words, recv)
             elif cmd == "quit":
                 break
             else:
                 out("ERR unknown command " + cmd)
         except zmq.ZMQError as e:
             out("ERR %s" % zmq.strerror(e.errno).replace(" ", "_"))
+
+
+def main():
+    if len(sys.argv) < 4:
+        out("FATAL usage: epeer.py TYPE bind|connect ENDPOINT [opts]")
+        sys.exit(3)
+    ctx = zmq.Context()
+    try:
+        s = ctx.socket(getattr(zmq, sys.argv[1]))
+        s.setsockopt(zmq.LINGER, 0)
+        for opt in sys.argv[4:]:
+            name, _, value = opt.partition("=")
+            if name == "identity":
+                s.setsockopt(zmq.IDENTITY, bytes.fromhex(value))
+            elif name == "sub":
+                s.setsockopt(zmq.SUBSCRIBE, bytes.fromhex(value))
+            elif name == "mandatory":
+                s.setsockopt(zmq.ROUTER_MANDATORY, int(value))
+            elif name == "reconnect":
+                s.setsockopt(zmq.RECONNECT_IVL, int(value))
+            else:
+                s.setsockopt(getattr(zmq, name.upper()), int(value))
+        if sys.argv[2] == "bind":
+            s.bind(sys.argv[3])
+            ep = s.getsockopt(zmq.LAST_ENDPOINT).decode()
+        else:
+            s.connect(sys.argv[3])
+            ep = sys.argv[3]
+    except Exception as e:  # reported to the test, which fails with it
+        out("FATAL %s: %s" % (type(e).__name__, e))
+        sys.exit(3)
+    out("ENDPOINT " + ep)
+    serve(s)
     s.close(0)
     ctx.term()
 

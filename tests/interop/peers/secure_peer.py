@@ -25,84 +25,30 @@ PUB, SUB, ...). Options, applied in order before bind/connect:
 First line written: "ENDPOINT <endpoint>" (the bound one, port included),
 or "FATAL <text>" and exit 3.
 
-Messages are frame tokens joined by ':' as in tests/engine/peers/epeer.py:
-a token is the hex of the frame or "g<len>,<seed>" (len generated octets,
-octet i = (i % 251 + seed) & 0xff); frames over 512 octets are reported as
-g tokens when they match that pattern, else as "x<len>,<crc32>".
-
-Commands (stdin), each answered by one line:
-    send TOKENS        -> "SENT" or "ERR <name>"
-    recv MS            -> "MSG TOKENS" or "TIMEOUT"
+Messages are frame tokens and the commands are tests/engine/peers/epeer.py's
+(send, recv, count, echo, flood, drain, quit; its serve() runs them), plus:
     recvuid MS         -> "MSG TOKENS UID <User-Id of its first frame>" or "TIMEOUT"
-    count MS           receive until nothing came for MS -> "COUNT n"
-    echo N MS          receive and send back unchanged, N times
-                       (gives up after MS without a message) -> "ECHOED n"
-    burst N            send N messages [seq as 4 octets, big-endian]
-                       -> "SENT n"
-    drain N MS         receive N such messages -> "DRAIN got=k next=s bad=b"
-                       (next: the seq expected next; bad: messages that
-                       were not the next seq in one 4-octet frame)
     event NAME MS      wait for a monitor event called NAME (pyzmq's name
                        without EVENT_, e.g. HANDSHAKE_FAILED_AUTH)
                        -> "EVENT NAME value" or "TIMEOUT"
     events             every event name seen so far -> "EVENTS a,b,..."
-    quit               exit
 End of file on stdin also exits, so no peer outlives its test.
 """
 
 import os
 import sys
 import threading
-import zlib
 
-try:
-    import zmq
-    from zmq.utils.monitor import recv_monitor_message
-except ImportError as e:
-    sys.stdout.write("FATAL cannot import zmq (%s): install python3-zmq\n" % e)
-    sys.stdout.flush()
-    sys.exit(3)
+# The token format, out() and the command loop are epeer.py's (it also
+# reports a missing pyzmq, with FATAL, when imported).
+sys.dont_write_bytecode = True
+sys.path.insert(
+    0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "engine", "peers")
+)
+from epeer import dec, enc, out, serve  # noqa: E402
 
-
-def out(line):
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
-
-
-def gen(length, seed):
-    pat = bytes(((i + seed) & 0xFF) for i in range(251))
-    reps = length // 251 + 1
-    return (pat * reps)[:length]
-
-
-def enc_frame(f):
-    if len(f) <= 512:
-        return f.hex()
-    if f == gen(len(f), f[0]):
-        return "g%d,%d" % (len(f), f[0])
-    return "x%d,%d" % (len(f), zlib.crc32(f))
-
-
-def enc(frames):
-    return ":".join(enc_frame(f) for f in frames)
-
-
-def dec_frame(tok):
-    if tok.startswith("g"):
-        n, seed = tok[1:].split(",")
-        return gen(int(n), int(seed))
-    return bytes.fromhex(tok)
-
-
-def dec(text):
-    return [dec_frame(t) for t in text.split(":")]
-
-
-EVENT_NAMES = {
-    getattr(zmq, n): n[len("EVENT_"):]
-    for n in dir(zmq)
-    if n.startswith("EVENT_") and n not in ("EVENT_ALL",)
-}
+import zmq  # noqa: E402
+from zmq.utils.monitor import recv_monitor_message  # noqa: E402
 
 
 class KeyList:
@@ -131,7 +77,10 @@ class Monitor:
                 ev = recv_monitor_message(self.msock)
             except zmq.ZMQError:
                 return
-            name = EVENT_NAMES.get(ev["event"], "0x%x" % ev["event"])
+            try:
+                name = zmq.Event(ev["event"]).name  # "DISCONNECTED", ...
+            except ValueError:
+                name = "0x%x" % ev["event"]
             with self.cond:
                 self.events.append((name, ev["value"]))
                 self.cond.notify_all()
@@ -229,77 +178,28 @@ def main():
         sys.exit(3)
     out("ENDPOINT " + ep)
 
-    poller = zmq.Poller()
-    poller.register(s, zmq.POLLIN)
-
-    def recv(ms):
-        if not poller.poll(ms):
-            return None
-        return s.recv_multipart()
-
-    for line in sys.stdin:
-        words = line.rstrip("\n").split(" ")
-        cmd = words[0]
+    def recvuid(words, recv):
+        if not s.poll(int(words[1])):
+            out("TIMEOUT")
+            return
+        frames = s.recv_multipart(copy=False)
         try:
-            if cmd == "send":
-                s.send_multipart(dec(words[1] if len(words) > 1 else ""))
-                out("SENT")
-            elif cmd == "recv":
-                m = recv(int(words[1]))
-                out("TIMEOUT" if m is None else "MSG " + enc(m))
-            elif cmd == "recvuid":
-                if not poller.poll(int(words[1])):
-                    out("TIMEOUT")
-                    continue
-                frames = s.recv_multipart(copy=False)
-                try:
-                    uid = frames[0].get("User-Id")
-                except zmq.ZMQError:
-                    uid = "(none)"
-                out("MSG %s UID %s" % (enc([f.bytes for f in frames]), uid))
-            elif cmd == "count":
-                n = 0
-                while recv(int(words[1])) is not None:
-                    n += 1
-                out("COUNT %d" % n)
-            elif cmd == "echo":
-                n = 0
-                while n < int(words[1]):
-                    m = recv(int(words[2]))
-                    if m is None:
-                        break
-                    s.send_multipart(m)
-                    n += 1
-                out("ECHOED %d" % n)
-            elif cmd == "burst":
-                for i in range(int(words[1])):
-                    s.send(i.to_bytes(4, "big"))
-                out("SENT %d" % int(words[1]))
-            elif cmd == "drain":
-                got, nxt, bad = 0, 0, 0
-                while got < int(words[1]):
-                    m = recv(int(words[2]))
-                    if m is None:
-                        break
-                    got += 1
-                    if len(m) != 1 or len(m[0]) != 4 or int.from_bytes(m[0], "big") != nxt:
-                        bad += 1
-                    nxt += 1
-                out("DRAIN got=%d next=%d bad=%d" % (got, nxt, bad))
-            elif cmd == "event":
-                if mon is None:
-                    out("ERR no_monitor")
-                    continue
-                v = mon.wait(words[1], int(words[2]))
-                out("TIMEOUT" if v is None else "EVENT %s %d" % (words[1], v))
-            elif cmd == "events":
-                out("EVENTS " + (",".join(mon.names()) if mon is not None else ""))
-            elif cmd == "quit":
-                break
-            else:
-                out("ERR unknown command " + cmd)
-        except zmq.ZMQError as e:
-            out("ERR %s" % zmq.strerror(e.errno).replace(" ", "_"))
+            uid = frames[0].get("User-Id")
+        except zmq.ZMQError:
+            uid = "(none)"
+        out("MSG %s UID %s" % (enc([f.bytes for f in frames]), uid))
+
+    def event(words, recv):
+        if mon is None:
+            out("ERR no_monitor")
+            return
+        v = mon.wait(words[1], int(words[2]))
+        out("TIMEOUT" if v is None else "EVENT %s %d" % (words[1], v))
+
+    def events(words, recv):
+        out("EVENTS " + (",".join(mon.names()) if mon is not None else ""))
+
+    serve(s, {"recvuid": recvuid, "event": event, "events": events})
     # The monitor and authenticator threads hold sockets of the context:
     # leave without waiting for them (LINGER is 0, nothing is left to send).
     sys.stdout.flush()
