@@ -8,6 +8,9 @@
  *   bench_X thr-send PATTERN ENDPOINT COUNT SIZE [SERVERKEY]   connect, send, report
  *   bench_X lat-rep ENDPOINT COUNT SIZE            bind, echo COUNT+warm-up requests
  *   bench_X lat ENDPOINT COUNT SIZE                connect, COUNT round trips, report
+ *   bench_X lat-router / lat-dealer ...            the same with ROUTER (echoes [id, body]) and DEALER
+ *   bench_X stall-recv / stall-send ENDPOINT COUNT SIZE   stalled receiver's peak RSS
+ *   bench_X idle-recv / idle-send ENDPOINT COUNT SIZE     RSS per idle connection
  *
  * PATTERN is "pushpull" (PULL binds, PUSH connects) or "pubsub" (SUB binds
  * with an empty subscription, a lossless publisher connects and waits for
@@ -61,6 +64,12 @@
 #define BENCH_SUBS_MAX 8     /* "pubsub8" */
 #define BENCH_STALL_MS 500   /* stall-send: a send waiting this long means the peer is full */
 #define BENCH_IDLE_WAIT_S 60 /* idle-recv: many connections take a while */
+
+/* A ROUTER peer's routing id. */
+struct bench_rid {
+	unsigned char id[255];
+	size_t len;
+};
 
 #ifdef BENCH_LIBZMQ
 /* ---- libzmq ------------------------------------------------------------ */
@@ -168,7 +177,7 @@ bench_recv(struct bench_sock *s, void *buf, size_t cap)
  * not two frames, or -errno.
  */
 static long
-bench_recv_routed(struct bench_sock *s, void *buf, size_t cap)
+bench_recv_routed(struct bench_sock *s, void *buf, size_t cap, struct bench_rid *rid)
 {
 	unsigned char id[256];
 	int more = 0;
@@ -177,6 +186,10 @@ bench_recv_routed(struct bench_sock *s, void *buf, size_t cap)
 
 	if (rc < 0)
 		return rc;
+	if (rid) {
+		rid->len = rc < (long)sizeof rid->id ? (size_t)rc : sizeof rid->id;
+		memcpy(rid->id, id, rid->len);
+	}
 	if (zmq_getsockopt(s->s, ZMQ_RCVMORE, &more, &len) < 0)
 		return -errno;
 	if (!more)
@@ -187,6 +200,20 @@ bench_recv_routed(struct bench_sock *s, void *buf, size_t cap)
 	if (zmq_getsockopt(s->s, ZMQ_RCVMORE, &more, &len) < 0)
 		return -errno;
 	return more ? -EPROTO : rc;
+}
+
+/* ROUTER: sends [routing id, body]. */
+static int
+bench_send_routed(struct bench_sock *s, const struct bench_rid *rid, const void *buf, size_t len)
+{
+	int rc;
+
+	do
+		rc = zmq_send(s->s, rid->id, rid->len, ZMQ_SNDMORE);
+	while (rc < 0 && errno == EINTR);
+	if (rc < 0)
+		return -errno;
+	return bench_send(s, buf, len);
 }
 
 /* Room for n sockets in the context (libzmq's default is 1023). */
@@ -315,22 +342,44 @@ bench_recv(struct bench_sock *s, void *buf, size_t cap)
 }
 
 static long
-bench_recv_routed(struct bench_sock *s, void *buf, size_t cap)
+bench_recv_routed(struct bench_sock *s, void *buf, size_t cap, struct bench_rid *rid)
 {
 	zr_msg *m;
-	size_t len;
+	size_t len, idlen;
 	int rc = zr_recv(s->s, &m, 0);
 
 	if (rc < 0)
 		return rc;
 	const void *body = zr_msg_frame(m, 1, &len);
-	if (zr_msg_frames(m) != 2 || !body) {
+	const void *id = zr_msg_frame(m, 0, &idlen);
+	if (zr_msg_frames(m) != 2 || !body || !id) {
 		zr_msg_free(m);
 		return -EPROTO;
+	}
+	if (rid) {
+		rid->len = idlen < sizeof rid->id ? idlen : sizeof rid->id;
+		memcpy(rid->id, id, rid->len);
 	}
 	memcpy(buf, body, len < cap ? len : cap);
 	zr_msg_free(m);
 	return (long)len;
+}
+
+static int
+bench_send_routed(struct bench_sock *s, const struct bench_rid *rid, const void *buf, size_t len)
+{
+	zr_msg *m;
+	int rc = zr_msg_new(&m);
+
+	if (rc < 0)
+		return rc;
+	rc = zr_msg_add(m, rid->id, rid->len);
+	if (rc == 0)
+		rc = zr_msg_add(m, buf, len);
+	if (rc == 0)
+		rc = zr_send(s->s, &m, 0);
+	zr_msg_free(m);
+	return rc;
 }
 
 static int
@@ -623,7 +672,7 @@ recv_job_run(void *arg)
 	}
 	for (i = 0; i < a->count; i++) {
 		/* One byte more room than expected: a longer message shows. */
-		rc = j->routed ? bench_recv_routed(&j->s, buf, a->size + 1)
+		rc = j->routed ? bench_recv_routed(&j->s, buf, a->size + 1, NULL)
 		               : bench_recv(&j->s, buf, a->size + 1);
 		if (rc < 0) {
 			fprintf(stderr, "FAIL %s thr-recv: got %lu of %lu messages (%s)\n",
@@ -1020,6 +1069,8 @@ lat_rep(const struct bench_args *a)
 {
 	struct bench_ctx c;
 	struct bench_sock s;
+	struct bench_rid rid;
+	bool routed = strcmp(a->pattern, "dealerrouter") == 0;
 	char *buf = malloc(a->size + 1);
 	unsigned long i, n = a->count + BENCH_LAT_WARMUP;
 	long rc;
@@ -1028,12 +1079,13 @@ lat_rep(const struct bench_args *a)
 		return fail("malloc", -ENOMEM);
 	if ((rc = bench_ctx_new(&c)) < 0)
 		return fail("context", rc);
-	if ((rc = sock_open(&c, B_REP, -1, &s)) < 0)
+	if ((rc = sock_open(&c, routed ? B_ROUTER : B_REP, -1, &s)) < 0)
 		return fail("socket", rc);
 	if ((rc = bind_and_announce(&s, a->endpoint, NULL)) < 0)
 		return fail("bind", rc);
 	for (i = 0; i < n; i++) {
-		rc = bench_recv(&s, buf, a->size + 1);
+		rc = routed ? bench_recv_routed(&s, buf, a->size + 1, &rid)
+		            : bench_recv(&s, buf, a->size + 1);
 		if (rc < 0) {
 			fprintf(stderr, "FAIL %s lat-rep: got %lu of %lu requests (%s)\n",
 			        BENCH_LIB, i, n, strerror((int)-rc));
@@ -1044,7 +1096,9 @@ lat_rep(const struct bench_args *a)
 			        BENCH_LIB, i, rc, a->size);
 			return 1;
 		}
-		if ((rc = bench_send(&s, buf, a->size)) < 0)
+		rc = routed ? bench_send_routed(&s, &rid, buf, a->size)
+		            : bench_send(&s, buf, a->size);
+		if (rc < 0)
 			return fail("reply", rc);
 	}
 	bench_sock_close(&s);
@@ -1090,7 +1144,8 @@ lat_req(const struct bench_args *a)
 	memset(buf, 'q', a->size + 1);
 	if ((rc = bench_ctx_new(&c)) < 0)
 		return fail("context", rc);
-	if ((rc = sock_open(&c, B_REQ, -1, &s)) < 0)
+	bool routed = strcmp(a->pattern, "dealerrouter") == 0;
+	if ((rc = sock_open(&c, routed ? B_DEALER : B_REQ, -1, &s)) < 0)
 		return fail("socket", rc);
 	if ((rc = bench_connect(&s, a->endpoint)) < 0)
 		return fail("connect", rc);
@@ -1139,7 +1194,8 @@ usage(const char *prog)
 	        "usage: %s thr-recv PATTERN ENDPOINT COUNT SIZE\n"
 	        "       %s thr-send PATTERN ENDPOINT[,ENDPOINT...] COUNT SIZE\n"
 	        "       %s thr-send pushpull-curve ENDPOINT COUNT SIZE SERVERKEY\n"
-	        "       %s lat-rep|lat|stall-recv|stall-send|idle-recv|idle-send ENDPOINT COUNT SIZE\n"
+	        "       %s lat-rep|lat|lat-router|lat-dealer|stall-recv|stall-send|idle-recv|idle-send "
+	        "ENDPOINT COUNT SIZE\n"
 	        "PATTERN: pushpull, pushpull-curve, dealerrouter, pubsub, pubsub2 ... pubsub%d\n",
 	        prog, prog, prog, prog, BENCH_SUBS_MAX);
 	return 2;
@@ -1150,7 +1206,8 @@ static const struct {
 	int (*run)(const struct bench_args *a);
 } modes[] = {
 	{"thr-recv", thr_recv},     {"thr-send", thr_send},     {"lat-rep", lat_rep},
-	{"lat", lat_req},           {"stall-recv", stall_recv}, {"stall-send", stall_send},
+	{"lat", lat_req},           {"lat-router", lat_rep},    {"lat-dealer", lat_req},
+	{"stall-recv", stall_recv}, {"stall-send", stall_send},
 	{"idle-recv", idle_recv},   {"idle-send", idle_send},
 };
 
@@ -1172,7 +1229,12 @@ main(int argc, char **argv)
 	if (m == sizeof modes / sizeof modes[0])
 		return usage(argv[0]);
 	bool thr = strncmp(a.mode, "thr-", 4) == 0;
-	a.pattern = thr ? argv[i++] : strncmp(a.mode, "lat", 3) == 0 ? "reqrep" : "pushpull";
+	if (thr)
+		a.pattern = argv[i++];
+	else if (strcmp(a.mode, "lat-router") == 0 || strcmp(a.mode, "lat-dealer") == 0)
+		a.pattern = "dealerrouter"; /* ROUTER binds and echoes, DEALER asks */
+	else
+		a.pattern = strncmp(a.mode, "lat", 3) == 0 ? "reqrep" : "pushpull";
 	if (thr && pattern_parse(a.pattern, &pat) < 0)
 		return usage(argv[0]);
 	a.curve = thr && strcmp(a.pattern, "pushpull-curve") == 0;

@@ -55,7 +55,7 @@ static const struct bench_metric lat_metrics[BENCH_METRICS_MAX] = {
 	{"p50_us", "p50 us", true, DIR_LOWER},
 	{"p99_us", "p99 us", true, DIR_LOWER},
 	{"p999_us", "p99.9 us", true, DIR_LOWER},
-	{"cpu_s_per_M", "REQ CPU s/M trips", true, DIR_LOWER},
+	{"cpu_s_per_M", "asker CPU s/M trips", true, DIR_LOWER},
 };
 
 static const struct bench_metric stall_metrics[BENCH_METRICS_MAX] = {
@@ -108,6 +108,9 @@ static const struct bench_scenario scenarios[] = {
 	{"REQ/REP 64 B latency", KIND_LAT, "reqrep", false, 64, 20000, 5000, 200},
 	{"REQ/REP 1024 B latency", KIND_LAT, "reqrep", false, 1024, 20000, 3000, 200},
 	{"REQ/REP 65536 B latency", KIND_LAT, "reqrep", false, 65536, 5000, 1000, 100},
+	/* ROUTER binds and echoes [id, body]; DEALER connects and asks. */
+	{"DEALER/ROUTER 64 B latency", KIND_LAT, "dealerrouter", false, 64, 20000, 3000, 200},
+	{"DEALER/ROUTER 65536 B latency", KIND_LAT, "dealerrouter", false, 65536, 5000, 1000, 100},
 	/* PUSH/PULL under CURVE: the receiver is the server, fresh keys per run. */
 	{"CURVE PUSH/PULL 64 B", KIND_THR, "pushpull-curve", false, 64, 1000000, 300000, 1000},
 	{"CURVE PUSH/PULL 65536 B", KIND_THR, "pushpull-curve", false, 65536, 20000, 5000, 200},
@@ -276,6 +279,10 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 	unsigned long count = scenario_count(sc, o);
 	bool thr = sc->kind == KIND_THR;
 	const char *rx_mode = kind_modes[sc->kind][0], *tx_mode = kind_modes[sc->kind][1];
+	if (sc->kind == KIND_LAT && strcmp(sc->pattern, "dealerrouter") == 0) {
+		rx_mode = "lat-router";
+		tx_mode = "lat-dealer";
+	}
 	char rx_who[128], tx_who[128];
 	int rc;
 
