@@ -583,6 +583,12 @@ sock_recv(zr_socket *s, zr_msg **msg, int flags)
 	for (;;) {
 		m = zr__spsc_pop(&s->rx);
 		if (m == NULL) {
+			/* A caller polling zr_socket_fd returns here with -EAGAIN: clear
+			 * the wake it came for before re-arming, or the fd would stay
+			 * readable and its poll would spin. (A blocking wait clears it
+			 * after poll.) */
+			if (deadline == 0)
+				sock_drain_fd(s->efd_rx);
 			atomic_store(&s->rx_armed, 1);
 			atomic_thread_fence(memory_order_seq_cst);
 			m = zr__spsc_pop(&s->rx);
@@ -732,6 +738,13 @@ zr_socket_monitor(zr_socket *s, int events)
 	return 0;
 }
 
+/* see zring.h */
+int
+zr_monitor_fd(zr_socket *s)
+{
+	return s->mon_ready ? s->efd_mon : -EINVAL;
+}
+
 static int
 sock_monitor_recv(zr_socket *s, struct zr_event *ev, int timeout_ms)
 {
@@ -744,6 +757,8 @@ sock_monitor_recv(zr_socket *s, struct zr_event *ev, int timeout_ms)
 		int rc;
 
 		if (e == NULL) {
+			if (deadline == 0) /* see sock_recv: zr_monitor_fd must not stay readable */
+				sock_drain_fd(s->efd_mon);
 			atomic_store(&s->mon_armed, 1);
 			atomic_thread_fence(memory_order_seq_cst);
 			e = zr__spsc_pop(&s->mon);

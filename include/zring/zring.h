@@ -185,6 +185,13 @@ ZR_API int zr_socket_monitor(zr_socket *s, int events);
 /* The next recorded event, waiting up to timeout_ms (-1: for ever, 0: not at
  * all). Returns 0 or -EAGAIN. Same thread rules as zr_recv. */
 ZR_API int zr_monitor_recv(zr_socket *s, struct zr_event *ev, int timeout_ms);
+/*
+ * As zr_socket_fd, for events: after zr_monitor_recv(s, ev, 0) returned
+ * -EAGAIN, the fd turns readable when the next event is recorded, so a
+ * program can poll a socket's messages and its events together. -EINVAL
+ * before zr_socket_monitor. Never read or close it.
+ */
+ZR_API int zr_monitor_fd(zr_socket *s);
 
 /* ---- options: libzmq's numbers, names, units and defaults ----------------- */
 
@@ -280,7 +287,8 @@ ZR_API int zr_getsockopt(zr_socket *s, int option, void *value, size_t *len);
  *
  * It runs on the context's io thread while that thread waits, so it must be
  * quick and must not call zring functions on the same context; arg must stay
- * valid until the socket is closed. Set it before bind/connect (NULL
+ * valid until zr_ctx_free returns (handshakes may still complete while a
+ * closed socket lingers). Set it before bind/connect (NULL
  * removes it: every client is accepted). Returns 0.
  */
 ZR_API int zr_socket_set_auth(zr_socket *s, zr_zmtp_auth_cb *cb, void *arg);

@@ -38,6 +38,47 @@ Test(engine_options, the_socket_fd_turns_readable_when_a_message_arrives_after_e
 	cr_assert_eq(poll(&p, 1, 5000), 1, "the fd never turned readable");
 	cr_assert_eq(zr_recv_bytes(pull, buf, sizeof buf, ZR_DONTWAIT), 2);
 	cr_assert_eq(memcmp(buf, "hi", 2), 0);
+	/* Drained to -EAGAIN, the fd is quiet again: a poll loop must not spin
+	 * on a wake it already used. */
+	cr_assert_eq(zr_recv_bytes(pull, buf, sizeof buf, ZR_DONTWAIT), -EAGAIN);
+	cr_assert_eq(poll(&p, 1, 100), 0, "still readable after the queue was drained");
+	cr_assert_eq(zr_send_bytes(push, "again", 5, 0), 0);
+	cr_assert_eq(poll(&p, 1, 5000), 1, "the fd never turned readable the second time");
+	cr_assert_eq(zr_recv_bytes(pull, buf, sizeof buf, ZR_DONTWAIT), 5);
+
+	sopt_int(push, ZR_LINGER, 0);
+	sopt_int(pull, ZR_LINGER, 0);
+	zr_socket_close(push);
+	zr_socket_close(pull);
+	zr_ctx_free(ctx);
+}
+
+Test(engine_options, the_monitor_fd_turns_readable_when_an_event_arrives_after_eagain)
+{
+	zr_ctx *ctx;
+	zr_socket *push, *pull;
+	struct zr_event ev;
+	struct pollfd p;
+	char ep[128];
+
+	cr_assert_eq(zr_ctx_new(&ctx), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
+	cr_assert_eq(zr_monitor_fd(pull), -EINVAL, "no fd before monitoring starts");
+	cr_assert_eq(zr_socket_monitor(pull, ZR_EVENT_HANDSHAKE_SUCCEEDED), 0);
+	p.fd = zr_monitor_fd(pull);
+	p.events = POLLIN;
+	cr_assert_geq(p.fd, 0);
+	cr_assert_eq(zr_monitor_recv(pull, &ev, 0), -EAGAIN);
+	cr_assert_eq(poll(&p, 1, 100), 0, "readable with no event");
+	cr_assert_eq(zr_bind(pull, "ipc://@zring-options-monfd"), 0);
+	endpoint_of(pull, ep, sizeof ep);
+	cr_assert_eq(zr_connect(push, ep), 0);
+	cr_assert_eq(poll(&p, 1, 5000), 1, "the fd never turned readable");
+	cr_assert_eq(zr_monitor_recv(pull, &ev, 0), 0);
+	cr_assert_eq(ev.type, ZR_EVENT_HANDSHAKE_SUCCEEDED);
+	cr_assert_eq(zr_monitor_recv(pull, &ev, 0), -EAGAIN);
+	cr_assert_eq(poll(&p, 1, 100), 0, "still readable after the events were read");
 
 	sopt_int(push, ZR_LINGER, 0);
 	sopt_int(pull, ZR_LINGER, 0);
