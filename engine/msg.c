@@ -136,7 +136,7 @@ zr_msg_gets(const zr_msg *msg, const char *property)
 	return NULL;
 }
 
-#define MSG_SPARE_DATA_MAX 4096 /* a spare keeps a buffer up to this size */
+#define MSG_SPARE_DATA_MAX 256 /* a spare keeps a buffer up to this size */
 
 bool
 zr__msg_recycle(zr_msg *m)
