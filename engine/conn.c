@@ -11,11 +11,13 @@
  *
  * Send: messages routed here wait in c->outq (bounded by SNDHWM). One
  * sendmsg carries the codec's control bytes (only at message boundaries) and
- * as many frames as fit in the iovec and the batch budget; frame headers are
- * written into c->tx_hdr, bodies go by reference. Short sends resume where
- * they stopped; a message is finished before anything else is written.
+ * as many frames as fit in the iovec and the batch budget. Frames up to
+ * ZR__CONN_SMALL_FRAME are copied with their headers into one packed region
+ * of c->tx_buf (one iovec for thousands of small messages); larger ones get
+ * their header in c->tx_hdr and their body by reference. Short sends resume
+ * where they stopped; a message is finished before anything else is written.
  *
- * CURVE: every frame is encrypted into c->tx_crypt when its batch is built
+ * CURVE: every frame is encrypted into c->tx_buf when its batch is built
  * (so frames reach the wire in nonce order, after the control bytes laid out
  * before them), and a MESSAGE box opens only whole, so c->in grows to hold
  * the largest frame the codec lets through (MAXMSGSIZE + 42) and shrinks
@@ -679,28 +681,28 @@ conn_outq_pop(struct zr__conn *c)
 
 /* Room for n more octets of ciphertext after the used ones. */
 static int
-conn_crypt_room(struct zr__conn *c, size_t used, size_t n)
+conn_buf_room(struct zr__conn *c, size_t used, size_t n)
 {
-	size_t cap = c->tx_crypt_cap ? c->tx_crypt_cap : 4096;
+	size_t cap = c->tx_buf_cap ? c->tx_buf_cap : 4096;
 	uint8_t *p;
 
-	if (n <= c->tx_crypt_cap - used)
+	if (n <= c->tx_buf_cap - used)
 		return 0;
 	while (cap - used < n) {
 		if (cap > SIZE_MAX / 2)
 			return -ENOMEM;
 		cap *= 2;
 	}
-	p = realloc(c->tx_crypt, cap);
+	p = realloc(c->tx_buf, cap);
 	if (p == NULL)
 		return -ENOMEM;
-	c->tx_crypt = p;
-	c->tx_crypt_cap = cap;
+	c->tx_buf = p;
+	c->tx_buf_cap = cap;
 	return 0;
 }
 
 /*
- * CURVE: encrypts the next frames of outq into c->tx_crypt, from frame *f of
+ * CURVE: encrypts the next frames of outq into c->tx_buf, from frame *f of
  * message *nmsg on, until the batch budget is spent (at a frame boundary,
  * like the plain path). A subscription (a raw message: a frame header, then
  * a SUBSCRIBE / CANCEL command body or a ZMTP 3.0 message) becomes a MESSAGE
@@ -733,10 +735,10 @@ conn_tx_encrypt(struct zr__conn *c, uint32_t *f, size_t *nmsg, size_t *used)
 				flags = *f + 1 < nframes ? ZR_ZMTP_MORE : 0;
 			}
 			need = zr_zmtp_frame_wire_size(&c->z, len);
-			if (conn_crypt_room(c, *used, need) < 0)
+			if (conn_buf_room(c, *used, need) < 0)
 				return -ENOMEM;
 			n = zr_zmtp_encode_frame(&c->z, flags, data, len,
-			                         c->tx_crypt + *used, c->tx_crypt_cap - *used);
+			                         c->tx_buf + *used, c->tx_buf_cap - *used);
 			if (n < 0)
 				return n;
 			*used += (size_t)n;
@@ -781,12 +783,17 @@ conn_tx_kick(struct zr__conn *c)
 			return;
 		}
 		if (used > 0) {
-			c->tx_iov[niov].iov_base = c->tx_crypt;
+			c->tx_iov[niov].iov_base = c->tx_buf;
 			c->tx_iov[niov].iov_len = used;
 			niov++;
 			bytes += used;
 		}
 	} else if (c->state == ZR__CONN_ACTIVE && zr_zmtp_state(&c->z) == ZR_ZMTP_TRAFFIC) {
+		/* Without the packing buffer (no memory) every frame goes by reference. */
+		uint8_t *pack = c->out_n > 0 && conn_buf_room(c, 0, ZR__CONN_PACK) == 0 ? c->tx_buf : NULL;
+		size_t packed = 0;
+		size_t pack_iov = SIZE_MAX;
+
 		while (nmsg < c->out_n && bytes < ZR__CONN_TX_BATCH) {
 			zr_msg *m = conn_outq_at(c, nmsg);
 
@@ -800,11 +807,36 @@ conn_tx_kick(struct zr__conn *c)
 				nmsg++;
 				continue;
 			}
-			for (; f < m->nframes && niov + 2 <= ZR__CONN_IOV_MAX; f++) {
+			for (; f < m->nframes; f++) {
 				size_t len = m->frames[f].len;
-				int h = zr_zmtp_frame_header(c->tx_hdr[niov], len,
-				                             f + 1 < m->nframes ? ZR_ZMTP_MORE : 0);
+				unsigned more = f + 1 < m->nframes ? ZR_ZMTP_MORE : 0;
+				int h;
 
+				if (len <= ZR__CONN_SMALL_FRAME && pack != NULL &&
+				    packed + ZR_ZMTP_HEADER_MAX + len <= ZR__CONN_PACK) {
+					/* Packed: extend the packed iovec if it is the last one. */
+					bool extend = niov > 0 && pack_iov == niov - 1;
+
+					if (!extend && niov == ZR__CONN_IOV_MAX)
+						break;
+					h = zr_zmtp_frame_header(pack + packed, len, more);
+					if (len > 0)
+						memcpy(pack + packed + h, m->data + m->frames[f].off, len);
+					if (extend) {
+						c->tx_iov[pack_iov].iov_len += (size_t)h + len;
+					} else {
+						pack_iov = niov;
+						c->tx_iov[niov].iov_base = pack + packed;
+						c->tx_iov[niov].iov_len = (size_t)h + len;
+						niov++;
+					}
+					packed += (size_t)h + len;
+					bytes += (size_t)h + len;
+					continue;
+				}
+				if (niov + 2 > ZR__CONN_IOV_MAX)
+					break;
+				h = zr_zmtp_frame_header(c->tx_hdr[niov], len, more);
 				c->tx_iov[niov].iov_base = c->tx_hdr[niov];
 				c->tx_iov[niov].iov_len = (size_t)h;
 				niov++;
@@ -875,11 +907,10 @@ conn_tx_done(struct zr__op *op, int res, uint32_t flags)
 	/* CURVE: one huge message must not pin its ciphertext buffer, nor may
 	 * an idle connection (a PUB with a thousand subscribers) keep a batch's
 	 * worth each. */
-	if (c->tx_crypt_cap > 4 * ZR__CONN_TX_BATCH ||
-	    (c->out_n == 0 && c->tx_crypt_cap > ZR__CONN_RX_BUF)) {
-		free(c->tx_crypt);
-		c->tx_crypt = NULL;
-		c->tx_crypt_cap = 0;
+	if (c->tx_buf_cap > 4 * ZR__CONN_TX_BATCH || c->out_n == 0) {
+		free(c->tx_buf);
+		c->tx_buf = NULL;
+		c->tx_buf_cap = 0;
 	}
 	c->tx_msgs = 0;
 	c->tx_ctl = 0;
@@ -951,9 +982,9 @@ conn_reset_buffers(struct zr__conn *c)
 	zr_zmtp_fini(&c->z); /* CURVE keys */
 	zr__meta_unref(c->meta);
 	c->meta = NULL;
-	free(c->tx_crypt);
-	c->tx_crypt = NULL;
-	c->tx_crypt_cap = 0;
+	free(c->tx_buf);
+	c->tx_buf = NULL;
+	c->tx_buf_cap = 0;
 	if (c->in_cap > ZR__CONN_RX_BUF) {
 		uint8_t *p = realloc(c->in, ZR__CONN_RX_BUF);
 
@@ -983,7 +1014,7 @@ conn_free(struct zr__conn *c)
 	zr__subs_fini(&c->subs);
 	zr_zmtp_fini(&c->z);
 	zr__meta_unref(c->meta);
-	free(c->tx_crypt);
+	free(c->tx_buf);
 	free(c->outq);
 	free(c->in);
 	free(c);

@@ -166,6 +166,11 @@ enum zr__conn_state {
 
 #define ZR__CONN_IOV_MAX 128
 #define ZR__CONN_TX_BATCH (256u * 1024u)
+/* Frames up to this size are copied, with their header, into one packed
+ * region of the batch (ZR__CONN_PACK octets at most) instead of taking two
+ * iovecs each: 1-64 B messages then fill a sendmsg by the thousand. */
+#define ZR__CONN_SMALL_FRAME 256u
+#define ZR__CONN_PACK (16u * 1024u)
 #define ZR__CONN_RX_BUF (64u * 1024u)
 
 struct zr__conn {
@@ -214,9 +219,11 @@ struct zr__conn {
 	uint64_t rx_total;                    /* octets received on this connection */
 	struct zr__meta *meta;                /* set once READY: shared with messages */
 
-	/* CURVE: the batch's frames, encrypted (grows to the largest batch) */
-	uint8_t *tx_crypt;
-	size_t tx_crypt_cap;
+	/* The batch's copied bytes: small frames packed header and body
+	 * together, or (CURVE) every frame encrypted. Grows to the largest
+	 * batch; freed whenever the connection has nothing left to send. */
+	uint8_t *tx_buf;
+	size_t tx_buf_cap;
 
 	/* routing */
 	uint8_t rid[ZR__SUB_MAX + 1];
