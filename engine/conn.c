@@ -37,6 +37,7 @@
 #include "engine.h"
 
 #define CONN_MAX_CMD (32u * 1024u) /* fits c->in with room for a header */
+#define CONN_META_BLOCK 4096u      /* references to c->meta taken at once */
 
 static zr__op_cb conn_connect_done, conn_rx_done, conn_tx_done;
 static zr__timer_cb conn_timer_fired;
@@ -311,7 +312,16 @@ conn_frame(struct zr__conn *c, const struct zr_zmtp_event *ev)
 			rc = zr__sock_msg_new(c->sock, &c->rx_msg);
 			if (rc < 0)
 				return rc;
-			c->rx_msg->meta = zr__meta_ref(c->meta);
+			/* References are taken in blocks: one atomic add per 4096
+			 * messages, so the io thread does not write, per message, the
+			 * line every free decrements (perf: 10-14% of a 1 B receiver). */
+			if (c->meta != NULL && c->meta_credit == 0) {
+				zr__meta_ref_n(c->meta, CONN_META_BLOCK);
+				c->meta_credit = CONN_META_BLOCK;
+			}
+			c->rx_msg->meta = c->meta;
+			if (c->meta != NULL)
+				c->meta_credit--;
 			/* ROUTER and REP see who sent it: the routing id first. */
 			if (c->sock->type == ZR_ROUTER || c->sock->type == ZR_REP) {
 				rc = zr_msg_add(c->rx_msg, c->rid, c->rid_len);
@@ -332,6 +342,15 @@ conn_frame(struct zr__conn *c, const struct zr_zmtp_event *ev)
 			return 1; /* paused */
 	}
 	return 0;
+}
+
+/* Gives back c's own reference to its properties and the unspent block. */
+static void
+conn_meta_drop(struct zr__conn *c)
+{
+	zr__meta_unref_n(c->meta, 1 + c->meta_credit);
+	c->meta = NULL;
+	c->meta_credit = 0;
 }
 
 /* The peer's ERROR reason, printable, for the monitor event. */
@@ -409,7 +428,7 @@ conn_decode(struct zr__conn *c)
 				memcpy(c->rid, ev.peer_identity, ev.peer_identity_len);
 				c->rid_len = ev.peer_identity_len;
 			}
-			zr__meta_unref(c->meta);
+			conn_meta_drop(c);
 			c->meta = zr__meta_new(ev.data, ev.len, c->peer_addr, ev.user_id);
 			if (c->meta == NULL) {
 				rc = -ENOMEM;
@@ -980,8 +999,7 @@ conn_reset_buffers(struct zr__conn *c)
 	c->tx_frame = 0;
 	c->tx_end_frame = 0;
 	zr_zmtp_fini(&c->z); /* CURVE keys */
-	zr__meta_unref(c->meta);
-	c->meta = NULL;
+	conn_meta_drop(c);
 	free(c->tx_buf);
 	c->tx_buf = NULL;
 	c->tx_buf_cap = 0;
@@ -1013,7 +1031,7 @@ conn_free(struct zr__conn *c)
 		zr__sock_pipes_add(s, -1);
 	zr__subs_fini(&c->subs);
 	zr_zmtp_fini(&c->z);
-	zr__meta_unref(c->meta);
+	conn_meta_drop(c);
 	free(c->tx_buf);
 	free(c->outq);
 	free(c->in);

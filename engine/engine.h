@@ -72,6 +72,9 @@ struct zr__meta *zr__meta_new(const uint8_t *props, size_t props_len, const char
                               const char *user_id);
 struct zr__meta *zr__meta_ref(struct zr__meta *m);
 void zr__meta_unref(struct zr__meta *m);
+/* Takes n references at once / drops n at once (frees on the last). */
+void zr__meta_ref_n(struct zr__meta *m, uint32_t n);
+void zr__meta_unref_n(struct zr__meta *m, uint32_t n);
 
 int zr__msg_reserve(zr_msg *m, size_t extra);
 /* Starts a frame of size bytes (reserved at once: size is bounded by MAXMSGSIZE). */
@@ -218,6 +221,7 @@ struct zr__conn {
 	char peer_reason[128];                /* the peer's ERROR reason, as text */
 	uint64_t rx_total;                    /* octets received on this connection */
 	struct zr__meta *meta;                /* set once READY: shared with messages */
+	uint32_t meta_credit;                 /* references to meta taken ahead, unspent */
 
 	/* The batch's copied bytes: small frames packed header and body
 	 * together, or (CURVE) every frame encrypted. Grows to the largest

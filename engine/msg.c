@@ -112,7 +112,20 @@ zr__meta_ref(struct zr__meta *m)
 void
 zr__meta_unref(struct zr__meta *m)
 {
-	if (m != NULL && atomic_fetch_sub_explicit(&m->refs, 1, memory_order_acq_rel) == 1)
+	zr__meta_unref_n(m, 1);
+}
+
+void
+zr__meta_ref_n(struct zr__meta *m, uint32_t n)
+{
+	if (m != NULL && n > 0)
+		atomic_fetch_add_explicit(&m->refs, n, memory_order_relaxed);
+}
+
+void
+zr__meta_unref_n(struct zr__meta *m, uint32_t n)
+{
+	if (m != NULL && n > 0 && atomic_fetch_sub_explicit(&m->refs, n, memory_order_acq_rel) == n)
 		free(m);
 }
 

@@ -327,3 +327,38 @@ Test(engine_options, unbind_stops_listening_and_keeps_the_connections_it_made)
 	zr_socket_close(pull);
 	zr_ctx_free(ctx);
 }
+
+Test(engine_options, message_properties_outlive_their_connection)
+{
+	zr_ctx *ctx;
+	zr_socket *push, *pull;
+	zr_msg *kept[3];
+	char ep[128];
+
+	cr_assert_eq(zr_ctx_new(&ctx), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
+	cr_assert_eq(zr_bind(pull, "tcp://127.0.0.1:*"), 0);
+	endpoint_of(pull, ep, sizeof ep);
+	cr_assert_eq(zr_connect(push, ep), 0);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(zr_send_bytes(push, "x", 1, 0), 0);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(zr_recv(pull, &kept[i], 0), 0);
+	/* The sender goes away: its connection (and its reference) with it. */
+	sopt_int(push, ZR_LINGER, 0);
+	zr_socket_close(push);
+	sleep_ms(100);
+	for (int i = 0; i < 3; i++) {
+		const char *type = zr_msg_gets(kept[i], "socket-type");
+
+		cr_assert_not_null(type);
+		cr_assert_str_eq(type, "PUSH");
+		cr_assert_not_null(zr_msg_gets(kept[i], "Peer-Address"));
+		cr_assert_null(zr_msg_gets(kept[i], "User-Id"), "no authenticator, no user id");
+		zr_msg_free(kept[i]);
+	}
+	sopt_int(pull, ZR_LINGER, 0);
+	zr_socket_close(pull);
+	zr_ctx_free(ctx);
+}
