@@ -36,6 +36,17 @@ endpoint_of(zr_socket *s, char *ep, size_t cap)
 	cr_assert_eq(zr_getsockopt(s, ZR_LAST_ENDPOINT, ep, &len), 0);
 }
 
+/* Closes two sockets without lingering and frees their context. */
+static inline void
+sock_pair_free(zr_ctx *ctx, zr_socket *a, zr_socket *b)
+{
+	sopt_int(a, ZR_LINGER, 0);
+	sopt_int(b, ZR_LINGER, 0);
+	zr_socket_close(a);
+	zr_socket_close(b);
+	zr_ctx_free(ctx);
+}
+
 static inline void
 sleep_ms(int ms)
 {

@@ -46,11 +46,7 @@ Test(engine_options, the_socket_fd_turns_readable_when_a_message_arrives_after_e
 	cr_assert_eq(poll(&p, 1, 5000), 1, "the fd never turned readable the second time");
 	cr_assert_eq(zr_recv_bytes(pull, buf, sizeof buf, ZR_DONTWAIT), 5);
 
-	sopt_int(push, ZR_LINGER, 0);
-	sopt_int(pull, ZR_LINGER, 0);
-	zr_socket_close(push);
-	zr_socket_close(pull);
-	zr_ctx_free(ctx);
+	sock_pair_free(ctx, push, pull);
 }
 
 Test(engine_options, the_monitor_fd_turns_readable_when_an_event_arrives_after_eagain)
@@ -80,11 +76,7 @@ Test(engine_options, the_monitor_fd_turns_readable_when_an_event_arrives_after_e
 	cr_assert_eq(zr_monitor_recv(pull, &ev, 0), -EAGAIN);
 	cr_assert_eq(poll(&p, 1, 100), 0, "still readable after the events were read");
 
-	sopt_int(push, ZR_LINGER, 0);
-	sopt_int(pull, ZR_LINGER, 0);
-	zr_socket_close(push);
-	zr_socket_close(pull);
-	zr_ctx_free(ctx);
+	sock_pair_free(ctx, push, pull);
 }
 
 Test(engine_options, a_256_mib_message_goes_through_with_maxmsgsize_raised, .timeout = 120)
@@ -128,11 +120,7 @@ Test(engine_options, a_256_mib_message_goes_through_with_maxmsgsize_raised, .tim
 	zr_msg_free(m);
 	free(body);
 
-	sopt_int(push, ZR_LINGER, 0);
-	sopt_int(pull, ZR_LINGER, 0);
-	zr_socket_close(push);
-	zr_socket_close(pull);
-	zr_ctx_free(ctx);
+	sock_pair_free(ctx, push, pull);
 }
 
 Test(engine_options, reconnect_delays_grow_up_to_reconnect_ivl_max)

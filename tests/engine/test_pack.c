@@ -91,11 +91,7 @@ Test(engine_pack, mixed_small_and_large_frames_arrive_byte_exact_through_a_slow_
 	}
 	cr_assert_eq(pthread_join(th, &failed), 0);
 	cr_assert_null(failed, "the sender failed");
-	sopt_int(push, ZR_LINGER, 0);
-	sopt_int(pull, ZR_LINGER, 0);
-	zr_socket_close(push);
-	zr_socket_close(pull);
-	zr_ctx_free(ctx);
+	sock_pair_free(ctx, push, pull);
 }
 
 Test(engine_pack, a_burst_of_one_byte_messages_arrives_in_order)
@@ -122,9 +118,5 @@ Test(engine_pack, a_burst_of_one_byte_messages_arrives_in_order)
 		cr_assert_eq(zr_recv_bytes(pull, &b, 1, 0), 1, "message %u", k);
 		cr_assert_eq(b, (uint8_t)k, "message %u out of order", k);
 	}
-	sopt_int(push, ZR_LINGER, 0);
-	sopt_int(pull, ZR_LINGER, 0);
-	zr_socket_close(push);
-	zr_socket_close(pull);
-	zr_ctx_free(ctx);
+	sock_pair_free(ctx, push, pull);
 }
