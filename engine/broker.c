@@ -845,6 +845,7 @@ sub_open_socket(zr_broker *b, struct zr_subscription *sub)
 	if (rc < 0)
 		return rc;
 	zr_setsockopt(sub->sock, ZR_RCVHWM, &ra, sizeof ra);
+	zr__sock_rx_refill_each(sub->sock); /* the channel stays full: read_ahead exactly */
 	zr_setsockopt(sub->sock, ZR_RCVBYTES, &b->read_ahead_bytes, sizeof b->read_ahead_bytes);
 	zr_setsockopt(sub->sock, ZR_LINGER, &zero, sizeof zero);
 	if (b->pattern == ZR_FANOUT)

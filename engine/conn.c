@@ -292,8 +292,11 @@ conn_deliver(struct zr__conn *c, zr_msg *m)
 	c->rx_ready = m;
 	c->rx_paused = true;
 	atomic_store(&s->rx_paused, 1);
+	atomic_thread_fence(memory_order_seq_cst);
 	/* The app may have made room between the try and the flag: try again
-	 * rather than wait for a wake that nobody will send. */
+	 * rather than wait for a wake that nobody will send. (An app that finds
+	 * rx empty reads the flag after its own fence, so one of the two sees
+	 * the other.) */
 	if (zr__sock_deliver(s, c, m)) {
 		c->rx_ready = NULL;
 		c->rx_paused = false;

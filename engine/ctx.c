@@ -191,6 +191,14 @@ zr__ctx_dirty(struct zr_ctx *ctx, struct zr_socket *s)
 {
 	struct zr_socket *head;
 
+	/* A busy sender finds the flag still set from its last message: a read
+	 * (after the fence that orders its queue write before it) instead of a
+	 * locked exchange on a line the io thread writes once per drain. The io
+	 * thread clears the flag with an exchange before it drains, so either
+	 * it sees our message or we see the flag cleared. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&s->dirty, memory_order_relaxed) != 0)
+		return;
 	if (atomic_exchange(&s->dirty, 1) != 0)
 		return; /* already queued: the io thread will look */
 	head = atomic_load(&ctx->dirty);

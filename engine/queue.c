@@ -90,6 +90,16 @@ zr__spsc_count(struct zr__spsc *q)
 	       atomic_load_explicit(&q->head, memory_order_acquire);
 }
 
+size_t
+zr__spsc_count_upto(struct zr__spsc *q, size_t limit)
+{
+	size_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+
+	if (t - q->head_cache >= limit)
+		q->head_cache = atomic_load_explicit(&q->head, memory_order_acquire);
+	return t - q->head_cache;
+}
+
 /* ---- subscriptions ------------------------------------------------------ */
 
 static struct zr__sub *

@@ -95,6 +95,17 @@ sock_queues(struct zr_socket *s)
 		zr__spsc_fini(&s->rx_spare);
 		return rc;
 	}
+	/* A connection paused on a full rx is resumed once the app has taken
+	 * half of it, as libzmq's pipes do (their low water mark), not at every
+	 * free slot: each resume costs the io thread a wake, and a resume for
+	 * one slot decodes one message and pauses again. */
+	{
+		size_t hwm = zr__spsc_cap(&s->rx);
+
+		if (s->opt.rcvhwm > 0 && (size_t)s->opt.rcvhwm < hwm)
+			hwm = (size_t)s->opt.rcvhwm;
+		s->rx_resume_at = s->rx_refill_each ? hwm - 1 : hwm / 2;
+	}
 	s->queues_ready = true;
 	return 0;
 }
@@ -171,9 +182,11 @@ zr_socket_open(zr_ctx *ctx, int type, zr_socket **out)
 	default:
 		return -EINVAL;
 	}
-	s = calloc(1, sizeof *s);
+	/* Aligned for its cache-line groups (see struct zr_socket). */
+	s = aligned_alloc(_Alignof(struct zr_socket), sizeof *s);
 	if (s == NULL)
 		return -ENOMEM;
+	memset(s, 0, sizeof *s);
 	s->ctx = ctx;
 	s->type = type;
 	s->opt = (struct zr__options){
@@ -200,7 +213,9 @@ zr_socket_open(zr_ctx *ctx, int type, zr_socket **out)
 	atomic_init(&s->rx_paused, 0);
 	atomic_init(&s->closed, 0);
 	atomic_init(&s->npipes, 0);
-	atomic_init(&s->rx_bytes, 0);
+	atomic_init(&s->rx_taken, 0);
+	atomic_init(&s->tx_taken, 0);
+	atomic_init(&s->rx_peak, 0);
 	atomic_init(&s->calls, 0);
 	pthread_mutex_init(&s->rid_lock, NULL);
 	atomic_init(&s->mon_mask, 0);
@@ -462,16 +477,22 @@ sock_blocks_without_peer(const zr_socket *s)
 static bool
 sock_tx_offer(zr_socket *s, zr_msg *m)
 {
-	size_t queued = atomic_load(&s->tx_bytes);
+	if (s->opt.sndbytes > 0) {
+		uint64_t budget = (uint64_t)s->opt.sndbytes;
+		size_t queued = s->tx_given - s->tx_taken_seen;
 
-	if (s->opt.sndbytes > 0 && queued > 0 && queued + m->len > (uint64_t)s->opt.sndbytes)
+		if (queued > 0 && queued + m->len > budget) {
+			/* Our copy says full: look at what the io thread took since. */
+			s->tx_taken_seen = atomic_load_explicit(&s->tx_taken, memory_order_acquire);
+			queued = s->tx_given - s->tx_taken_seen;
+			if (queued > 0 && queued + m->len > budget)
+				return false;
+		}
+	}
+	if (!zr__spsc_push(&s->tx, m))
 		return false;
-	/* Counted before the io thread can see (and subtract) it. */
-	atomic_fetch_add(&s->tx_bytes, m->len);
-	if (zr__spsc_push(&s->tx, m))
-		return true;
-	atomic_fetch_sub(&s->tx_bytes, m->len);
-	return false;
+	s->tx_given += m->len;
+	return true;
 }
 
 static int
@@ -599,11 +620,18 @@ sock_recv(zr_socket *s, zr_msg **msg, int flags)
 			 * wake (a stale one would only cost one extra loop). */
 			if (m != NULL)
 				atomic_store(&s->rx_armed, 0);
+			else if (atomic_load_explicit(&s->rx_paused, memory_order_relaxed))
+				/* Empty, yet a connection waits: it paused on a stale
+				 * count. Read after the fence, so this cannot miss it. */
+				zr__ctx_dirty(s->ctx, s);
 		}
 		if (m != NULL) {
-			atomic_fetch_sub(&s->rx_bytes, m->len);
-			/* A connection may be waiting for exactly this slot. */
-			if (atomic_load(&s->rx_paused))
+			atomic_store_explicit(&s->rx_taken,
+			                      atomic_load_explicit(&s->rx_taken, memory_order_relaxed) + m->len,
+			                      memory_order_release);
+			/* A paused connection goes on once half of rx is free. */
+			if (atomic_load_explicit(&s->rx_paused, memory_order_relaxed) &&
+			    zr__spsc_count(&s->rx) <= s->rx_resume_at)
 				zr__ctx_dirty(s->ctx, s);
 			if (!sock_recv_finish(s, m)) {
 				zr_msg_free(m);
@@ -1287,7 +1315,9 @@ sock_route_pending(struct zr_socket *s)
 	 * sock_tx_taken are shared with the sending thread (perf: they were
 	 * ~10% of a 64 B sender). */
 	if (taken > 0)
-		atomic_fetch_sub(&s->tx_bytes, taken);
+		atomic_store_explicit(&s->tx_taken,
+		                      atomic_load_explicit(&s->tx_taken, memory_order_relaxed) + taken,
+		                      memory_order_release);
 	/* A sender blocked on a full handoff sleeps until it is half empty,
 	 * not until one slot frees: ~8k sleep/wake rounds per million 64 B
 	 * messages otherwise. Every drain ends here, so a queue that empties
@@ -1316,23 +1346,31 @@ zr__sock_io_dirty(struct zr_socket *s)
 static bool
 sock_rx_push(struct zr_socket *s, zr_msg *m)
 {
-	size_t queued = zr__spsc_count(&s->rx);
+	size_t peak = atomic_load_explicit(&s->rx_peak, memory_order_relaxed);
+	size_t limit = s->opt.rcvhwm > 0 ? (size_t)s->opt.rcvhwm : SIZE_MAX;
+	/* From our cached view of the app's progress, exact at the limits that
+	 * matter (HWM, a new peak): the line the app writes per message is read
+	 * only then. */
+	size_t queued = zr__spsc_count_upto(&s->rx, limit < peak ? limit : peak);
 
 	if (atomic_load_explicit(&s->rx_hold, memory_order_relaxed))
 		return false; /* the owner stopped reading (a closing subscription) */
 	/* Exactly RCVHWM (the ring itself rounds up to a power of two). */
-	if (s->opt.rcvhwm > 0 && queued >= (size_t)s->opt.rcvhwm)
+	if (queued >= limit)
 		return false;
-	if (s->opt.rcvbytes > 0 && queued > 0 &&
-	    atomic_load(&s->rx_bytes) + m->len > (uint64_t)s->opt.rcvbytes)
-		return false;
-	/* Count the bytes before the app can see (and subtract) the message. */
-	atomic_fetch_add(&s->rx_bytes, m->len);
-	if (!zr__spsc_push(&s->rx, m)) {
-		atomic_fetch_sub(&s->rx_bytes, m->len);
-		return false;
+	if (s->opt.rcvbytes > 0 && queued > 0) {
+		uint64_t budget = (uint64_t)s->opt.rcvbytes;
+
+		if (s->rx_given - s->rx_taken_seen + m->len > budget) {
+			s->rx_taken_seen = atomic_load_explicit(&s->rx_taken, memory_order_acquire);
+			if (s->rx_given - s->rx_taken_seen + m->len > budget)
+				return false;
+		}
 	}
-	if (queued + 1 > atomic_load_explicit(&s->rx_peak, memory_order_relaxed))
+	if (!zr__spsc_push(&s->rx, m))
+		return false;
+	s->rx_given += m->len;
+	if (queued + 1 > peak)
 		atomic_store_explicit(&s->rx_peak, queued + 1, memory_order_relaxed);
 	s->rx_unsignalled = true; /* the wake waits for zr__sock_rx_flush */
 	return true;
@@ -1347,6 +1385,12 @@ zr__sock_rx_flush(struct zr_socket *s)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load(&s->rx_armed) && atomic_exchange(&s->rx_armed, 0))
 		sock_signal(s->efd_rx);
+}
+
+void
+zr__sock_rx_refill_each(struct zr_socket *s)
+{
+	s->rx_refill_each = true;
 }
 
 int
