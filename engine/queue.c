@@ -18,7 +18,9 @@ zr__spsc_init(struct zr__spsc *q, size_t min_cap)
 
 	while (cap < min_cap)
 		cap *= 2;
-	q->slots = calloc(cap, sizeof *q->slots);
+	/* Not zeroed: a slot is read only after the producer wrote it, and an
+	 * idle ring keeps its untouched pages out of RSS. */
+	q->slots = malloc(cap * sizeof *q->slots);
 	if (q->slots == NULL)
 		return -ENOMEM;
 	q->mask = cap - 1;

@@ -81,14 +81,25 @@ sock_queues(struct zr_socket *s)
 	 * burst between two turns of the loop. */
 	if ((s->type == ZR_PUB || s->type == ZR_XPUB || s->type == ZR_ROUTER) && tx_cap < 1024)
 		tx_cap = 1024;
+	/* A direction the type never uses gets the smallest rings: an idle PUSH
+	 * or PULL is ~16 KiB smaller (each ring of 1024 is 8 KiB). PUSH and PUB
+	 * hand the app nothing (a PUB's subscriptions stay on the io thread);
+	 * PULL and SUB send nothing (subscriptions travel as commands). */
+	size_t rx_cap = s->opt.rcvhwm > 0 ? (size_t)s->opt.rcvhwm : 1024, rx_spare = SOCK_SPARE_MAX,
+	       tx_spare = SOCK_SPARE_MAX;
+
+	if (s->type == ZR_PUSH || s->type == ZR_PUB)
+		rx_cap = rx_spare = 1;
+	if (s->type == ZR_PULL || s->type == ZR_SUB)
+		tx_cap = tx_spare = 1;
 	rc = zr__spsc_init(&s->tx, tx_cap);
 	if (rc < 0)
 		return rc;
-	rc = zr__spsc_init(&s->rx, s->opt.rcvhwm > 0 ? (size_t)s->opt.rcvhwm : 1024);
+	rc = zr__spsc_init(&s->rx, rx_cap);
 	if (rc == 0)
-		rc = zr__spsc_init(&s->rx_spare, SOCK_SPARE_MAX);
+		rc = zr__spsc_init(&s->rx_spare, rx_spare);
 	if (rc == 0)
-		rc = zr__spsc_init(&s->tx_spare, SOCK_SPARE_MAX);
+		rc = zr__spsc_init(&s->tx_spare, tx_spare);
 	if (rc < 0) {
 		zr__spsc_fini(&s->tx);
 		zr__spsc_fini(&s->rx);
