@@ -89,6 +89,11 @@ void zr__msg_unref(zr_msg *m);
 /* Empties m for reuse (frames, bytes, properties); keeps a small buffer.
  * Returns false if m is not worth keeping (the caller frees it). */
 bool zr__msg_recycle(zr_msg *m);
+/* Small: its bytes would fit a spare's buffer and its frames the inline table. */
+bool zr__msg_small(const zr_msg *m);
+/* The empty dst takes a copy of the small src's frames and bytes, and its
+ * property reference (src is left without one). */
+int zr__msg_take_small(zr_msg *dst, zr_msg *src);
 
 /* ---- single-producer single-consumer queue of pointers ------------------- */
 

@@ -173,6 +173,34 @@ zr__msg_recycle(zr_msg *m)
 	return true;
 }
 
+bool
+zr__msg_small(const zr_msg *m)
+{
+	return m->len <= MSG_SPARE_DATA_MAX && m->frames == m->inl && !m->raw;
+}
+
+int
+zr__msg_take_small(zr_msg *dst, zr_msg *src)
+{
+	if (dst->cap < src->len) {
+		/* A whole spare's size: the next small message fits as well. */
+		uint8_t *d = realloc(dst->data, MSG_SPARE_DATA_MAX);
+
+		if (d == NULL)
+			return -ENOMEM;
+		dst->data = d;
+		dst->cap = MSG_SPARE_DATA_MAX;
+	}
+	if (src->len > 0)
+		memcpy(dst->data, src->data, src->len);
+	memcpy(dst->frames, src->frames, src->nframes * sizeof *src->frames);
+	dst->nframes = src->nframes;
+	dst->len = src->len;
+	dst->meta = src->meta;
+	src->meta = NULL;
+	return 0;
+}
+
 void
 zr__msg_unref(zr_msg *m)
 {
