@@ -6,8 +6,10 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/membarrier.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -131,6 +133,12 @@ zr_ctx_new(zr_ctx **out)
 	pthread_cond_init(&ctx->cond, NULL);
 	atomic_init(&ctx->dirty, NULL);
 	atomic_init(&ctx->terminating, 0);
+	/* Sockets count their sends and receives without locked instructions
+	 * when the io thread can make those counts visible with membarrier
+	 * before it frees a socket (socket.c, sock_call_enter). Registering is
+	 * per process and may be repeated; without it, the locked counter. */
+	ctx->membarrier =
+	        syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 	rc = pthread_create(&ctx->thread, NULL, ctx_main, ctx);
 	if (rc != 0) {
 		free(ctx);

@@ -291,6 +291,9 @@ struct zr_socket {
 	_Alignas(64) atomic_int calls; /* app calls in progress: the io thread frees the
 	                                  socket only when none is (a thread blocked in
 	                                  zr_recv while the context terminates) */
+	atomic_uint calls_tx, calls_rx; /* the same for sends and receives, each made by
+	                                   one thread at a time: plain stores when the
+	                                   context has membarrier (socket.c) */
 	atomic_size_t rx_taken;        /* bytes the app has taken out of rx, ever */
 	size_t tx_given;               /* bytes the app has put into tx, ever */
 	size_t tx_taken_seen;          /* the app's copy of tx_taken */
@@ -391,6 +394,7 @@ struct zr_ctx {
 	struct zr__cmd *cmd_head, *cmd_tail;
 	_Atomic(struct zr_socket *) dirty;
 	atomic_int terminating;
+	bool membarrier; /* registered for MEMBARRIER_CMD_PRIVATE_EXPEDITED (set once) */
 	/* io thread only */
 	struct zr_socket *sockets;
 	bool term;

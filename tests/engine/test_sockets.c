@@ -451,3 +451,45 @@ Test(sockets, freeing_the_context_wakes_a_blocked_receive_with_eterm)
 	pthread_join(th, &res);
 	cr_assert_eq((intptr_t)res, -ETERM, "blocked zr_recv returned %d", (int)(intptr_t)res);
 }
+
+static void *
+so_blocked_send(void *arg)
+{
+	zr_msg *m = NULL;
+	intptr_t rc = zr_msg_new(&m);
+
+	if (rc == 0)
+		rc = zr_msg_add(m, "x", 1);
+	if (rc == 0)
+		rc = zr_send((zr_socket *)arg, &m, 0);
+	zr_msg_free(m);
+	return (void *)rc;
+}
+
+/* The same for a send (a PUSH with no peer waits), and for a receive and a
+ * send on one socket from two threads at once, as the broker does: sends and
+ * receives keep separate call counts (socket.c), and both must hold the
+ * socket until their calls return. */
+Test(sockets, freeing_the_context_wakes_a_blocked_send_and_receive_with_eterm)
+{
+	zr_ctx *c;
+	zr_socket *push, *dealer;
+	pthread_t th[3];
+	void *res;
+
+	cr_assert_eq(zr_ctx_new(&c), 0);
+	cr_assert_eq(zr_socket_open(c, ZR_PUSH, &push), 0);
+	cr_assert_eq(zr_socket_open(c, ZR_DEALER, &dealer), 0);
+	cr_assert_eq(zr_bind(push, "tcp://127.0.0.1:0"), 0);
+	cr_assert_eq(zr_bind(dealer, "tcp://127.0.0.1:0"), 0);
+	cr_assert_eq(pthread_create(&th[0], NULL, so_blocked_send, push), 0);
+	cr_assert_eq(pthread_create(&th[1], NULL, so_blocked_send, dealer), 0);
+	cr_assert_eq(pthread_create(&th[2], NULL, so_blocked_recv, dealer), 0);
+	et_sleep_ms(200);
+	zr_ctx_free(c);
+	for (int i = 0; i < 3; i++) {
+		pthread_join(th[i], &res);
+		cr_assert_eq((intptr_t)res, -ETERM, "blocked call %d returned %d", i,
+		             (int)(intptr_t)res);
+	}
+}
