@@ -6,6 +6,8 @@
  * garbage peers, round-robin, REP with several clients, long runs of small
  * messages, endpoint errors.
  */
+#define _GNU_SOURCE /* engine.h (liburing) before scenarios.h */
+#include "engine/engine.h"
 #include "scenarios.h"
 #include "sock_helpers.h"
 
@@ -469,8 +471,11 @@ so_blocked_send(void *arg)
 /* The same for a send (a PUSH with no peer waits), and for a receive and a
  * send on one socket from two threads at once, as the broker does: sends and
  * receives keep separate call counts (socket.c), and both must hold the
- * socket until their calls return. */
-Test(sockets, freeing_the_context_wakes_a_blocked_send_and_receive_with_eterm)
+ * socket until their calls return. With membarrier (plain counting stores)
+ * and without it (the locked counter, as on kernels or sandboxes without
+ * membarrier): both paths under ASan. */
+static void
+so_eterm_send_and_receive(bool membarrier)
 {
 	zr_ctx *c;
 	zr_socket *push, *dealer;
@@ -478,6 +483,8 @@ Test(sockets, freeing_the_context_wakes_a_blocked_send_and_receive_with_eterm)
 	void *res;
 
 	cr_assert_eq(zr_ctx_new(&c), 0);
+	if (!membarrier)
+		c->membarrier = false; /* before any socket: the io thread reads it only to free one */
 	cr_assert_eq(zr_socket_open(c, ZR_PUSH, &push), 0);
 	cr_assert_eq(zr_socket_open(c, ZR_DEALER, &dealer), 0);
 	cr_assert_eq(zr_bind(push, "tcp://127.0.0.1:0"), 0);
@@ -492,4 +499,43 @@ Test(sockets, freeing_the_context_wakes_a_blocked_send_and_receive_with_eterm)
 		cr_assert_eq((intptr_t)res, -ETERM, "blocked call %d returned %d", i,
 		             (int)(intptr_t)res);
 	}
+}
+
+Test(sockets, freeing_the_context_wakes_a_blocked_send_and_receive_with_eterm)
+{
+	so_eterm_send_and_receive(true);
+}
+
+Test(sockets, without_membarrier_blocked_calls_still_hold_their_socket)
+{
+	so_eterm_send_and_receive(false);
+}
+
+/* Without membarrier, sends and receives count on the locked counter: a
+ * stream still arrives whole and the sockets close and free normally. */
+Test(sockets, without_membarrier_a_stream_arrives_whole)
+{
+	zr_ctx *c;
+	zr_socket *push, *pull;
+	char ep[128], buf[16];
+
+	cr_assert_eq(zr_ctx_new(&c), 0);
+	c->membarrier = false;
+	cr_assert_eq(zr_socket_open(c, ZR_PUSH, &push), 0);
+	cr_assert_eq(zr_socket_open(c, ZR_PULL, &pull), 0);
+	cr_assert_eq(zr_bind(pull, "tcp://127.0.0.1:0"), 0);
+	endpoint_of(pull, ep, sizeof ep);
+	cr_assert_eq(zr_connect(push, ep), 0);
+	for (int i = 0; i < 5000; i++)
+		cr_assert_eq(zr_send_bytes(push, &i, sizeof i, 0), 0);
+	for (int i = 0; i < 5000; i++) {
+		int got;
+
+		cr_assert_eq(zr_recv_bytes(pull, buf, sizeof buf, 0), (int)sizeof i);
+		memcpy(&got, buf, sizeof got);
+		cr_assert_eq(got, i);
+	}
+	zr_socket_close(push);
+	zr_socket_close(pull);
+	zr_ctx_free(c);
 }
