@@ -516,6 +516,10 @@ sub_worker_main(void *arg)
 		w->pending = t;
 		w->pending.n = 0;
 		w->busy = true;
+		/* The inbox is empty again: a dispatcher waiting to hand this lane
+		 * its next job goes on now, not when this handler returns (which,
+		 * for a handler that blocks, would stall every other lane). */
+		pthread_cond_broadcast(&sub->cond);
 		pthread_mutex_unlock(&sub->lock);
 		sub_run(sub, w, &w->current);
 		pthread_mutex_lock(&sub->lock);
