@@ -1452,12 +1452,18 @@ sock_rx_push(struct zr_socket *s, zr_msg *m)
 	/* Exactly RCVHWM (the ring itself rounds up to a power of two). */
 	if (queued >= limit)
 		return false;
-	if (s->opt.rcvbytes > 0 && queued > 0) {
+	/* Within RCVBYTES, except that a queue holding no bytes takes any one
+	 * message. Judged on the bytes themselves, never on the cached count,
+	 * which may still say "not empty" when the app has taken everything:
+	 * a message over the budget would then wait for a wake nobody sends. */
+	if (s->opt.rcvbytes > 0) {
 		uint64_t budget = (uint64_t)s->opt.rcvbytes;
+		size_t bytes = s->rx_given - s->rx_taken_seen;
 
-		if (s->rx_given - s->rx_taken_seen + m->len > budget) {
+		if (bytes > 0 && bytes + m->len > budget) {
 			s->rx_taken_seen = atomic_load_explicit(&s->rx_taken, memory_order_acquire);
-			if (s->rx_given - s->rx_taken_seen + m->len > budget)
+			bytes = s->rx_given - s->rx_taken_seen;
+			if (bytes > 0 && bytes + m->len > budget)
 				return false;
 		}
 	}

@@ -345,3 +345,45 @@ Test(engine_flow, a_paused_receiver_resumes_at_half_its_hwm)
 	zr_socket_close(pull);
 	zr_ctx_free(ctx);
 }
+
+/* A message larger than RCVBYTES still passes, one at a time, whenever the
+ * receive queue is empty, also after a burst of small ones has left the io
+ * thread with a stale view of how many the queue holds (a hang otherwise). */
+Test(engine_flow, messages_over_rcvbytes_pass_one_at_a_time_after_a_burst, .timeout = 60)
+{
+	zr_ctx *ctx;
+	zr_socket *push, *pull;
+	char ep[128];
+	static char big[8192], in[8192];
+
+	cr_assert_eq(zr_ctx_new(&ctx), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
+	sopt_i64(pull, ZR_RCVBYTES, 4096);
+	sopt_int(pull, ZR_RCVTIMEO, WAIT_MS);
+	cr_assert_eq(zr_bind(pull, "ipc://@zring-flow-over-budget"), 0);
+	endpoint_of(pull, ep, sizeof ep);
+	cr_assert_eq(zr_connect(push, ep), 0);
+	/* A burst the receiver does not read at once: rx grows to ~100. */
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq(zr_send_bytes(push, "small", 5, 0), 0);
+	sleep_ms(300);
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq(zr_recv_bytes(pull, in, sizeof in, 0), 5, "small %d", i);
+	/* Then messages of twice the budget, each read as it comes. */
+	for (int i = 0; i < 20; i++) {
+		memset(big, i, sizeof big);
+		cr_assert_eq(zr_send_bytes(push, big, sizeof big, 0), 0);
+	}
+	for (int i = 0; i < 20; i++) {
+		int n = zr_recv_bytes(pull, in, sizeof in, 0);
+
+		cr_assert_eq(n, (int)sizeof big, "big %d: %d (%s)", i, n, n < 0 ? zr_strerror(n) : "");
+		cr_assert_eq((unsigned char)in[0], (unsigned char)i);
+	}
+	sopt_int(push, ZR_LINGER, 0);
+	sopt_int(pull, ZR_LINGER, 0);
+	zr_socket_close(push);
+	zr_socket_close(pull);
+	zr_ctx_free(ctx);
+}
