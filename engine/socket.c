@@ -796,16 +796,20 @@ zr_monitor_recv(zr_socket *s, struct zr_event *ev, int timeout_ms)
 int
 zr_send_bytes(zr_socket *s, const void *data, size_t len, int flags)
 {
-	zr_msg *m = s->queues_ready ? zr__spsc_pop(&s->tx_spare) : NULL;
-	int rc = m != NULL ? 0 : zr_msg_new(&m);
+	zr_msg *m;
+	int rc;
 
-	if (rc < 0)
-		return rc;
-	rc = zr_msg_add(m, data, len);
+	/* Counted from its first touch of the socket (the spare ring), not
+	 * only around the send: a context freed meanwhile must wait for it. */
+	sock_call_enter(s, SOCK_CALL_TX);
+	m = s->queues_ready ? zr__spsc_pop(&s->tx_spare) : NULL;
+	rc = m != NULL ? 0 : zr_msg_new(&m);
 	if (rc == 0)
-		rc = zr_send(s, &m, flags);
-	zr_msg_free(m);
-	return rc;
+		rc = zr_msg_add(m, data, len);
+	if (rc == 0)
+		rc = sock_send(s, &m, sock_deadline(flags, s->opt.sndtimeo_ms), -1);
+	zr_msg_free(m); /* NULL once sent */
+	return sock_call_leave(s, SOCK_CALL_TX, rc);
 }
 
 /* see zring.h */
