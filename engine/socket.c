@@ -504,9 +504,11 @@ sock_tx_offer(zr_socket *s, zr_msg *m)
 				return false;
 		}
 	}
+	size_t len = m->len; /* once pushed, m is the io thread's (it may be gone) */
+
 	if (!zr__spsc_push(&s->tx, m))
 		return false;
-	s->tx_given += m->len;
+	s->tx_given += len;
 	return true;
 }
 
@@ -1471,9 +1473,11 @@ sock_rx_push(struct zr_socket *s, zr_msg *m)
 				return false;
 		}
 	}
+	size_t len = m->len; /* once pushed, m is the app's (it may be gone) */
+
 	if (!zr__spsc_push(&s->rx, m))
 		return false;
-	s->rx_given += m->len;
+	s->rx_given += len;
 	if (queued + 1 > peak)
 		atomic_store_explicit(&s->rx_peak, queued + 1, memory_order_relaxed);
 	s->rx_unsignalled = true; /* the wake waits for zr__sock_rx_flush */
