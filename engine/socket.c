@@ -487,23 +487,32 @@ sock_blocks_without_peer(const zr_socket *s)
 	return s->type == ZR_PUSH || s->type == ZR_DEALER || s->type == ZR_REQ || s->type == ZR_PAIR;
 }
 
+/*
+ * A byte budget between two threads (SNDBYTES on tx, RCVBYTES on rx): the
+ * producer's running total `given`, its copy `seen` of the consumer's
+ * running total `taken`. Room for len more bytes within budget (<= 0: no limit),
+ * and a queue holding no bytes takes any one message. Judged on the bytes
+ * alone; `taken` is read only when the copy says the budget is reached.
+ */
+static bool
+sock_budget_room(int64_t budget, size_t given, size_t *seen, atomic_size_t *taken, size_t len)
+{
+	size_t queued = given - *seen;
+
+	if (budget <= 0 || queued == 0 || queued + len <= (uint64_t)budget)
+		return true;
+	*seen = atomic_load_explicit(taken, memory_order_acquire);
+	queued = given - *seen;
+	return queued == 0 || queued + len <= (uint64_t)budget;
+}
+
 /* Into the app -> io handoff, within its slots and the SNDBYTES budget (an
  * empty handoff takes any one message, as the other byte budgets do). */
 static bool
 sock_tx_offer(zr_socket *s, zr_msg *m)
 {
-	if (s->opt.sndbytes > 0) {
-		uint64_t budget = (uint64_t)s->opt.sndbytes;
-		size_t queued = s->tx_given - s->tx_taken_seen;
-
-		if (queued > 0 && queued + m->len > budget) {
-			/* Our copy says full: look at what the io thread took since. */
-			s->tx_taken_seen = atomic_load_explicit(&s->tx_taken, memory_order_acquire);
-			queued = s->tx_given - s->tx_taken_seen;
-			if (queued > 0 && queued + m->len > budget)
-				return false;
-		}
-	}
+	if (!sock_budget_room(s->opt.sndbytes, s->tx_given, &s->tx_taken_seen, &s->tx_taken, m->len))
+		return false;
 	size_t len = m->len; /* once pushed, m is the io thread's (it may be gone) */
 
 	if (!zr__spsc_push(&s->tx, m))
@@ -1458,21 +1467,11 @@ sock_rx_push(struct zr_socket *s, zr_msg *m)
 	/* Exactly RCVHWM (the ring itself rounds up to a power of two). */
 	if (queued >= limit)
 		return false;
-	/* Within RCVBYTES, except that a queue holding no bytes takes any one
-	 * message. Judged on the bytes themselves, never on the cached count,
+	/* Within RCVBYTES, judged on the bytes, never on the cached count,
 	 * which may still say "not empty" when the app has taken everything:
 	 * a message over the budget would then wait for a wake nobody sends. */
-	if (s->opt.rcvbytes > 0) {
-		uint64_t budget = (uint64_t)s->opt.rcvbytes;
-		size_t bytes = s->rx_given - s->rx_taken_seen;
-
-		if (bytes > 0 && bytes + m->len > budget) {
-			s->rx_taken_seen = atomic_load_explicit(&s->rx_taken, memory_order_acquire);
-			bytes = s->rx_given - s->rx_taken_seen;
-			if (bytes > 0 && bytes + m->len > budget)
-				return false;
-		}
-	}
+	if (!sock_budget_room(s->opt.rcvbytes, s->rx_given, &s->rx_taken_seen, &s->rx_taken, m->len))
+		return false;
 	size_t len = m->len; /* once pushed, m is the app's (it may be gone) */
 
 	if (!zr__spsc_push(&s->rx, m))
