@@ -36,6 +36,17 @@ endpoint_of(zr_socket *s, char *ep, size_t cap)
 	cr_assert_eq(zr_getsockopt(s, ZR_LAST_ENDPOINT, ep, &len), 0);
 }
 
+/* Binds bound to endpoint and connects connecting to the address it got
+ * (the port or name the kernel chose); ep receives that address. */
+static inline void
+sock_bind_connect(zr_socket *bound, const char *endpoint, zr_socket *connecting, char *ep,
+                  size_t cap)
+{
+	cr_assert_eq(zr_bind(bound, endpoint), 0, "bind %s", endpoint);
+	endpoint_of(bound, ep, cap);
+	cr_assert_eq(zr_connect(connecting, ep), 0, "connect %s", ep);
+}
+
 /* Closes two sockets without lingering and frees their context. */
 static inline void
 sock_pair_free(zr_ctx *ctx, zr_socket *a, zr_socket *b)

@@ -35,9 +35,7 @@ Test(engine_flow, a_stalled_receiver_holds_no_more_than_its_byte_budget)
 	sopt_i64(pull, ZR_RCVBYTES, 256 * 1024); /* four 64 KiB messages */
 	sopt_int(pull, ZR_RCVTIMEO, WAIT_MS);
 	sopt_int(push, ZR_SNDTIMEO, WAIT_MS);
-	cr_assert_eq(zr_bind(pull, "ipc://@zring-flow-budget"), 0);
-	endpoint_of(pull, ep, sizeof ep);
-	cr_assert_eq(zr_connect(push, ep), 0);
+	sock_bind_connect(pull, "ipc://@zring-flow-budget", push, ep, sizeof ep);
 
 	/* The messages fit in the kernel and SNDHWM: the sender is not blocked,
 	 * so everything reaches the receiver's side, which stops at its budget. */
@@ -62,11 +60,7 @@ Test(engine_flow, a_stalled_receiver_holds_no_more_than_its_byte_budget)
 		cr_assert_eq((unsigned char)in[SIZE - 1], (unsigned char)got);
 	}
 	cr_assert_eq(zr_recv_bytes(pull, payload, 1, ZR_DONTWAIT), -EAGAIN);
-	sopt_int(push, ZR_LINGER, 0);
-	sopt_int(pull, ZR_LINGER, 0);
-	zr_socket_close(push);
-	zr_socket_close(pull);
-	zr_ctx_free(ctx);
+	sock_pair_free(ctx, push, pull);
 }
 
 struct fanout {
@@ -268,20 +262,14 @@ Test(engine_flow, a_stalled_receiver_takes_exactly_rcvhwm_messages)
 	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
 	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
 	sopt_int(pull, ZR_RCVHWM, 5); /* the ring underneath has 8 slots */
-	cr_assert_eq(zr_bind(pull, "ipc://@zring-flow-exact-hwm"), 0);
-	endpoint_of(pull, ep, sizeof ep);
-	cr_assert_eq(zr_connect(push, ep), 0);
+	sock_bind_connect(pull, "ipc://@zring-flow-exact-hwm", push, ep, sizeof ep);
 	for (int i = 0; i < 50; i++)
 		cr_assert_eq(zr_send_bytes(push, "m", 1, 0), 0);
 	sleep_ms(300);
 	cr_assert_eq(zr__spsc_count(&pull->rx), 5u);
 	for (int i = 0; i < 50; i++)
 		cr_assert_eq(zr_recv_bytes(pull, ep, sizeof ep, 0), 1, "message %d", i);
-	sopt_int(push, ZR_LINGER, 0);
-	sopt_int(pull, ZR_LINGER, 0);
-	zr_socket_close(push);
-	zr_socket_close(pull);
-	zr_ctx_free(ctx);
+	sock_pair_free(ctx, push, pull);
 }
 
 /* A paused connection goes on once the app has taken half of RCVHWM (libzmq's
@@ -298,9 +286,7 @@ Test(engine_flow, a_paused_receiver_resumes_at_half_its_hwm)
 	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
 	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
 	sopt_int(pull, ZR_RCVHWM, 8);
-	cr_assert_eq(zr_bind(pull, "ipc://@zring-flow-resume-half"), 0);
-	endpoint_of(pull, ep, sizeof ep);
-	cr_assert_eq(zr_connect(push, ep), 0);
+	sock_bind_connect(pull, "ipc://@zring-flow-resume-half", push, ep, sizeof ep);
 	for (int i = 0; i < 60; i++) {
 		zr_msg *m;
 
@@ -339,11 +325,7 @@ Test(engine_flow, a_paused_receiver_resumes_at_half_its_hwm)
 		cr_assert_eq(*(const int *)zr_msg_frame(m, 0, &len), next);
 		zr_msg_free(m);
 	}
-	sopt_int(push, ZR_LINGER, 0);
-	sopt_int(pull, ZR_LINGER, 0);
-	zr_socket_close(push);
-	zr_socket_close(pull);
-	zr_ctx_free(ctx);
+	sock_pair_free(ctx, push, pull);
 }
 
 /* A message larger than RCVBYTES still passes, one at a time, whenever the
@@ -361,9 +343,7 @@ Test(engine_flow, messages_over_rcvbytes_pass_one_at_a_time_after_a_burst, .time
 	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
 	sopt_i64(pull, ZR_RCVBYTES, 4096);
 	sopt_int(pull, ZR_RCVTIMEO, WAIT_MS);
-	cr_assert_eq(zr_bind(pull, "ipc://@zring-flow-over-budget"), 0);
-	endpoint_of(pull, ep, sizeof ep);
-	cr_assert_eq(zr_connect(push, ep), 0);
+	sock_bind_connect(pull, "ipc://@zring-flow-over-budget", push, ep, sizeof ep);
 	/* A burst the receiver does not read at once: rx grows to ~100. */
 	for (int i = 0; i < 100; i++)
 		cr_assert_eq(zr_send_bytes(push, "small", 5, 0), 0);
@@ -381,9 +361,5 @@ Test(engine_flow, messages_over_rcvbytes_pass_one_at_a_time_after_a_burst, .time
 		cr_assert_eq(n, (int)sizeof big, "big %d: %d (%s)", i, n, n < 0 ? zr_strerror(n) : "");
 		cr_assert_eq((unsigned char)in[0], (unsigned char)i);
 	}
-	sopt_int(push, ZR_LINGER, 0);
-	sopt_int(pull, ZR_LINGER, 0);
-	zr_socket_close(push);
-	zr_socket_close(pull);
-	zr_ctx_free(ctx);
+	sock_pair_free(ctx, push, pull);
 }

@@ -85,9 +85,7 @@ Test(engine_monitor, an_incompatible_peer_fails_the_handshake_with_the_reason_on
 	cr_assert_eq(zr_socket_open(ctx, ZR_PUB, &b), 0);
 	cr_assert_eq(zr_socket_monitor(a, ZR_EVENT_ALL), 0);
 	cr_assert_eq(zr_socket_monitor(b, ZR_EVENT_ALL), 0);
-	cr_assert_eq(zr_bind(a, "ipc://@zring-monitor-incompatible"), 0);
-	endpoint_of(a, ep, sizeof ep);
-	cr_assert_eq(zr_connect(b, ep), 0);
+	sock_bind_connect(a, "ipc://@zring-monitor-incompatible", b, ep, sizeof ep);
 
 	ev = expect_event(a, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL);
 	cr_assert_eq(ev.value, -ZR_EINCOMPATIBLE, "got %d (%s)", ev.value, zr_strerror(ev.value));

@@ -25,9 +25,7 @@ Test(engine_options, the_socket_fd_turns_readable_when_a_message_arrives_after_e
 	cr_assert_eq(zr_ctx_new(&ctx), 0);
 	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
 	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
-	cr_assert_eq(zr_bind(pull, "ipc://@zring-options-fd"), 0);
-	endpoint_of(pull, ep, sizeof ep);
-	cr_assert_eq(zr_connect(push, ep), 0);
+	sock_bind_connect(pull, "ipc://@zring-options-fd", push, ep, sizeof ep);
 
 	p.fd = zr_socket_fd(pull);
 	p.events = POLLIN;
@@ -67,9 +65,7 @@ Test(engine_options, the_monitor_fd_turns_readable_when_an_event_arrives_after_e
 	cr_assert_geq(p.fd, 0);
 	cr_assert_eq(zr_monitor_recv(pull, &ev, 0), -EAGAIN);
 	cr_assert_eq(poll(&p, 1, 100), 0, "readable with no event");
-	cr_assert_eq(zr_bind(pull, "ipc://@zring-options-monfd"), 0);
-	endpoint_of(pull, ep, sizeof ep);
-	cr_assert_eq(zr_connect(push, ep), 0);
+	sock_bind_connect(pull, "ipc://@zring-options-monfd", push, ep, sizeof ep);
 	cr_assert_eq(poll(&p, 1, 5000), 1, "the fd never turned readable");
 	cr_assert_eq(zr_monitor_recv(pull, &ev, 0), 0);
 	cr_assert_eq(ev.type, ZR_EVENT_HANDSHAKE_SUCCEEDED);
@@ -100,9 +96,7 @@ Test(engine_options, a_256_mib_message_goes_through_with_maxmsgsize_raised, .tim
 	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
 	cr_assert_eq(zr_setsockopt(pull, ZR_MAXMSGSIZE, &max, sizeof max), 0);
 	sopt_int(pull, ZR_RCVTIMEO, 60000);
-	cr_assert_eq(zr_bind(pull, "ipc://@zring-options-256mib"), 0);
-	endpoint_of(pull, ep, sizeof ep);
-	cr_assert_eq(zr_connect(push, ep), 0);
+	sock_bind_connect(pull, "ipc://@zring-options-256mib", push, ep, sizeof ep);
 
 	cr_assert_eq(zr_msg_new(&m), 0);
 	cr_assert_eq(zr_msg_add(m, "", 0), 0); /* an empty frame first */
@@ -288,9 +282,7 @@ Test(engine_options, unbind_stops_listening_and_keeps_the_connections_it_made)
 	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &late), 0);
 	sopt_int(pull, ZR_RCVTIMEO, 5000);
 	cr_assert_eq(zr_socket_monitor(pull, ZR_EVENT_CLOSED | ZR_EVENT_ACCEPTED), 0);
-	cr_assert_eq(zr_bind(pull, "tcp://127.0.0.1:*"), 0);
-	endpoint_of(pull, ep, sizeof ep);
-	cr_assert_eq(zr_connect(early, ep), 0);
+	sock_bind_connect(pull, "tcp://127.0.0.1:*", early, ep, sizeof ep);
 	cr_assert_eq(zr_send_bytes(early, "e", 1, 0), 0);
 	cr_assert_eq(zr_recv_bytes(pull, buf, sizeof buf, 0), 1);
 
@@ -326,9 +318,7 @@ Test(engine_options, message_properties_outlive_their_connection)
 	cr_assert_eq(zr_ctx_new(&ctx), 0);
 	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
 	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
-	cr_assert_eq(zr_bind(pull, "tcp://127.0.0.1:*"), 0);
-	endpoint_of(pull, ep, sizeof ep);
-	cr_assert_eq(zr_connect(push, ep), 0);
+	sock_bind_connect(pull, "tcp://127.0.0.1:*", push, ep, sizeof ep);
 	for (int i = 0; i < 3; i++)
 		cr_assert_eq(zr_send_bytes(push, "x", 1, 0), 0);
 	for (int i = 0; i < 3; i++)

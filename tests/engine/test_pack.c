@@ -66,9 +66,7 @@ Test(engine_pack, mixed_small_and_large_frames_arrive_byte_exact_through_a_slow_
 	sopt_int(pull, ZR_RCVHWM, 4);     /* the receiver holds back: the sender's */
 	sopt_int(pull, ZR_RCVBUF, 4096);  /* batches are cut and sent short */
 	sopt_int(push, ZR_SNDBUF, 4096);
-	cr_assert_eq(zr_bind(pull, "tcp://127.0.0.1:*"), 0);
-	endpoint_of(pull, ep, sizeof ep);
-	cr_assert_eq(zr_connect(push, ep), 0);
+	sock_bind_connect(pull, "tcp://127.0.0.1:*", push, ep, sizeof ep);
 	cr_assert_eq(pthread_create(&th, NULL, pack_sender, push), 0);
 
 	for (unsigned k = 0; k < PACK_MESSAGES; k++) {
@@ -104,9 +102,7 @@ Test(engine_pack, a_burst_of_one_byte_messages_arrives_in_order)
 	cr_assert_eq(zr_ctx_new(&ctx), 0);
 	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
 	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
-	cr_assert_eq(zr_bind(pull, "tcp://127.0.0.1:*"), 0);
-	endpoint_of(pull, ep, sizeof ep);
-	cr_assert_eq(zr_connect(push, ep), 0);
+	sock_bind_connect(pull, "tcp://127.0.0.1:*", push, ep, sizeof ep);
 	for (unsigned k = 0; k < n; k++) {
 		uint8_t b = (uint8_t)k;
 

@@ -30,9 +30,7 @@ Test(engine_sndbytes, a_stalled_push_of_large_messages_holds_bytes_not_sndhwm_me
 	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
 	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
 	sopt_int(pull, ZR_RCVHWM, 64);
-	cr_assert_eq(zr_bind(pull, "tcp://127.0.0.1:0"), 0);
-	endpoint_of(pull, ep, sizeof ep);
-	cr_assert_eq(zr_connect(push, ep), 0);
+	sock_bind_connect(pull, "tcp://127.0.0.1:0", push, ep, sizeof ep);
 	/* Send without waiting until the sender has refused for a whole second. */
 	while (quiet_ms < 1000 && accepted < 1000) {
 		memcpy(buf, &accepted, sizeof accepted);

@@ -523,9 +523,7 @@ Test(sockets, without_membarrier_a_stream_arrives_whole)
 	c->membarrier = false;
 	cr_assert_eq(zr_socket_open(c, ZR_PUSH, &push), 0);
 	cr_assert_eq(zr_socket_open(c, ZR_PULL, &pull), 0);
-	cr_assert_eq(zr_bind(pull, "tcp://127.0.0.1:0"), 0);
-	endpoint_of(pull, ep, sizeof ep);
-	cr_assert_eq(zr_connect(push, ep), 0);
+	sock_bind_connect(pull, "tcp://127.0.0.1:0", push, ep, sizeof ep);
 	for (int i = 0; i < 5000; i++)
 		cr_assert_eq(zr_send_bytes(push, &i, sizeof i, 0), 0);
 	for (int i = 0; i < 5000; i++) {
