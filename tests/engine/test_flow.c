@@ -15,9 +15,18 @@
 
 #define WAIT_MS 10000
 
-
-
-
+/* How many messages the io thread has queued for the app once it holds at
+ * least want (or timeout_ms passed), then after a quiet settle_ms more: the
+ * positive part waits as long as a loaded machine needs, the "and no more"
+ * part looks after the io thread had its chance to go past. */
+static size_t
+rx_queued_settled(zr_socket *s, size_t want, int timeout_ms, int settle_ms)
+{
+	for (int waited = 0; zr__spsc_count(&s->rx) < want && waited < timeout_ms; waited++)
+		sleep_ms(1);
+	sleep_ms(settle_ms);
+	return zr__spsc_count(&s->rx);
+}
 
 Test(engine_flow, a_stalled_receiver_holds_no_more_than_its_byte_budget)
 {
@@ -43,8 +52,7 @@ Test(engine_flow, a_stalled_receiver_holds_no_more_than_its_byte_budget)
 		memset(payload, sent, sizeof payload);
 		cr_assert_eq(zr_send_bytes(push, payload, sizeof payload, 0), 0, "send %d", sent);
 	}
-	sleep_ms(300);
-	queued = zr__spsc_count(&pull->rx);
+	queued = rx_queued_settled(pull, 1, WAIT_MS, 300);
 	cr_assert_leq(queued, 4u, "%zu messages of 64 KiB queued past a 256 KiB budget", queued);
 	/* (rx_given is the io thread's; it is idle by now) */
 	cr_assert_leq(pull->rx_given - atomic_load(&pull->rx_taken), (size_t)256 * 1024);
@@ -265,8 +273,7 @@ Test(engine_flow, a_stalled_receiver_takes_exactly_rcvhwm_messages)
 	sock_bind_connect(pull, "ipc://@zring-flow-exact-hwm", push, ep, sizeof ep);
 	for (int i = 0; i < 50; i++)
 		cr_assert_eq(zr_send_bytes(push, "m", 1, 0), 0);
-	sleep_ms(300);
-	cr_assert_eq(zr__spsc_count(&pull->rx), 5u);
+	cr_assert_eq(rx_queued_settled(pull, 5, WAIT_MS, 300), 5u);
 	for (int i = 0; i < 50; i++)
 		cr_assert_eq(zr_recv_bytes(pull, ep, sizeof ep, 0), 1, "message %d", i);
 	sock_pair_free(ctx, push, pull);
@@ -295,8 +302,7 @@ Test(engine_flow, a_paused_receiver_resumes_at_half_its_hwm)
 		cr_assert_eq(zr_msg_add(m, "tail", 4), 0);
 		cr_assert_eq(zr_send(push, &m, 0), 0);
 	}
-	sleep_ms(300);
-	cr_assert_eq(zr__spsc_count(&pull->rx), 8u);
+	cr_assert_eq(rx_queued_settled(pull, 8, WAIT_MS, 300), 8u);
 
 	/* Take one at a time: up to half taken, the connection stays paused. */
 	for (int taken = 1; taken <= 4; taken++) {
@@ -310,13 +316,14 @@ Test(engine_flow, a_paused_receiver_resumes_at_half_its_hwm)
 		cr_assert_eq(memcmp(zr_msg_frame(m, 1, &len), "tail", 4), 0);
 		cr_assert_eq(len, 4u);
 		zr_msg_free(m);
-		sleep_ms(taken < 4 ? 150 : 300);
-		if (taken < 4)
+		if (taken < 4) {
+			sleep_ms(150);
 			cr_assert_eq(zr__spsc_count(&pull->rx), (size_t)(8 - taken),
 			             "resumed after %d of 8 taken", taken);
+		}
 	}
 	/* Half taken: it read again, up to the HWM. */
-	cr_assert_eq(zr__spsc_count(&pull->rx), 8u);
+	cr_assert_eq(rx_queued_settled(pull, 8, WAIT_MS, 100), 8u);
 	for (; next < 60; next++) {
 		zr_msg *m;
 		size_t len;
