@@ -159,8 +159,9 @@ Test(batches, size_8_and_one_message_gives_a_batch_of_1_after_the_batch_wait)
 }
 
 /* §20 66: no deadline wait at size 1. Timing is only compared loosely: of
- * up to 20 publish-to-handler round trips, one must beat ZR_BATCH_WAIT_MS
- * (a batcher that waited out the deadline never does). */
+ * the publish-to-handler round trips made within BU_WAIT_MS, one must beat
+ * ZR_BATCH_WAIT_MS (a batcher that waited out the deadline never does; a
+ * loaded machine just needs more tries). */
 Test(batches, size_1_delivers_each_message_at_once_without_the_batch_wait)
 {
 	struct bt t;
@@ -171,7 +172,7 @@ Test(batches, size_1_delivers_each_message_at_once_without_the_batch_wait)
 	bt_pub(&t, "warm");
 	cr_assert(bu_log_wait(&t.log, 1, BU_WAIT_MS));
 	n = 1;
-	for (int i = 0; i < 20 && best >= ZR_BATCH_WAIT_MS; i++) {
+	for (uint64_t end = bu_now_ms() + BU_WAIT_MS; best >= ZR_BATCH_WAIT_MS && bu_now_ms() < end;) {
 		uint64_t t0 = bu_now_ms();
 
 		bt_pub(&t, "x");
