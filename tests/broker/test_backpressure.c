@@ -79,7 +79,8 @@ bp_stall(struct bp_stall *s, int pattern, bool ipc)
 	for (; s->taken < BP_STALL_LIMIT; s->taken++) {
 		uint64_t t0 = kp_now_ms();
 
-		rc = bp_publish(s->pub, s->name, s->buf, s->taken, 2000);
+		/* The first also waits out connecting and the handshake. */
+		rc = bp_publish(s->pub, s->name, s->buf, s->taken, s->taken == 0 ? 10000 : 2000);
 		if (rc != 0) {
 			s->stalled_ms = kp_now_ms() - t0;
 			break;
@@ -132,7 +133,7 @@ bp_38(bool ipc)
 	cr_assert_lt(s.taken, BP_STALL_LIMIT);
 	cr_assert_geq(s.stalled_ms, 1900, "the stalled publish gave up after %" PRIu64 " ms",
 	              s.stalled_ms);
-	zr_subscription_stats(s.sub, &st);
+	bp_settle(s.sub, 8, &st);
 	cr_assert_eq(st.depth, 8, "the unread channel holds %zu", st.depth);
 	cr_assert_eq(kp_log_count(s.log), 1);
 	free(s.buf);
@@ -316,9 +317,13 @@ bp_42(bool ipc)
 		kp_tell(p, "send 8 5000");
 		kp_answer(p, 10000);
 		sent += 8;
-		sleep_ms(200);
+		/* "SENT" is libzmq's send returning; its io thread writes after. */
 		int now = kp_inq(fd);
 
+		for (uint64_t end = kp_now_ms() + 10000; now < inq + 8 * 1024 && kp_now_ms() < end;) {
+			sleep_ms(10);
+			now = kp_inq(fd);
+		}
 		cr_assert_geq(now, inq + 8 * 1024,
 		              "round %d: the kernel queue went %d -> %d octets", round, inq, now);
 		inq = now;
