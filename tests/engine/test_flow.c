@@ -102,9 +102,10 @@ fanout_open(struct fanout *f, int policy)
 		cr_assert_eq(zr_connect(*subs[i], ep), 0);
 	}
 	/* Wait until both "t" subscribers are known to the PUB. */
-	for (int ready = 0; ready < 2;) {
+	for (int ready = 0, tries = 0; ready < 2; tries++) {
 		char buf[8];
 
+		cr_assert_lt(tries, WAIT_MS / 20, "the subscribers never got a probe");
 		cr_assert_eq(zr_send_bytes(f->pub, "tprobe", 6, 0), 0);
 		sleep_ms(20);
 		ready = 0;
@@ -114,11 +115,19 @@ fanout_open(struct fanout *f, int policy)
 			ready |= 2;
 		ready = ready == 3 ? 2 : 0;
 	}
-	sleep_ms(50);
-	for (char buf[8]; zr_recv_bytes(f->fast, buf, sizeof buf, ZR_DONTWAIT) > 0;)
-		;
-	for (char buf[8]; zr_recv_bytes(f->slow, buf, sizeof buf, ZR_DONTWAIT) > 0;)
-		;
+	/* Probes may still be on their way: a fence after them, and each "t"
+	 * subscriber reads up to it, so the tests start from empty queues. */
+	cr_assert_eq(zr_send_bytes(f->pub, "tfence", 6, 0), 0);
+	for (int i = 0; i < 2; i++) {
+		zr_socket *s = i == 0 ? f->fast : f->slow;
+		char buf[8];
+		int n;
+
+		do {
+			n = zr_recv_bytes(s, buf, sizeof buf, 0);
+			cr_assert_eq(n, 6, "reading up to the fence: %d", n);
+		} while (memcmp(buf, "tfence", 6) != 0);
+	}
 }
 
 static void
