@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,20 +67,43 @@ sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
-/* A loopback tcp port nobody listens on right now (for a peer that must be
- * restarted on the same port). */
+/*
+ * A loopback tcp port nobody listens on right now (for a peer that must be
+ * restarted on the same port, or an address nobody answers), chosen below
+ * the kernel's ephemeral range: no bind to port 0 of a test running beside
+ * this one can take it, and redialling it cannot connect a socket to itself
+ * (a connecting socket's own port is always ephemeral).
+ */
 static inline unsigned
 free_tcp_port(void)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof a;
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	unsigned lo = 32768, hi = 60999, base = 10000;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+	struct timespec ts;
+	uint64_t x;
 
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	close(fd);
-	return ntohs(a.sin_port);
+	if (f != NULL) {
+		if (fscanf(f, "%u %u", &lo, &hi) != 2)
+			lo = 32768;
+		fclose(f);
+	}
+	cr_assert_gt(lo, base + 1000, "the ephemeral port range starts at %u", lo);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	x = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec;
+	for (int tries = 0; tries < 200; tries++) {
+		int fd = socket(AF_INET, SOCK_STREAM, 0), rc;
+
+		x = x * 6364136223846793005u + 1442695040888963407u; /* an LCG step */
+		a.sin_port = htons((uint16_t)(base + (x >> 33) % (lo - base)));
+		cr_assert_geq(fd, 0);
+		rc = bind(fd, (struct sockaddr *)&a, sizeof a);
+		close(fd);
+		if (rc == 0)
+			return ntohs(a.sin_port);
+	}
+	cr_assert_fail("no free tcp port in [%u, %u)", base, lo);
+	return 0;
 }
 
 #endif /* ZR_TESTS_ENGINE_SOCK_HELPERS_H */
