@@ -447,9 +447,12 @@ Test(cat, timeout_caps_the_linger_after_stdin_ends)
 
 Test(cat, req_without_an_answer_times_out_with_3)
 {
-	/* The pyzmq REP takes the request and never answers. */
+	/* The pyzmq REP takes the request and never answers. The request must
+	 * reach it before the receive times out (LINGER is capped to the same
+	 * timeout): generous, so the connect and handshake fit on a loaded
+	 * machine. */
 	const char *rep = peer_start("REP", "bind", "tcp://127.0.0.1:*", "--recv", "1", NULL);
-	tool_start("-w", "-c", "REQ", rep, "--timeout", "300", NULL);
+	tool_start("-w", "-c", "REQ", rep, "--timeout", "2000", NULL);
 	tool_input(&tool, "question\n", 9);
 
 	cr_assert_eq(tool_wait(&tool, WAIT_MS), 3, "stderr: %s", tool.err);
