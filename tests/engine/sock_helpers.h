@@ -67,43 +67,69 @@ sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
+/* Binds a loopback tcp socket to port (0: the kernel picks) and closes it:
+ * the port it got, or 0 when that port is taken. */
+static inline unsigned
+loopback_bind(unsigned port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+	                        .sin_port = htons((uint16_t)port),
+	                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof a;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	unsigned got = 0;
+
+	cr_assert_geq(fd, 0);
+	if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+		got = ntohs(a.sin_port);
+	close(fd);
+	return got;
+}
+
 /*
  * A loopback tcp port nobody listens on right now (for a peer that must be
- * restarted on the same port, or an address nobody answers), chosen below
- * the kernel's ephemeral range: no bind to port 0 of a test running beside
- * this one can take it, and redialling it cannot connect a socket to itself
- * (a connecting socket's own port is always ephemeral).
+ * restarted on the same port, or an address nobody answers), outside the
+ * kernel's ephemeral range (below it, else above it): a port the kernel
+ * hands out may go to a test running beside this one before it is used, and
+ * a socket redialling a closed loopback port of that range can be given it
+ * as its own source port and end up connected to itself. Random, so tests
+ * running side by side do not pick the same one.
  */
 static inline unsigned
 free_tcp_port(void)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	unsigned lo = 32768, hi = 60999, base = 10000;
+	unsigned lo = 32768, hi = 60999, first = 10000, last, port = 0;
 	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
 	struct timespec ts;
 	uint64_t x;
 
 	if (f != NULL) {
-		if (fscanf(f, "%u %u", &lo, &hi) != 2)
+		if (fscanf(f, "%u %u", &lo, &hi) != 2 || lo > hi || hi > 65535) {
 			lo = 32768;
+			hi = 60999;
+		}
 		fclose(f);
 	}
-	cr_assert_gt(lo, base + 1000, "the ephemeral port range starts at %u", lo);
+	if (lo > first + 1000) {
+		last = lo - 1;
+	} else {
+		first = hi + 1; /* a range that starts low: above it, if there is room */
+		last = 65535;
+	}
+	if (first + 1000 > last) {
+		port = loopback_bind(0); /* nothing outside the range: one the kernel picks */
+		cr_assert_neq(port, 0u, "cannot bind a loopback port");
+		return port;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	x = ((uint64_t)getpid() << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec;
-	for (int tries = 0; tries < 200; tries++) {
-		int fd = socket(AF_INET, SOCK_STREAM, 0), rc;
-
+	for (int tries = 0; tries < 200 && port == 0; tries++) {
 		x = x * 6364136223846793005u + 1442695040888963407u; /* an LCG step */
-		a.sin_port = htons((uint16_t)(base + (x >> 33) % (lo - base)));
-		cr_assert_geq(fd, 0);
-		rc = bind(fd, (struct sockaddr *)&a, sizeof a);
-		close(fd);
-		if (rc == 0)
-			return ntohs(a.sin_port);
+		port = loopback_bind(first + (unsigned)((x >> 33) % (last - first + 1)));
 	}
-	cr_assert_fail("no free tcp port in [%u, %u)", base, lo);
-	return 0;
+	cr_assert_neq(port, 0u, "no free loopback port in %u..%u", first, last);
+	return port;
 }
 
 #endif /* ZR_TESTS_ENGINE_SOCK_HELPERS_H */

@@ -12,24 +12,22 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 
-#include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "engine/sock_helpers.h"
 
 /* The peer-process helper the zring tool and the interop tests share. */
 #include "tools/zl_proc.c"
@@ -144,69 +142,12 @@ tool_bound(struct tool *t)
 		          "%s: want one line on stderr, got: %s", #__VA_ARGS__, t_->err);       \
 	} while (0)
 
-/* Binds a loopback tcp socket to port (0: any) and closes it; returns the
- * port it got, or 0 when the port is taken. */
-static unsigned
-loopback_bind(unsigned port)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET,
-	                        .sin_port = htons((uint16_t)port),
-	                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t len = sizeof a;
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	unsigned got = 0;
-
-	cr_assert_geq(fd, 0, "socket: %s", strerror(errno));
-	if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		got = ntohs(a.sin_port);
-	close(fd);
-	return got;
-}
-
-/*
- * A tcp endpoint on loopback where nobody listens. The port is outside the
- * kernel's ephemeral range (below it, else above it): one the kernel hands
- * out (bind to port 0, close) may go to another test's bind or outgoing
- * connection before this one uses it, and a socket that redials a closed
- * loopback port of that range can be given it as its own source port and
- * end up connected to itself. Random, so tests running side by side do not
- * pick the same one; free when picked.
- */
+/* A tcp endpoint on loopback where nobody listens. */
 static const char *
 unused_endpoint(void)
 {
 	static char ep[64];
-	unsigned lo = 32768, hi = 60999, first = 10000, last, port = 0;
-	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
-
-	if (f != NULL) {
-		if (fscanf(f, "%u %u", &lo, &hi) != 2 || lo > hi || hi > 65535) {
-			lo = 32768;
-			hi = 60999;
-		}
-		fclose(f);
-	}
-	if (lo > first + 1000) {
-		last = lo - 1;
-	} else {
-		first = hi + 1; /* a range that starts low: above it, if there is room */
-		last = 65535;
-	}
-	if (first + 1000 <= last) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		unsigned seed = (unsigned)getpid() * 2654435761u ^ (unsigned)ts.tv_nsec;
-
-		for (int i = 0; i < 200 && port == 0; i++)
-			port = loopback_bind(first + (unsigned)rand_r(&seed) % (last - first + 1));
-		cr_assert(port != 0, "no free loopback port in %u..%u", first, last);
-	} else {
-		/* Nothing outside the ephemeral range: one the kernel picks. */
-		port = loopback_bind(0);
-		cr_assert(port != 0, "cannot bind a loopback port");
-	}
-	snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", port);
+	snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", free_tcp_port());
 	return ep;
 }
 
