@@ -635,28 +635,29 @@ Test(engine_curve, maxmsgsize_applies_to_the_plaintext)
 	zr_msg_free(z_expect_msg(pull, "6166746572"));
 }
 
-/* HEARTBEAT_IVL 50 ms on both sides, a PING unanswered for 300 ms closes:
- * after 600 ms of idle the one connection still carries messages. */
+/* HEARTBEAT_IVL 100 ms on both sides, a PING unanswered for 1 s closes
+ * (generous: a stalled io thread must not drop the link): after 2 s of idle,
+ * twice the timeout, the one connection still carries messages. */
 Test(engine_curve, heartbeats_keep_an_idle_curve_link)
 {
 	char ep[256];
 	zr_socket *pull = et_zopen(0, ZR_PULL);
 
-	et_zopt_int(pull, ZR_HEARTBEAT_IVL, 50);
-	et_zopt_int(pull, ZR_HEARTBEAT_TIMEOUT, 300);
+	et_zopt_int(pull, ZR_HEARTBEAT_IVL, 100);
+	et_zopt_int(pull, ZR_HEARTBEAT_TIMEOUT, 1000);
 	cr_assert_eq(zr_socket_monitor(pull, ZR_EVENT_ALL), 0);
 	z_curve_server(pull, &srv);
 	snprintf(ep, sizeof ep, "%s", et_zbind(pull, false));
 	zr_socket *push = et_zopen(1, ZR_PUSH);
 
-	et_zopt_int(push, ZR_HEARTBEAT_IVL, 50);
-	et_zopt_int(push, ZR_HEARTBEAT_TIMEOUT, 300);
+	et_zopt_int(push, ZR_HEARTBEAT_IVL, 100);
+	et_zopt_int(push, ZR_HEARTBEAT_TIMEOUT, 1000);
 	cr_assert_eq(zr_socket_monitor(push, ZR_EVENT_ALL), 0);
 	z_curve_client(push, &cli, srv.pub);
 	cr_assert_eq(zr_connect(push, ep), 0);
 	cr_assert_eq(zr_send_bytes(push, "a", 1, 0), 0);
 	zr_msg_free(z_expect_msg(pull, "61"));
-	et_sleep_ms(600);
+	et_sleep_ms(2000);
 	cr_assert_eq(zr_send_bytes(push, "b", 1, 0), 0);
 	zr_msg_free(z_expect_msg(pull, "62"));
 	cr_assert_eq(mon_count(pull, ZR_EVENT_DISCONNECTED), 0);

@@ -197,11 +197,12 @@ Test(curve_sockets, push_pull_zring_client_pulls_from_libzmq_server)
 }
 
 /*
- * PUB/SUB under CURVE with HEARTBEAT_IVL 50 ms on both sides: the
- * subscription (a MESSAGE flagged COMMAND) filters, and after more than
- * 500 ms of idle link the same connection still carries messages. Each side
- * times out a PING unanswered for 400 ms, so the link surviving the idle
- * time means PINGs and PONGs inside MESSAGE were understood both ways.
+ * PUB/SUB under CURVE with HEARTBEAT_IVL 100 ms on both sides: the
+ * subscription (a MESSAGE flagged COMMAND) filters, and after 2 s of idle
+ * link the same connection still carries messages. Each side times out a
+ * PING unanswered for 1 s (generous: a stalled process must not drop the
+ * link), so the link surviving twice that idle means PINGs and PONGs inside
+ * MESSAGE were understood both ways.
  */
 static void
 pub_sub(bool zring_pub_server)
@@ -211,13 +212,13 @@ pub_sub(bool zring_pub_server)
 	zr_socket *zs = et_zopen(0, zt);
 	struct et_side z, p;
 
-	et_zopt_int(zs, ZR_HEARTBEAT_IVL, 50);
-	et_zopt_int(zs, ZR_HEARTBEAT_TIMEOUT, 400);
+	et_zopt_int(zs, ZR_HEARTBEAT_IVL, 100);
+	et_zopt_int(zs, ZR_HEARTBEAT_TIMEOUT, 1000);
 	cr_assert_eq(zr_socket_monitor(zs, ZR_EVENT_ALL), 0);
 	if (!zring_pub_server)
 		cr_assert_eq(zr_setsockopt(zs, ZR_SUBSCRIBE, "news", 4), 0);
-	opts_add(&po, "heartbeat_ivl=50");
-	opts_add(&po, "heartbeat_timeout=400");
+	opts_add(&po, "heartbeat_ivl=100");
+	opts_add(&po, "heartbeat_timeout=1000");
 	opts_add(&po, "monitor=1");
 	if (zring_pub_server)
 		opts_add(&po, "sub=%s", "6e657773"); /* "news" */
@@ -238,7 +239,7 @@ pub_sub(bool zring_pub_server)
 	et_expect(sub, "6e65777332:6d6f7265");
 	et_expect(sub, "6e6577732d656e64");
 
-	et_sleep_ms(700);
+	et_sleep_ms(2000);
 	et_send(pub, "77656174686572");
 	et_send(pub, "6e6577732d6166746572"); /* news-after */
 	et_expect(sub, "6e6577732d6166746572");
