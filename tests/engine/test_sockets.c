@@ -12,6 +12,7 @@
 #include "sock_helpers.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -434,12 +435,75 @@ Test(sockets, a_dontwait_send_right_after_connect_is_queued)
 	cr_assert_eq(rc, 0, "zr_send(ZR_DONTWAIT) right after zr_connect: %d (%s)", rc, zr_strerror(rc));
 }
 
+/* A call made in another thread; started is set right before it. */
+struct so_call {
+	zr_socket *s;
+	atomic_bool started;
+};
+
 static void *
 so_blocked_recv(void *arg)
 {
+	struct so_call *c = arg;
 	zr_msg *m = NULL;
 
-	return (void *)(intptr_t)zr_recv((zr_socket *)arg, &m, 0);
+	atomic_store(&c->started, true);
+	return (void *)(intptr_t)zr_recv(c->s, &m, 0);
+}
+
+static void *
+so_blocked_send(void *arg)
+{
+	struct so_call *c = arg;
+	zr_msg *m = NULL;
+	intptr_t rc = zr_msg_new(&m);
+
+	if (rc == 0)
+		rc = zr_msg_add(m, "x", 1);
+	if (rc == 0) {
+		atomic_store(&c->started, true);
+		rc = zr_send(c->s, &m, 0);
+	}
+	zr_msg_free(m);
+	return (void *)rc;
+}
+
+/* The app calls in progress on s, as socket.c counts them (the io thread
+ * frees a socket only when none is). */
+static unsigned
+so_calls_in(zr_socket *s)
+{
+	return (unsigned)atomic_load(&s->calls) + atomic_load(&s->calls_tx) +
+	       atomic_load(&s->calls_rx);
+}
+
+/*
+ * Before zr_ctx_free: waits until each call started and each socket counts
+ * want[i] calls in progress. A call not yet inside its socket would use it
+ * after the free; a slow thread only makes this wait longer. Then a short
+ * pause, so that the calls are most likely blocked (ETERM is the answer
+ * either way).
+ */
+static void
+so_wait_calls(struct so_call *calls, size_t ncalls, zr_socket **socks, const unsigned *want,
+              size_t nsocks)
+{
+	uint64_t deadline = et_now_ms() + ET_WAIT_MS;
+
+	for (size_t i = 0; i < ncalls; i++) {
+		while (!atomic_load(&calls[i].started)) {
+			cr_assert_lt(et_now_ms(), deadline, "thread %zu never made its call", i);
+			et_sleep_ms(1);
+		}
+	}
+	for (size_t i = 0; i < nsocks; i++) {
+		while (so_calls_in(socks[i]) < want[i]) {
+			cr_assert_lt(et_now_ms(), deadline, "socket %zu shows %u calls, want %u", i,
+			             so_calls_in(socks[i]), want[i]);
+			et_sleep_ms(1);
+		}
+	}
+	et_sleep_ms(100);
 }
 
 /* zring.h: blocking calls in other threads return -ETERM on zr_ctx_free, and
@@ -450,29 +514,18 @@ Test(sockets, freeing_the_context_wakes_a_blocked_receive_with_eterm)
 	zr_socket *s;
 	pthread_t th;
 	void *res;
+	static struct so_call call;
+	static const unsigned one = 1;
 
 	cr_assert_eq(zr_ctx_new(&c), 0);
 	cr_assert_eq(zr_socket_open(c, ZR_PULL, &s), 0);
 	cr_assert_eq(zr_bind(s, "tcp://127.0.0.1:0"), 0);
-	cr_assert_eq(pthread_create(&th, NULL, so_blocked_recv, s), 0);
-	et_sleep_ms(200);
+	call.s = s;
+	cr_assert_eq(pthread_create(&th, NULL, so_blocked_recv, &call), 0);
+	so_wait_calls(&call, 1, &s, &one, 1);
 	zr_ctx_free(c);
 	pthread_join(th, &res);
 	cr_assert_eq((intptr_t)res, -ETERM, "blocked zr_recv returned %d", (int)(intptr_t)res);
-}
-
-static void *
-so_blocked_send(void *arg)
-{
-	zr_msg *m = NULL;
-	intptr_t rc = zr_msg_new(&m);
-
-	if (rc == 0)
-		rc = zr_msg_add(m, "x", 1);
-	if (rc == 0)
-		rc = zr_send((zr_socket *)arg, &m, 0);
-	zr_msg_free(m);
-	return (void *)rc;
 }
 
 /* The same for a send (a PUSH with no peer waits), and for a receive and a
@@ -488,6 +541,7 @@ so_eterm_send_and_receive(bool membarrier)
 	zr_socket *push, *dealer;
 	pthread_t th[3];
 	void *res;
+	static struct so_call calls[3];
 
 	cr_assert_eq(zr_ctx_new(&c), 0);
 	if (!membarrier)
@@ -496,10 +550,16 @@ so_eterm_send_and_receive(bool membarrier)
 	cr_assert_eq(zr_socket_open(c, ZR_DEALER, &dealer), 0);
 	cr_assert_eq(zr_bind(push, "tcp://127.0.0.1:0"), 0);
 	cr_assert_eq(zr_bind(dealer, "tcp://127.0.0.1:0"), 0);
-	cr_assert_eq(pthread_create(&th[0], NULL, so_blocked_send, push), 0);
-	cr_assert_eq(pthread_create(&th[1], NULL, so_blocked_send, dealer), 0);
-	cr_assert_eq(pthread_create(&th[2], NULL, so_blocked_recv, dealer), 0);
-	et_sleep_ms(200);
+	calls[0].s = push;
+	calls[1].s = dealer;
+	calls[2].s = dealer;
+	cr_assert_eq(pthread_create(&th[0], NULL, so_blocked_send, &calls[0]), 0);
+	cr_assert_eq(pthread_create(&th[1], NULL, so_blocked_send, &calls[1]), 0);
+	cr_assert_eq(pthread_create(&th[2], NULL, so_blocked_recv, &calls[2]), 0);
+	zr_socket *socks[2] = {push, dealer};
+	static const unsigned want[2] = {1, 2};
+
+	so_wait_calls(calls, 3, socks, want, 2);
 	zr_ctx_free(c);
 	for (int i = 0; i < 3; i++) {
 		pthread_join(th[i], &res);
