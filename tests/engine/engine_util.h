@@ -621,18 +621,25 @@ et_recv(struct et_side *s, int timeout_ms)
 	return t;
 }
 
-/* Receives and asserts the message equals want (tokens). */
+/* Receives within timeout_ms and asserts the message equals want (tokens). */
 static inline void
-et_expect(struct et_side *s, const char *want)
+et_expect_within(struct et_side *s, const char *want, int timeout_ms)
 {
 	char *w = et_canon(want);
-	char *got = et_recv(s, ET_WAIT_MS);
+	char *got = et_recv(s, timeout_ms);
 
 	cr_assert_not_null(got, "%s: nothing received within %d ms, want [%.200s]", s->name,
-	                   ET_WAIT_MS, w);
+	                   timeout_ms, w);
 	cr_assert_str_eq(got, w, "%s received [%.200s], want [%.200s]", s->name, got, w);
 	free(got);
 	free(w);
+}
+
+/* The same within ET_WAIT_MS. */
+static inline void
+et_expect(struct et_side *s, const char *want)
+{
+	et_expect_within(s, want, ET_WAIT_MS);
 }
 
 /* Asserts nothing arrives within ms. */
