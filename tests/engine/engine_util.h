@@ -45,7 +45,7 @@
 #endif
 
 #define ET_PEER_SCRIPT ZR_SOURCE_DIR "/tests/engine/peers/epeer.py"
-#define ET_WAIT_MS 5000  /* any single expected event */
+#define ET_WAIT_MS 15000 /* any single expected event: generous, only failing runs wait it out */
 #define ET_QUIET_MS 400  /* "nothing arrives" windows */
 #define ET_LINE_MAX (1u << 20)
 
@@ -445,7 +445,7 @@ et_zopt_int(zr_socket *s, int opt, int v)
 	cr_assert_eq(zr_setsockopt(s, opt, &v, sizeof v), 0, "setsockopt %d", opt);
 }
 
-/* A zring socket with LINGER 0 and 5 s send/receive timeouts. */
+/* A zring socket with LINGER 0 and ET_WAIT_MS send/receive timeouts. */
 static inline zr_socket *
 et_zopen(int ctx_index, int type)
 {
