@@ -278,6 +278,45 @@ bu_log_wait(struct bu_log *log, size_t n, int timeout_ms)
 	return ok;
 }
 
+/* A count of a subscription's stats that bu_stats_wait waits for. */
+enum bu_stat {
+	BU_DEPTH,     /* in the channel now */
+	BU_RECEIVED,  /* taken off the channel */
+	BU_ACCEPTED,  /* received + depth: every message the subscription took in */
+	BU_HANDLED,   /* handler calls returned */
+	BU_DISCARDED, /* dropped by unsubscribe or shutdown */
+};
+
+static inline uint64_t
+bu_stat_of(const struct zr_sub_stats *st, enum bu_stat what)
+{
+	switch (what) {
+	case BU_DEPTH: return st->depth;
+	case BU_RECEIVED: return st->received;
+	case BU_ACCEPTED: return st->received + st->depth;
+	case BU_HANDLED: return st->handled;
+	case BU_DISCARDED: return st->discarded;
+	}
+	return 0;
+}
+
+/* Polls sub's stats until the count what reaches n, for at most BU_WAIT_MS;
+ * *st holds the last read. Returns whether it got there. */
+static inline bool
+bu_stats_wait(zr_subscription *sub, enum bu_stat what, uint64_t n, struct zr_sub_stats *st)
+{
+	uint64_t until = bu_now_ms() + BU_WAIT_MS;
+
+	for (;;) {
+		zr_subscription_stats(sub, st);
+		if (bu_stat_of(st, what) >= n)
+			return true;
+		if (bu_now_ms() >= until)
+			return false;
+		bu_sleep_ms(10);
+	}
+}
+
 /* Item i (asserts it exists). The pointer stays valid until bu_log_fini. */
 static inline const struct bu_item *
 bu_log_at(struct bu_log *log, size_t i)

@@ -7,6 +7,7 @@
  * A handler is "not read" when it is held (kp_util.h): it records the first
  * delivery and waits, so the channel fills behind it.
  */
+#include "broker/broker_util.h"
 #include "kp_util.h"
 
 #define BP_STALL_LIMIT 2000 /* the seed's bound: a send stalls well before this */
@@ -24,20 +25,6 @@ bp_publish(zr_publisher *p, const char *name, uint8_t *buf, uint64_t seq, int ti
 	snprintf(v, sizeof v, "%" PRIu64, seq);
 	kp_payload(buf, KP_BIG, seq);
 	return zr_publish(p, name, &h, 1, buf, KP_BIG, timeout_ms);
-}
-
-/* Subscription stats, read after the channel settles to want (or 10 s). */
-static void
-bp_settle(zr_subscription *sub, size_t want, struct zr_sub_stats *st)
-{
-	uint64_t end = kp_now_ms() + KP_WAIT_MS;
-
-	for (;;) {
-		zr_subscription_stats(sub, st);
-		if (st->depth >= want || kp_now_ms() >= end)
-			break;
-		sleep_ms(20);
-	}
 }
 
 /* ---- 38, 39, 43: a publisher stalls on an unread subscription --------------------- */
@@ -133,7 +120,7 @@ bp_38(bool ipc)
 	cr_assert_lt(s.taken, BP_STALL_LIMIT);
 	cr_assert_geq(s.stalled_ms, 1900, "the stalled publish gave up after %" PRIu64 " ms",
 	              s.stalled_ms);
-	bp_settle(s.sub, 8, &st);
+	bu_stats_wait(s.sub, BU_DEPTH, 8, &st);
 	cr_assert_eq(st.depth, 8, "the unread channel holds %zu", st.depth);
 	cr_assert_eq(kp_log_count(s.log), 1);
 	free(s.buf);
@@ -214,7 +201,7 @@ bp_capacity(zr_subscription *sub, struct kp_log *l, size_t read_ahead, unsigned 
 {
 	struct zr_sub_stats st;
 
-	bp_settle(sub, read_ahead, &st);
+	bu_stats_wait(sub, BU_DEPTH, read_ahead, &st);
 	sleep_ms(300); /* anything more would arrive now */
 	zr_subscription_stats(sub, &st);
 	cr_assert_eq(st.read_ahead, read_ahead);
@@ -289,7 +276,7 @@ bp_42(bool ipc)
 	/* One in the handler, eight in the channel: full. */
 	kp_tell(p, "send 9 5000");
 	cr_assert_str_eq(kp_answer(p, 10000), "SENT sent=9");
-	bp_settle(sub, 8, &st);
+	bu_stats_wait(sub, BU_DEPTH, 8, &st);
 	cr_assert_eq(st.depth, 8);
 	sent = 9;
 	/* More data. The one read armed while the channel still had room may
@@ -340,7 +327,7 @@ bp_42(bool ipc)
 	/* The handler takes one: the channel refills to 8 from the connection. */
 	kp_log_release(l, 1);
 	cr_assert_eq(kp_log_wait(l, 2, KP_WAIT_MS), 2);
-	bp_settle(sub, 8, &st);
+	bu_stats_wait(sub, BU_DEPTH, 8, &st);
 	cr_assert_eq(st.depth, 8, "after the handler took one the channel holds %zu", st.depth);
 	cr_assert_eq(st.received, 2);
 	/* Everything else follows, in order, and the kernel queue empties. */

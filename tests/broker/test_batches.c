@@ -67,17 +67,11 @@ bt_pub(struct bt *t, const char *payload)
 static void
 bt_wait_accepted(struct bt *t, uint64_t n)
 {
-	struct zr_sub_stats st = {0};
-	uint64_t until = bu_now_ms() + BU_WAIT_MS;
+	struct zr_sub_stats st;
 
-	while (bu_now_ms() < until) {
-		zr_subscription_stats(t->sub, &st);
-		if (st.received + st.depth >= n)
-			return;
-		bu_sleep_ms(10);
-	}
-	cr_assert_fail("the subscription accepted %llu + %zu of %llu messages",
-	               (unsigned long long)st.received, st.depth, (unsigned long long)n);
+	cr_assert(bu_stats_wait(t->sub, BU_ACCEPTED, n, &st),
+	          "the subscription accepted %llu + %zu of %llu messages",
+	          (unsigned long long)st.received, st.depth, (unsigned long long)n);
 }
 
 /* Waits until a handler call is held. */

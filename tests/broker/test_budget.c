@@ -47,11 +47,7 @@ Test(budget, a_channel_holds_no_more_bytes_than_its_budget_and_loses_nothing)
 		cr_assert_eq(rc, 0, "publish %d: %d %s", sent, rc, zr_publisher_error(p));
 	}
 	cr_assert_eq(rc, -ETIMEDOUT, "2000 messages of 64 KiB never stalled the sender");
-	for (uint64_t end = bu_now_ms() + BU_WAIT_MS;; bu_sleep_ms(10)) {
-		zr_subscription_stats(sub, &st);
-		if (st.received >= 1 || bu_now_ms() >= end)
-			break; /* the held handler has its message */
-	}
+	bu_stats_wait(sub, BU_RECEIVED, 1, &st); /* the held handler has its message */
 	cr_assert_eq(st.read_ahead, ZR_READ_AHEAD_DEFAULT);
 	cr_assert_geq(st.peak_depth, 1);
 	cr_assert_leq(st.peak_depth, B_BUDGET / B_MSG, "the channel held %zu messages of 64 KiB",

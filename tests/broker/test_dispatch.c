@@ -151,33 +151,13 @@ dt_index(struct dt *t, const char *s)
 	return 0;
 }
 
+/* Waits until the stats count what reaches n, or fails saying what. */
 static void
-wait_stats(struct dt *t, struct zr_sub_stats *st, bool (*ok)(const struct zr_sub_stats *),
-           const char *what)
+wait_stats(struct dt *t, struct zr_sub_stats *st, enum bu_stat what, uint64_t n,
+           const char *why)
 {
-	uint64_t until = bu_now_ms() + BU_WAIT_MS;
-
-	do {
-		zr_subscription_stats(t->sub, st);
-		if (ok(st))
-			return;
-		bu_sleep_ms(10);
-	} while (bu_now_ms() < until);
-	cr_assert_fail("%s: received %llu depth %zu in_flight %zu", what,
-	               (unsigned long long)st->received, st->depth, st->in_flight);
-}
-
-static bool
-channel_full_2(const struct zr_sub_stats *st)
-{
-	return st->depth == 2;
-}
-
-/* (handled counts a handler once it has returned, after its log entry) */
-static bool
-eight_handled(const struct zr_sub_stats *st)
-{
-	return st->handled >= 8;
+	cr_assert(bu_stats_wait(t->sub, what, n, st), "%s: received %llu depth %zu in_flight %zu", why,
+	          (unsigned long long)st->received, st->depth, st->in_flight);
 }
 
 /* §20 70 */
@@ -199,7 +179,7 @@ Test(dispatch, workers_4_run_exactly_4_handlers_at_once_and_do_not_read_past_rea
 		bu_sleep_ms(10);
 	cr_assert_eq(bu_log_waiting(&t.c.log), 4, "%zu handlers run at once, want 4",
 	             bu_log_waiting(&t.c.log));
-	wait_stats(&t, &st, channel_full_2, "the channel never filled to read_ahead 2");
+	wait_stats(&t, &st, BU_DEPTH, 2, "the channel never filled to read_ahead 2");
 	bu_sleep_ms(BU_QUIET_MS); /* room for a wrong fifth handler or read */
 	zr_subscription_stats(t.sub, &st);
 	cr_assert_eq(bu_log_waiting(&t.c.log), 4, "%zu handlers run at once",
@@ -223,7 +203,7 @@ Test(dispatch, workers_4_run_exactly_4_handlers_at_once_and_do_not_read_past_rea
 	cr_assert_eq(atomic_load(&t.c.max_active), 4, "%d handlers ran at once",
 	             atomic_load(&t.c.max_active));
 	cr_assert_eq(atomic_load(&t.c.bad_lane), 0);
-	wait_stats(&t, &st, eight_handled, "the 8 handlers never all returned");
+	wait_stats(&t, &st, BU_HANDLED, 8, "the 8 handlers never all returned");
 	cr_assert_eq(st.handled, 8);
 	cr_assert_leq(st.peak_depth, 2);
 	dt_close(&t);
@@ -335,18 +315,6 @@ shutdown_join(struct shutdown_call *c, int timeout_ms)
 	return bu_join_within(c->th, &c->done, timeout_ms);
 }
 
-static bool
-five_accepted(const struct zr_sub_stats *st)
-{
-	return st->received + st->depth >= 5;
-}
-
-static bool
-two_accepted(const struct zr_sub_stats *st)
-{
-	return st->received + st->depth >= 2;
-}
-
 /* §20 73, draining within the timeout */
 Test(dispatch, shutdown_with_busy_workers_reads_no_more_lets_the_handlers_finish_and_returns_0)
 {
@@ -377,7 +345,7 @@ Test(dispatch, shutdown_with_busy_workers_reads_no_more_lets_the_handlers_finish
 		bu_sleep_ms(10);
 	cr_assert_eq(bu_log_waiting(&t.c.log), 2, "%zu handlers busy, want 2",
 	             bu_log_waiting(&t.c.log));
-	wait_stats(&t, &st, five_accepted, "the 4 messages never reached the subscription");
+	wait_stats(&t, &st, BU_ACCEPTED, 5, "the 4 messages never reached the subscription");
 
 	shutdown_start(&sc, t.b);
 	bu_sleep_ms(300);
@@ -425,7 +393,7 @@ Test(dispatch, shutdown_returns_ETIMEDOUT_when_a_handler_outlives_the_drain_time
 	while (bu_log_waiting(&t.c.log) < 1 && bu_now_ms() < until)
 		bu_sleep_ms(10);
 	cr_assert_eq(bu_log_waiting(&t.c.log), 1, "the first message never reached the handler");
-	wait_stats(&t, &st, two_accepted, "the second message never reached the subscription");
+	wait_stats(&t, &st, BU_ACCEPTED, 2, "the second message never reached the subscription");
 	shutdown_start(&sc, t.b);
 	cr_assert(shutdown_join(&sc, BU_WAIT_MS), "shutdown with a 300 ms drain still waits");
 	cr_assert_eq(sc.rc, -ETIMEDOUT, "shutdown with a handler past the drain timeout: %d", sc.rc);
@@ -437,13 +405,7 @@ Test(dispatch, shutdown_returns_ETIMEDOUT_when_a_handler_outlives_the_drain_time
 	cr_assert(!bu_log_wait(&t.c.log, 2, BU_QUIET_MS), "a message was handled after the drain timeout");
 	cr_assert_str_eq(bu_log_at(&t.c.log, 0)->payload, "stuck");
 	/* "messages still queued are discarded and counted" (zring.h) */
-	until = bu_now_ms() + 2000;
-	do {
-		zr_subscription_stats(t.sub, &st);
-		if (st.discarded >= 1)
-			break;
-		bu_sleep_ms(10);
-	} while (bu_now_ms() < until);
+	bu_stats_wait(t.sub, BU_DISCARDED, 1, &st);
 	cr_assert_eq(st.discarded, 1, "discarded %llu (depth %zu, handled %llu), want the queued one",
 	             (unsigned long long)st.discarded, st.depth, (unsigned long long)st.handled);
 	dt_close(&t);

@@ -377,14 +377,8 @@ late_reply_case(bool by_cancel)
 
 	req_start(&two, t.req, "two", "dup", BU_WAIT_MS);
 	/* "two" sits behind the held "one" in the responder's channel. */
-	until = bu_now_ms() + BU_WAIT_MS;
-	do {
-		zr_subscription_stats(t.sub, &st);
-		if (st.depth >= 1)
-			break;
-		bu_sleep_ms(10);
-	} while (bu_now_ms() < until);
-	cr_assert_geq(st.depth, 1, "the second request never reached the responder");
+	cr_assert(bu_stats_wait(t.sub, BU_DEPTH, 1, &st),
+	          "the second request never reached the responder");
 	bu_log_hold(&t.rs.log, false); /* "re:one" goes out first, then "re:two" */
 	cr_assert(req_join(&two, BU_WAIT_MS + 5000), "the second request never returned");
 	assert_reply(&two, "re:two", "dup");
