@@ -68,6 +68,8 @@ teardown(void)
 		fclose(trace_f);
 	trace_f = NULL;
 	free(trace_buf);
+	trace_buf = NULL;
+	trace_on = false;
 	zl_proc_stop(&peer, 2000);
 }
 
