@@ -5,8 +5,8 @@
  * slow handler; broker B dials it and a producer thread floods it. The
  * subscription reads at most read_ahead messages ahead of its handler, then
  * stops reading: the kernel's buffers fill, TCP closes the window (seen in
- * the sender's TCP_INFO as tcpi_snd_wnd == 0) and the producer's publish
- * waits. Memory stays bounded and every published message arrives once.
+ * the sender's TCP_INFO: the receiver advertises no room, or all the room it
+ * advertised is already in flight) and the producer's publish waits. Memory stays bounded and every published message arrives once.
  *
  * Phase 2, fan-out: broker P binds a fan-out publisher; three brokers dial
  * it, each with one subscription: "orders" slow, "orders" fast and "audit",
@@ -508,8 +508,11 @@ struct demo_kernel {
 	uint64_t rcvq, rcvq_peak; /* SIOCINQ on the receiver */
 	uint64_t sndq, sndq_peak; /* SIOCOUTQ on the sender */
 	bool wnd_reported;        /* this kernel fills tcpi_snd_wnd */
-	uint32_t wnd;
-	unsigned samples, wnd_zero;
+	uint32_t wnd;             /* the window the receiver last advertised */
+	uint64_t inflight;        /* bytes sent and not yet acknowledged */
+	unsigned samples;
+	unsigned wnd_zero;        /* samples with no room advertised */
+	unsigned wnd_used;        /* samples with room advertised, all of it in flight */
 	uint64_t rwnd_limited_us; /* the sender's time limited by the receive window */
 };
 
@@ -537,20 +540,35 @@ demo_kernel_sample(struct demo_kernel *kv)
 	kv->samples++;
 	if (len >= offsetof(struct demo_tcp_info, rwnd_limited) + sizeof ti.rwnd_limited)
 		kv->rwnd_limited_us = ti.rwnd_limited;
-	if (len >= offsetof(struct demo_tcp_info, snd_wnd) + sizeof ti.snd_wnd) {
-		kv->wnd_reported = true;
-		kv->wnd = ti.snd_wnd;
-		if (ti.snd_wnd == 0)
-			kv->wnd_zero++;
-	}
+	if (len < offsetof(struct demo_tcp_info, snd_wnd) + sizeof ti.snd_wnd)
+		return;
+	/*
+	 * The window is closed to the sender when it may send nothing more: the
+	 * receiver advertised no room, or the room it advertised (counted from
+	 * the oldest unacknowledged byte) is all in flight, unacknowledged,
+	 * because the receiver has not yet read enough to say "more". Which of
+	 * the two a sample catches depends on when the receiver's last ACK
+	 * left; both hold the sender back. In flight = sent - retransmitted -
+	 * acknowledged, from one snapshot (acknowledged counts the SYN's one
+	 * byte too, hence "less than one segment of room" below).
+	 */
+	kv->wnd_reported = true;
+	kv->wnd = ti.snd_wnd;
+	uint64_t sent = ti.bytes_sent - ti.bytes_retrans;
+	kv->inflight = sent > ti.bytes_acked ? sent - ti.bytes_acked : 0;
+	uint64_t mss = ti.snd_mss > 0 ? ti.snd_mss : 1;
+	if (ti.snd_wnd == 0)
+		kv->wnd_zero++;
+	else if (kv->inflight + mss > ti.snd_wnd)
+		kv->wnd_used++;
 }
 
-/* Whether the window was seen closed: tcpi_snd_wnd == 0 where the kernel
- * reports it, else time the sender spent limited by the receive window. */
+/* Whether the window was seen closed (above) where the kernel reports
+ * tcpi_snd_wnd, else time the sender spent limited by the receive window. */
 static bool
 demo_kernel_window_closed(const struct demo_kernel *kv)
 {
-	return kv->wnd_reported ? kv->wnd_zero > 0 : kv->rwnd_limited_us > 0;
+	return kv->wnd_reported ? kv->wnd_zero + kv->wnd_used > 0 : kv->rwnd_limited_us > 0;
 }
 
 /* The fd of the first event of the given type on s (the monitor was started
@@ -847,9 +865,10 @@ demo_queue_show(void *arg, uint64_t now, bool draining)
 	double rate, share;
 	demo_progress_sample(q->pr, now, got, q->ps.blocked_ms + q->ps.blocked_now_ms, &rate,
 	                     &share);
-	char wnd[64] = "";
+	char wnd[128] = "";
 	if (q->kv.wnd_reported)
-		snprintf(wnd, sizeof wnd, "  window %s", demo_bytes(q->kv.wnd).s);
+		snprintf(wnd, sizeof wnd, "  window %s, %s in flight", demo_bytes(q->kv.wnd).s,
+		         demo_bytes(q->kv.inflight).s);
 	char state[64];
 	demo_state(state, sizeof state, draining, share);
 	demo_progress_show(q->pr, now, false,
@@ -1026,9 +1045,12 @@ demo_queue_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *p
 	printf("  %-28s %s (SIOCOUTQ)\n", "sender's kernel queue peak",
 	       demo_bytes(q.kv.sndq_peak).s);
 	if (q.kv.wnd_reported)
-		printf("  %-28s %s (tcpi_snd_wnd = 0 in %u of %u samples)\n",
-		       "TCP window seen closed", r->window_closed ? "yes" : "NO", q.kv.wnd_zero,
-		       q.kv.samples);
+		printf("  %-28s %s (in %u of %u samples: no room advertised in %u, all the\n"
+		       "  %-28s room advertised in flight in %u; the sender was held by the\n"
+		       "  %-28s receive window for %s)\n",
+		       "TCP window seen closed", r->window_closed ? "yes" : "NO",
+		       q.kv.wnd_zero + q.kv.wnd_used, q.kv.samples, q.kv.wnd_zero, "",
+		       q.kv.wnd_used, "", demo_secs(q.kv.rwnd_limited_us / 1000).s);
 	else
 		printf("  %-28s %s (this kernel does not report tcpi_snd_wnd; the sender "
 		       "was limited by the receive window for %s)\n",
