@@ -6,7 +6,8 @@
  * subscription reads at most read_ahead messages ahead of its handler, then
  * stops reading: the kernel's buffers fill, TCP closes the window (seen in
  * the sender's TCP_INFO: the receiver advertises no room, or all the room it
- * advertised is already in flight) and the producer's publish waits. Memory stays bounded and every published message arrives once.
+ * advertised is already in flight) and the producer's publish waits. Memory
+ * stays bounded and every published message arrives once.
  *
  * Phase 2, fan-out: broker P binds a fan-out publisher; three brokers dial
  * it, each with one subscription: "orders" slow, "orders" fast and "audit",
