@@ -1749,8 +1749,17 @@ static bool
 sock_accept_transient(int res)
 {
 	switch (-res) {
-	case EAGAIN: case EINTR: case ECONNABORTED: case EPROTO: case EPERM: case ENETDOWN:
-	case ENOPROTOOPT: case EHOSTDOWN: case ENONET: case EHOSTUNREACH: case EOPNOTSUPP:
+	case EAGAIN:
+	case EINTR:
+	case ECONNABORTED:
+	case EPROTO:
+	case EPERM:
+	case ENETDOWN:
+	case ENOPROTOOPT:
+	case EHOSTDOWN:
+	case ENONET:
+	case EHOSTUNREACH:
+	case EOPNOTSUPP:
 	case ENETUNREACH:
 		return true;
 	default:
@@ -1762,18 +1771,24 @@ static const char *
 sock_accept_why(int res)
 {
 	switch (-res) {
-	case EMFILE: return "too many open files (RLIMIT_NOFILE)";
-	case ENFILE: return "too many open files in the system";
-	case ENOMEM: return "out of memory";
-	case ENOBUFS: return "out of socket buffers";
-	default: return zr_strerror(res);
+	case EMFILE:
+		return "too many open files (RLIMIT_NOFILE)";
+	case ENFILE:
+		return "too many open files in the system";
+	case ENOMEM:
+		return "out of memory";
+	case ENOBUFS:
+		return "out of socket buffers";
+	default:
+		return zr_strerror(res);
 	}
 }
 
 static void
 sock_accept_retry(struct zr__timer *t)
 {
-	struct zr__listener *l = (struct zr__listener *)((char *)t - offsetof(struct zr__listener, retry));
+	struct zr__listener *l =
+		(struct zr__listener *)((char *)t - offsetof(struct zr__listener, retry));
 	struct zr_socket *s = l->sock;
 	int rc;
 
@@ -1827,9 +1842,11 @@ sock_accept_done(struct zr__op *op, int res, uint32_t flags)
 			/* Closed at once rather than left in the backlog: the
 			 * peer hears so and retries on its own schedule. */
 			close(res);
-			snprintf(why, sizeof why, "connections at CONNS_MAX (%d): a new one was closed",
+			snprintf(why, sizeof why,
+			         "connections at CONNS_MAX (%d): a new one was closed",
 			         s->opt.conns_max);
-			zr__sock_event_why(s, ZR_EVENT_ACCEPT_FAILED, -ECONNREFUSED, l->endpoint, why);
+			zr__sock_event_why(s, ZR_EVENT_ACCEPT_FAILED, -ECONNREFUSED, l->endpoint,
+			                   why);
 		} else if ((c = zr__conn_new(s)) == NULL) {
 			close(res);
 		} else {

@@ -42,12 +42,18 @@ static const char *
 text_short(uint8_t c)
 {
 	switch (c) {
-	case '\t': return "\\t";
-	case '\n': return "\\n";
-	case '\r': return "\\r";
-	case '\0': return "\\0";
-	case '\\': return "\\\\";
-	default: return NULL;
+	case '\t':
+		return "\\t";
+	case '\n':
+		return "\\n";
+	case '\r':
+		return "\\r";
+	case '\0':
+		return "\\0";
+	case '\\':
+		return "\\\\";
+	default:
+		return NULL;
 	}
 }
 

@@ -83,8 +83,8 @@ rs_handler(const struct zr_delivery *d, void *arg)
 		const char *to = zr_delivery_header(d, "reply-to");
 
 		rc = to == NULL ? -EINVAL
-		                : zr_publish(r->pub[d->lane % RPC_LANES], to, &cid, cid.value ? 1 : 0,
-		                             buf, (size_t)n, BU_WAIT_MS);
+		                : zr_publish(r->pub[d->lane % RPC_LANES], to, &cid,
+		                             cid.value ? 1 : 0, buf, (size_t)n, BU_WAIT_MS);
 	} else {
 		rc = zr_reply(r->pub[d->lane % RPC_LANES], d, NULL, 0, buf, (size_t)n);
 	}

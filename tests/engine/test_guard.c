@@ -94,7 +94,8 @@ expect_event(zr_socket *s, int type)
 	for (;;) {
 		int rc = zr_monitor_recv(s, &ev, WAIT_MS);
 
-		cr_assert_eq(rc, 0, "no event 0x%x within %d ms: %s", type, WAIT_MS, zr_strerror(rc));
+		cr_assert_eq(rc, 0, "no event 0x%x within %d ms: %s", type, WAIT_MS,
+		             zr_strerror(rc));
 		if (ev.type == type)
 			return ev;
 	}
@@ -291,7 +292,8 @@ Test(engine_guard, generated_routing_ids_are_random_not_sequential)
 	}
 	for (int i = 0; i < RID_PEERS; i++) {
 		for (int j = 0; j < i; j++)
-			cr_assert_neq(memcmp(ids[i], ids[j], 5), 0, "ids %d and %d are equal", i, j);
+			cr_assert_neq(memcmp(ids[i], ids[j], 5), 0, "ids %d and %d are equal", i,
+			              j);
 	}
 	for (int i = 1; i < RID_PEERS; i++) {
 		uint32_t p = (uint32_t)ids[i - 1][1] << 24 | (uint32_t)ids[i - 1][2] << 16 |
@@ -364,8 +366,8 @@ starve_begin(struct starve *st, zr_socket *pull, char *ep, size_t cap)
 		                         .sin_port = htons((uint16_t)port_of(ep))};
 
 		sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		cr_assert_eq(connect(clients[i], (struct sockaddr *)&sa, sizeof sa), 0, "connect: %s",
-		             strerror(errno));
+		cr_assert_eq(connect(clients[i], (struct sockaddr *)&sa, sizeof sa), 0,
+		             "connect: %s", strerror(errno));
 	}
 	ev = expect_event(pull, ZR_EVENT_ACCEPT_FAILED);
 	cr_assert_eq(ev.value, -EMFILE, "value %d (%s)", ev.value, ev.reason);
@@ -390,7 +392,7 @@ backoff_pull(zr_ctx *ctx)
 	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
 	sopt_int(pull, ZR_LINGER, 0);
 	cr_assert_eq(zr_socket_monitor(pull, ZR_EVENT_ACCEPT_FAILED | ZR_EVENT_ACCEPTED |
-	                                         ZR_EVENT_CLOSED),
+	                                             ZR_EVENT_CLOSED),
 	             0);
 	return pull;
 }
@@ -482,8 +484,8 @@ Test(engine_guard, term_alone_while_the_accept_backs_off_frees_everything)
 
 struct child {
 	pid_t pid;
-	int ctl;  /* parent -> child: one command octet */
-	int res;  /* child -> parent: the endpoint, then reports */
+	int ctl; /* parent -> child: one command octet */
+	int res; /* child -> parent: the endpoint, then reports */
 	char ep[128];
 };
 
@@ -642,7 +644,8 @@ Test(engine_guard, an_emfile_storm_costs_little_cpu_and_few_events_then_service_
 	usleep(STORM_WINDOW_US);
 	cpu1 = cpu_seconds(c.pid);
 	r = child_report(&c);
-	fprintf(stderr, "emfile storm: server CPU %.3f s over %.1f s, %ld ACCEPT_FAILED events (%s)\n",
+	fprintf(stderr,
+	        "emfile storm: server CPU %.3f s over %.1f s, %ld ACCEPT_FAILED events (%s)\n",
 	        cpu1 - cpu0, STORM_WINDOW_US / 1e6, r.fails, r.first_reason);
 	cr_assert_lt(cpu1 - cpu0, 0.5, "the server used %.3f s of CPU during the storm",
 	             cpu1 - cpu0);
@@ -754,7 +757,8 @@ Test(engine_guard, one_socket_serves_ten_thousand_concurrent_connections, .timeo
 	 * overflows into SYN retries. */
 	while (greeted < TENK) {
 		while (opened < TENK && pending < TENK_INFLIGHT) {
-			struct epoll_event e = {.events = EPOLLIN | EPOLLOUT, .data.u32 = (uint32_t)opened};
+			struct epoll_event e = {.events = EPOLLIN | EPOLLOUT,
+			                        .data.u32 = (uint32_t)opened};
 
 			conns[opened].fd = tcp_dial(port_of(c.ep), true);
 			cr_assert_eq(epoll_ctl(ep, EPOLL_CTL_ADD, conns[opened].fd, &e), 0);
@@ -771,13 +775,15 @@ Test(engine_guard, one_socket_serves_ten_thousand_concurrent_connections, .timeo
 			int g;
 
 			if (evs[k].events & (EPOLLERR | EPOLLHUP))
-				cr_assert_fail("connection %u failed (events 0x%x)", i, evs[k].events);
+				cr_assert_fail("connection %u failed (events 0x%x)", i,
+				               evs[k].events);
 			if (!t->sent && (evs[k].events & EPOLLOUT)) {
 				uint8_t hello[160];
 				size_t len = tenk_hello(hello, sizeof hello, (int)i);
 				struct epoll_event e = {.events = EPOLLIN, .data.u32 = i};
 
-				cr_assert_eq(write(t->fd, hello, len), (ssize_t)len, "connection %u", i);
+				cr_assert_eq(write(t->fd, hello, len), (ssize_t)len,
+				             "connection %u", i);
 				t->sent = true;
 				cr_assert_eq(epoll_ctl(ep, EPOLL_CTL_MOD, t->fd, &e), 0);
 			}
@@ -785,7 +791,8 @@ Test(engine_guard, one_socket_serves_ten_thousand_concurrent_connections, .timeo
 				continue;
 			ssize_t got = read(t->fd, t->in + t->have, sizeof t->in - t->have);
 
-			cr_assert_gt(got, 0, "connection %u: %s", i, got < 0 ? strerror(errno) : "EOF");
+			cr_assert_gt(got, 0, "connection %u: %s", i,
+			             got < 0 ? strerror(errno) : "EOF");
 			t->have = (uint16_t)(t->have + got);
 			g = tenk_greeted(t);
 			cr_assert_geq(g, 0, "connection %u: not a zring greeting and READY", i);
@@ -801,8 +808,8 @@ Test(engine_guard, one_socket_serves_ten_thousand_concurrent_connections, .timeo
 		r = child_report(&c);
 		if (r.distinct == TENK)
 			break;
-		cr_assert_lt(tries, 120 * 1000 / 100, "the server has %ld of %d messages", r.distinct,
-		             TENK);
+		cr_assert_lt(tries, 120 * 1000 / 100, "the server has %ld of %d messages",
+		             r.distinct, TENK);
 		usleep(100 * 1000);
 	}
 	cr_assert_eq(r.msgs, TENK, "one message per connection");
@@ -820,8 +827,8 @@ Test(engine_guard, one_socket_serves_ten_thousand_concurrent_connections, .timeo
 #endif
 #endif
 #ifndef TENK_ASAN
-	cr_assert_lt((r.rss_now - r.rss_before) / TENK, 64 * 1024,
-	             "%ld bytes per connection", (r.rss_now - r.rss_before) / TENK);
+	cr_assert_lt((r.rss_now - r.rss_before) / TENK, 64 * 1024, "%ld bytes per connection",
+	             (r.rss_now - r.rss_before) / TENK);
 #endif
 	for (int i = 0; i < TENK; i++)
 		close(conns[i].fd);

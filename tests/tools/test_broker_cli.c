@@ -237,8 +237,8 @@ Test(broker_cli, queue_subscriber_reads_three_two_and_one_frame_messages_from_py
  * newline, backslash, octets that are not UTF-8) in names, headers and
  * payloads; --raw prints the octets as they came.
  */
-#define EVIL_FRAMES                                                                            \
-	"[\"jobs\\u001b[5m\",\"x-evil\\u001b[31m: v\\u001b]0;t\\u0007\","                       \
+#define EVIL_FRAMES                                                       \
+	"[\"jobs\\u001b[5m\",\"x-evil\\u001b[31m: v\\u001b]0;t\\u0007\"," \
 	"\"pay\\u001b[2Jload\\u00c2\\u009b\\u007f\\t\\\\\\u00ff\\u00c3\\u00a9\"]"
 
 Test(broker_cli, subscriber_escapes_control_characters_in_peer_data_unless_raw)

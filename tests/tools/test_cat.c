@@ -285,7 +285,8 @@ Test(cat, rep_echoes_each_request_without_reply)
 
 /* ESC sequences, C1 (U+009B, a CSI on some terminals), DEL, an octet that is
  * not UTF-8, a tab inside a frame and a backslash; "é" is printable. */
-#define EVIL_FRAMES "[\"a\\u001b[0mb\",\"\\u00ff\\u00c2\\u009b\\u007f\",\"t\\tb\\\\\\u00c3\\u00a9\"]"
+#define EVIL_FRAMES \
+	"[\"a\\u001b[0mb\",\"\\u00ff\\u00c2\\u009b\\u007f\",\"t\\tb\\\\\\u00c3\\u00a9\"]"
 
 Test(cat, received_control_characters_are_escaped_by_default)
 {
