@@ -65,6 +65,9 @@ static bool
 text_walk(const void *data, size_t len, bool (*put)(void *arg, const char *s, size_t n), void *arg)
 {
 	static const char hex[] = "0123456789abcdef";
+
+	if (len == 0)
+		return true; /* data may be NULL (an empty payload) */
 	const uint8_t *p = data, *end = p + len, *run = p;
 
 	while (p < end) {
