@@ -1824,6 +1824,18 @@ sock_conns_full(const struct zr_socket *s)
 	return s->opt.conns_max > 0 && s->naccepted >= (size_t)s->opt.conns_max;
 }
 
+/* Closes the listening fd, then says so: an app that saw CLOSED finds the
+ * address refusing connections. */
+static void
+sock_listener_fd_closed(struct zr_socket *s, struct zr__listener *l)
+{
+	int fd = l->fd;
+
+	sock_listen_fd_close(s, fd);
+	l->fd = -1;
+	zr__sock_event(s, ZR_EVENT_CLOSED, fd, l->endpoint);
+}
+
 static void
 sock_accept_done(struct zr__op *op, int res, uint32_t flags)
 {
@@ -1865,9 +1877,7 @@ sock_accept_done(struct zr__op *op, int res, uint32_t flags)
 	if (l->closing || s->io_closing || res == -ECANCELED) {
 		l->closing = true;
 		if (l->op.inflight == 0 && l->fd >= 0) {
-			zr__sock_event(s, ZR_EVENT_CLOSED, l->fd, l->endpoint);
-			sock_listen_fd_close(s, l->fd);
-			l->fd = -1;
+			sock_listener_fd_closed(s, l);
 		}
 		return;
 	}
@@ -1976,9 +1986,7 @@ sock_listener_close(struct zr_socket *s, struct zr__listener *l)
 	if (l->op.inflight) {
 		zr__op_cancel_fd(sock_loop(s), l->fd);
 	} else if (l->fd >= 0) {
-		zr__sock_event(s, ZR_EVENT_CLOSED, l->fd, l->endpoint);
-		sock_listen_fd_close(s, l->fd);
-		l->fd = -1;
+		sock_listener_fd_closed(s, l);
 	}
 }
 
