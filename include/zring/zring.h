@@ -171,7 +171,10 @@ struct zr_event {
 	 * like a timeout: the check that failed ("CURVE box did not open (wrong
 	 * server key or tampered data)"), the server's silence after our HELLO,
 	 * the authenticator's refusal with its text, or the peer's ERROR reason.
-	 * Names the peer's address where known. Empty for other events.
+	 * Names the peer's address where known. ACCEPT_FAILED: what failed and
+	 * when accepting resumes ("too many open files (RLIMIT_NOFILE); retrying
+	 * in 100 ms"), or the CONNS_MAX refusal (see ZR_CONNS_MAX). Empty for
+	 * other events.
 	 */
 	char reason[ZR_EVENT_REASON_MAX];
 };
