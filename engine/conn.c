@@ -1032,6 +1032,8 @@ conn_free(struct zr__conn *c)
 	zr__timer_stop(conn_loop(c), &c->timer);
 	if (c->connecter)
 		zr__sock_pipes_add(s, -1);
+	if (c->accepted)
+		s->naccepted--;
 	zr__subs_fini(&c->subs);
 	zr_zmtp_fini(&c->z);
 	conn_meta_drop(c);

@@ -131,6 +131,7 @@ struct zr__options {
 	int64_t maxmsgsize;
 	int64_t sndbytes, rcvbytes; /* byte budgets beside the HWMs */
 	int pub_policy;             /* enum zr_pub_policy */
+	int conns_max;              /* accepted connections at once; 0: no limit */
 	bool router_mandatory;
 	bool ipv6;
 	/* security: the last mechanism option set decides (libzmq's rule) */
@@ -190,6 +191,7 @@ struct zr__conn {
 	int state;
 	int fd;
 	bool connecter; /* re-dials ep after a loss */
+	bool accepted;  /* counted in the socket's naccepted until freed */
 	bool no_reconnect;
 	struct zr__endpoint ep;
 	uint32_t attempts;
@@ -347,7 +349,7 @@ struct zr_socket {
 	struct zr__listener **listeners;
 	size_t nlisten;
 	struct zr__subs subs;      /* SUB/XSUB: our subscriptions, re-sent on connect */
-	uint32_t next_rid;
+	size_t naccepted;          /* accepted connections not yet freed (CONNS_MAX) */
 	struct zr__conn *req_peer; /* REQ: where the request went */
 	bool io_closing;
 	struct zr__timer linger_timer; /* LINGER ran out: close everything */

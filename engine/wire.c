@@ -263,10 +263,15 @@ zr__wire_decode(const zr_msg *m, size_t first, const char *reply_to, struct zr__
 		wire_trim(&vs, &ve);
 		*ne = '\0';
 		*ve = '\0';
+		p = eol + 1;
+		/* The broker sets reply-to itself, from the routing id the peer
+		 * came in on: a peer's own would be found first by
+		 * zr_delivery_header and could name another requester. */
+		if (reply_to != NULL && strcasecmp(ns, "reply-to") == 0)
+			continue;
 		sc->hv[nh].name = ns;
 		sc->hv[nh].value = vs;
 		nh++;
-		p = eol + 1;
 	}
 	if (reply_to != NULL) {
 		char *r = sc->buf + name_len + 1 + hdr_len + 1;

@@ -43,7 +43,8 @@ int zr__wire_encode(zr_msg *m, const char *name, const struct zr_header *h, size
 /*
  * Decodes the frames of m from frame `first` on into d (d->seq and d->lane
  * are left alone). reply_to, if not NULL, is added as the "reply-to" header
- * and d->reply_to. A malformed message yields d->error = -EPROTO and
+ * and d->reply_to, and any "reply-to" header the message carries itself is
+ * dropped (only the broker's may name where a reply goes). A malformed message yields d->error = -EPROTO and
  * d->error_text; returns that code too (0 otherwise, -ENOMEM).
  */
 int zr__wire_decode(const zr_msg *m, size_t first, const char *reply_to,

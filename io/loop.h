@@ -103,6 +103,14 @@ int zr__op_sendmsg(struct zr__loop *l, struct zr__op *op, int fd, const struct m
 int zr__op_accept(struct zr__loop *l, struct zr__op *op, int fd);
 int zr__op_connect(struct zr__loop *l, struct zr__op *op, int fd, const struct sockaddr *addr,
                    socklen_t addrlen);
+/* Whether a multishot operation's CQE flags say more CQEs follow (false: the
+ * operation ended and the owner re-arms it if it wants more). */
+static inline bool
+zr__op_more(uint32_t flags)
+{
+	return (flags & IORING_CQE_F_MORE) != 0;
+}
+
 /* Cancels every operation on fd; their callbacks still run. */
 int zr__op_cancel_fd(struct zr__loop *l, int fd);
 

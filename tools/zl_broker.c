@@ -40,6 +40,7 @@
 
 #include "zl_args.h"
 #include "zl_broker.h"
+#include "zl_text.h"
 
 static const char subscribe_usage_text[] =
 	"usage: zring subscribe PATTERN ENDPOINT (-b|-c) [options]\n"
@@ -49,6 +50,10 @@ static const char subscribe_usage_text[] =
 	"(\"name: value\") joined by ';', empty when there are none. A batch\n"
 	"handler prints \"batch <size>\" before the lines of each batch. A\n"
 	"malformed message (an error item) is reported on stderr and not counted.\n"
+	"What the peers sent is escaped, so that no control sequence reaches the\n"
+	"terminal: tab, newline, CR, NUL and backslash as \\t \\n \\r \\0 \\\\, other\n"
+	"control characters (C0, DEL, C1) and octets that are not UTF-8 as \\xHH\n"
+	"(--raw prints them as they came).\n"
 	"\n"
 	"  PATTERN         queue (PULL: every message, no filtering), fanout (SUB:\n"
 	"                  the messages whose name starts with --name), rpc\n"
@@ -73,6 +78,8 @@ static const char subscribe_usage_text[] =
 	"                  past N are dropped; a batch is printed whole)\n"
 	"  --reply TEXT    rpc: answer every request with TEXT (default: the\n"
 	"                  request's payload after \"re:\")\n"
+	"  --raw           print names, headers and payloads as received, control\n"
+	"                  characters included (for scripts; see above)\n"
 	"  -h, --help      print this help\n"
 	"\n"
 	"SIGINT or SIGTERM ends it cleanly: the broker stops reading, hands what it\n"
@@ -107,6 +114,9 @@ static const char publish_usage_text[] =
 	"                  (repeatable, in this order)\n"
 	"  --timeout MS    give up (exit 3) when a publish waits longer than MS ms\n"
 	"                  for room, or a request for its reply (default: no limit)\n"
+	"  --raw           rpc: print each reply's payload as received; without it\n"
+	"                  control characters and octets that are not UTF-8 are\n"
+	"                  escaped (\\t \\n \\r \\0 \\\\ \\xHH), as zring subscribe does\n"
 	"  -h, --help      print this help\n"
 	"\n"
 	"no peer:\n"
@@ -151,6 +161,7 @@ struct bk_args {
 	char **hcopies;
 	size_t nheaders;
 	int timeout_ms; /* -1: none */
+	bool raw;       /* peer data unescaped (zl_text.h) */
 	bool help;
 };
 
@@ -273,6 +284,7 @@ static const struct bk_optdef bk_optdefs[] = {
 	{"by-key", false, true, false},    {"batch", true, true, false},
 	{"handler-ms", true, true, false}, {"reply", true, true, false},
 	{"header", true, false, true},     {"timeout", true, false, true},
+	{"raw", false, true, true},
 };
 
 static int
@@ -300,6 +312,8 @@ bk_parse_long(struct bk_args *a, int argc, char **argv, int *i)
 			return bk_usage_error(a, "option --%s takes no value", def->name);
 		if (strcmp(def->name, "help") == 0)
 			a->help = true;
+		else if (strcmp(def->name, "raw") == 0)
+			a->raw = true;
 		else
 			a->by_key = true;
 		return 0;
@@ -577,17 +591,22 @@ sub_finish(struct sub_state *s, int status)
 		bk_error("eventfd: %s", strerror(errno));
 }
 
-/* Under the lock: one line NAME<TAB>HEADERS<TAB>PAYLOAD. */
+/* Under the lock: one line NAME<TAB>HEADERS<TAB>PAYLOAD, the peer's bytes
+ * escaped unless --raw (zl_text.h). */
 static void
-sub_print(const struct zr_delivery *d)
+sub_print(const struct zr_delivery *d, bool raw)
 {
-	fputs(d->name, stdout);
+	zl_text_puts(stdout, d->name, raw);
 	fputc('\t', stdout);
-	for (size_t i = 0; i < d->nheaders; i++)
-		printf("%s%s: %s", i > 0 ? ";" : "", d->headers[i].name, d->headers[i].value);
+	for (size_t i = 0; i < d->nheaders; i++) {
+		if (i > 0)
+			fputc(';', stdout);
+		zl_text_puts(stdout, d->headers[i].name, raw);
+		fputs(": ", stdout);
+		zl_text_puts(stdout, d->headers[i].value, raw);
+	}
 	fputc('\t', stdout);
-	if (d->payload_len > 0)
-		fwrite(d->payload, 1, d->payload_len, stdout);
+	zl_text_write(stdout, d->payload, d->payload_len, raw);
 	fputc('\n', stdout);
 }
 
@@ -601,12 +620,16 @@ sub_flush(struct sub_state *s)
 	}
 }
 
-/* Under the lock. */
+/* Under the lock. The text may quote the peer's bytes: always escaped
+ * (stderr is a terminal even when stdout is a script's pipe). */
 static void
 sub_report_error_item(const struct zr_delivery *d)
 {
-	bk_error("malformed message (%s): %s", zr_strerror(d->error),
-	         d->error_text != NULL ? d->error_text : "");
+	char text[ZR_ERRTEXT_MAX * 2];
+	const char *t = d->error_text != NULL ? d->error_text : "";
+
+	zl_text_escape(text, sizeof text, t, strlen(t));
+	bk_error("malformed message (%s): %s", zr_strerror(d->error), text);
 }
 
 /* Under the lock: answers an rpc request. */
@@ -666,7 +689,7 @@ sub_handler_cb(const struct zr_delivery *d, void *arg)
 	sub_sleep_ms(s->a->handler_ms);
 	pthread_mutex_lock(&s->lock);
 	if (!s->done) {
-		sub_print(d);
+		sub_print(d, s->a->raw);
 		sub_flush(s);
 		if (s->replier != NULL)
 			sub_reply(s, d);
@@ -701,7 +724,7 @@ sub_batch_cb(const struct zr_delivery *const *batch, size_t n, void *arg)
 		printf("batch %zu\n", good);
 		for (size_t i = 0; i < n; i++)
 			if (batch[i]->error == 0)
-				sub_print(batch[i]);
+				sub_print(batch[i], s->a->raw);
 		sub_flush(s);
 		s->delivered += good;
 		if (s->a->count > 0 && s->delivered >= s->a->count)
@@ -845,8 +868,7 @@ pub_line(const struct bk_args *a, zr_publisher *p, const char *line, size_t len)
 	rc = zr_request(p, a->name, a->headers, a->nheaders, line, len, a->timeout_ms, &reply);
 	if (rc < 0)
 		return bk_failed(zr_publisher_error(p), rc);
-	if (reply->payload_len > 0)
-		fwrite(reply->payload, 1, reply->payload_len, stdout);
+	zl_text_write(stdout, reply->payload, reply->payload_len, a->raw);
 	fputc('\n', stdout);
 	zr_delivery_free(reply);
 	if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -37,6 +37,7 @@
 
 #include "zl_args.h"
 #include "zl_cat.h"
+#include "zl_text.h"
 
 static const char cat_usage_text[] =
 	"usage: zring cat (-r|-w) (-b|-c) TYPE ENDPOINT... [options]\n"
@@ -57,7 +58,9 @@ static const char cat_usage_text[] =
 	"  -F SEP          frame separator (default: a tab); the escapes \\t \\n \\r\n"
 	"                  \\0 \\\\ and \\xHH are understood\n"
 	"  -0              messages end with NUL instead of newline, on stdin and\n"
-	"                  on stdout\n"
+	"                  on stdout; what is printed is not escaped (see below)\n"
+	"  --raw           print received frames and properties as they came\n"
+	"                  (for scripts; see below)\n"
 	"  -n N            stop after N messages (sent with -w, received with -r)\n"
 	"  -s TOPIC        subscribe to messages starting with TOPIC (SUB, XSUB;\n"
 	"                  repeatable); without -s a SUB receives everything\n"
@@ -66,7 +69,9 @@ static const char cat_usage_text[] =
 	"                  RECONNECT_IVL_MAX MAXMSGSIZE SNDBUF RCVBUF RCVTIMEO\n"
 	"                  SNDTIMEO ROUTING_ID ROUTER_MANDATORY HANDSHAKE_IVL\n"
 	"                  HEARTBEAT_IVL HEARTBEAT_TTL HEARTBEAT_TIMEOUT (times in\n"
-	"                  ms); security, below: PLAIN_SERVER PLAIN_USERNAME\n"
+	"                  ms); zring's own: CONNS_MAX (connections accepted at\n"
+	"                  once, default 65536, 0 no limit); security, below:\n"
+	"                  PLAIN_SERVER PLAIN_USERNAME\n"
 	"                  PLAIN_PASSWORD CURVE_SERVER CURVE_PUBLICKEY\n"
 	"                  CURVE_SECRETKEY CURVE_SERVERKEY\n"
 	"  --timeout MS    give up (exit 3) when a send or a receive waits longer\n"
@@ -103,6 +108,13 @@ static const char cat_usage_text[] =
 	"  is reported too, and retried (--timeout gives up).\n"
 	"  The command line is visible to other users of the machine (ps): keep\n"
 	"  secret keys and passwords in it only where that is acceptable.\n"
+	"\n"
+	"output:\n"
+	"  -r prints what the peers sent escaped, so that no control sequence\n"
+	"  reaches the terminal: tab, newline, CR, NUL and backslash as \\t \\n \\r\n"
+	"  \\0 \\\\, other control characters (C0, DEL, C1) and octets that are\n"
+	"  not UTF-8 as \\xHH (the escapes -F reads); printable UTF-8 is\n"
+	"  unchanged. With --raw, or -0, the octets are printed as received.\n"
 	"\n"
 	"request-reply:\n"
 	"  REQ -w          every line is a request; each reply is printed\n"
@@ -169,6 +181,7 @@ static const struct cat_optdef cat_optdefs[] = {
 	{"CURVE_PUBLICKEY", ZR_CURVE_PUBLICKEY, CAT_OPT_KEY},
 	{"CURVE_SECRETKEY", ZR_CURVE_SECRETKEY, CAT_OPT_KEY},
 	{"CURVE_SERVERKEY", ZR_CURVE_SERVERKEY, CAT_OPT_KEY},
+	{"CONNS_MAX", ZR_CONNS_MAX, CAT_OPT_INT},
 };
 
 #define CAT_NOPTDEFS (sizeof(cat_optdefs) / sizeof(cat_optdefs[0]))
@@ -225,6 +238,7 @@ struct cat_args {
 	size_t nplain;
 	struct cat_curve_cred *curve; /* --allow-curve */
 	size_t ncurve;
+	bool raw; /* --raw: peer data unescaped (zl_text.h) */
 	bool help;
 };
 
@@ -536,6 +550,12 @@ cat_parse(struct cat_args *a, int argc, char **argv)
 
 			if (nlen == 4 && strncmp(name, "help", 4) == 0 && eq == NULL) {
 				a->help = true;
+				continue;
+			}
+			if (nlen == 3 && strncmp(name, "raw", 3) == 0) {
+				if (eq != NULL)
+					return cat_usage_error("option --raw takes no value");
+				a->raw = true;
 				continue;
 			}
 			static const char *const valued[] = {"timeout", "reply", "property",
@@ -984,17 +1004,20 @@ cat_msg_from(const struct cat_args *a, const char *line, size_t len, zr_msg **ou
 }
 
 /* Prints a message as one record: the -P properties, then the frames, all
- * joined by SEP, then the delimiter. */
+ * joined by SEP, then the delimiter. The peer's bytes are escaped in the
+ * line format (zl_text.h) and go as they are with --raw or -0 (records that
+ * end with NUL are for programs, and any octet may be in them). */
 static int
 cat_print(const struct cat_args *a, const zr_msg *m)
 {
 	size_t n = zr_msg_frames(m);
+	bool raw = a->raw || a->delim == '\0';
 
 	for (size_t i = 0; i < a->nprops; i++) {
 		const char *v = zr_msg_gets(m, a->props[i]);
 
 		if (v != NULL)
-			fputs(v, stdout);
+			zl_text_puts(stdout, v, raw);
 		fwrite(a->sep.p, 1, a->sep.len, stdout);
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -1003,8 +1026,7 @@ cat_print(const struct cat_args *a, const zr_msg *m)
 
 		if (i > 0)
 			fwrite(a->sep.p, 1, a->sep.len, stdout);
-		if (len > 0)
-			fwrite(p, 1, len, stdout);
+		zl_text_write(stdout, p, len, raw);
 	}
 	fputc(a->delim, stdout);
 	/* Whoever reads us (a pipe, a test) sees each message as it arrives. */

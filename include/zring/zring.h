@@ -171,7 +171,10 @@ struct zr_event {
 	 * like a timeout: the check that failed ("CURVE box did not open (wrong
 	 * server key or tampered data)"), the server's silence after our HELLO,
 	 * the authenticator's refusal with its text, or the peer's ERROR reason.
-	 * Names the peer's address where known. Empty for other events.
+	 * Names the peer's address where known. ACCEPT_FAILED: what failed and
+	 * when accepting resumes ("too many open files (RLIMIT_NOFILE); retrying
+	 * in 100 ms"), or the CONNS_MAX refusal (see ZR_CONNS_MAX). Empty for
+	 * other events.
 	 */
 	char reason[ZR_EVENT_REASON_MAX];
 };
@@ -229,7 +232,28 @@ enum zr_option {
 	ZR_SNDBYTES = 1001,   /* int64, bytes per peer's send queue and in the socket's own send queue: 8 MiB */
 	ZR_RCVBYTES = 1002,   /* int64, bytes in the receive queue: 8 MiB */
 	ZR_PUB_POLICY = 1003, /* int: what PUB/XPUB do with a subscriber whose queue is full */
+	ZR_CONNS_MAX = 1007,  /* int, connections: ZR_CONNS_MAX_DEFAULT; 0 = no limit */
 };
+
+/*
+ * ZR_CONNS_MAX bounds the connections a socket has accepted on its bound
+ * endpoints at once (all of them together; connections it dialled do not
+ * count), from accept until the connection is gone (its handshake included).
+ * One more is closed as soon as it is accepted (the peer sees the
+ * connection end and retries on its own schedule) and the monitor gets
+ * ZR_EVENT_ACCEPT_FAILED with value -ECONNREFUSED and the reason
+ * "connections at CONNS_MAX (N): a new one was closed". Set it before
+ * zr_bind, as the other options. Values < 0: -EINVAL.
+ *
+ * Separately, when accept itself fails for want of descriptors or memory
+ * (EMFILE, ENFILE, ENOMEM, ENOBUFS or any error that is not the one
+ * connection's), the listener stops accepting for 100 ms, doubling up to
+ * 1 s while the failures go on, and resumes at 100 ms after a success; the
+ * pending connections wait in the kernel's backlog meanwhile. Each such
+ * pause is one ZR_EVENT_ACCEPT_FAILED with the negative errno and a reason
+ * like "too many open files (RLIMIT_NOFILE); retrying in 100 ms".
+ */
+#define ZR_CONNS_MAX_DEFAULT 65536
 
 /*
  * Byte budgets sit beside the message high-water marks, so memory is bounded
@@ -310,7 +334,11 @@ ZR_API int zr_socket_set_auth(zr_socket *s, zr_zmtp_auth_cb *cb, void *arg);
  * one-frame messages [name] from minimal peers are accepted; frames after the
  * third are ignored. RPC requests carry a "correlation-id" header; a responder
  * sees a "reply-to: zmq-reply:<hex of the requester's routing id>" header and
- * replies go back as [routing id, "reply", headers, payload].
+ * replies go back as [routing id, "reply", headers, payload]. The broker sets
+ * that header itself: a "reply-to" header (any case) the requester sent is
+ * dropped on receipt, and the routing ids a responder's socket gives
+ * requesters without an id of their own are random (0x00 + 4 octets, drawn
+ * per connection), so one requester cannot name another's address.
  *
  * Errors: calls return 0 or a negative code; the object's error text (see
  * zr_broker_error, zr_publisher_error) names what failed and where (the

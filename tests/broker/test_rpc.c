@@ -38,6 +38,8 @@ enum rs_mode {
 	RS_ECHO = 0,    /* answer "re:<payload>" at once */
 	RS_SILENT = 1,  /* log, never answer */
 	RS_REVERSE = 2, /* "first" waits until "second" was answered */
+	RS_BY_HEADER = 3, /* answer "re:<payload>" to the address zr_delivery_header
+	                     finds under "reply-to", as an app routing by headers */
 };
 
 struct responder {
@@ -76,7 +78,16 @@ rs_handler(const struct zr_delivery *d, void *arg)
 		pthread_mutex_unlock(&r->mu);
 	}
 	n = snprintf(buf, sizeof buf, "re:%.*s", (int)d->payload_len, (const char *)d->payload);
-	rc = zr_reply(r->pub[d->lane % RPC_LANES], d, NULL, 0, buf, (size_t)n);
+	if (r->mode == RS_BY_HEADER) {
+		struct zr_header cid = {"correlation-id", zr_delivery_header(d, "correlation-id")};
+		const char *to = zr_delivery_header(d, "reply-to");
+
+		rc = to == NULL ? -EINVAL
+		                : zr_publish(r->pub[d->lane % RPC_LANES], to, &cid,
+		                             cid.value ? 1 : 0, buf, (size_t)n, BU_WAIT_MS);
+	} else {
+		rc = zr_reply(r->pub[d->lane % RPC_LANES], d, NULL, 0, buf, (size_t)n);
+	}
 	if (rc != 0)
 		atomic_store(&r->reply_fail, rc);
 	else
@@ -459,6 +470,70 @@ Test(rpc, a_responder_bound_on_port_0_sees_reply_to_zmq_reply_hex_and_a_correlat
 	free(h_name);
 	free(h_hdr);
 	free(h_pl);
+	rpc_close(&t);
+}
+
+/*
+ * Issue 12: a requester that writes its own "reply-to" naming another
+ * requester must not get that one answered: the broker drops the header on
+ * receipt, so even a responder that routes by zr_delivery_header(d,
+ * "reply-to") answers the sender. (Its generated routing id is random, so
+ * it could not guess the victim's anyway; the victim here has a known id.)
+ */
+Test(rpc, a_requesters_own_reply_to_header_is_dropped_and_the_reply_never_reaches_another)
+{
+	struct rpc t;
+	const struct bu_item *it;
+	const char *ans;
+	char *f[8];
+	size_t n, reply_tos = 0;
+
+	rpc_open(&t, 1, RS_BY_HEADER);
+	struct et_peer *victim = et_peer_start("DEALER", "connect", t.addr,
+	                                       (const char *const[]){"identity=c0ffee02", NULL});
+	struct et_peer *spoofer =
+		et_peer_start("DEALER", "connect", t.addr, (const char *const[]){NULL});
+	char *h_name = et_hex("greeter"), *h_v = et_hex("correlation-id: v1"),
+	     *h_s = et_hex("Reply-To: zmq-reply:c0ffee02\ncorrelation-id: s1"),
+	     *h_vp = et_hex("victim"), *h_sp = et_hex("spoof");
+
+	/* The victim is connected and answered. */
+	ans = et_peer_ask(victim, ET_WAIT_MS, "send %s:%s:%s", h_name, h_v, h_vp);
+	cr_assert_str_eq(ans, "SENT");
+	ans = et_peer_ask(victim, BU_WAIT_MS, "recv %d", BU_WAIT_MS);
+	n = frames_of(ans, f, 8);
+	cr_assert_eq(n, 3, "the victim got %s", ans);
+	cr_assert_str_eq(f[2], "re:victim");
+	frames_free(f, n);
+
+	/* The spoofer names the victim's address. */
+	ans = et_peer_ask(spoofer, ET_WAIT_MS, "send %s:%s:%s", h_name, h_s, h_sp);
+	cr_assert_str_eq(ans, "SENT");
+	cr_assert(bu_log_wait(&t.rs.log, 2, BU_WAIT_MS), "the spoofer's request never came");
+	it = bu_log_at(&t.rs.log, 1);
+	cr_assert_str_eq(it->payload, "spoof");
+	cr_assert_not_null(it->reply_to);
+	cr_assert_str_neq(it->reply_to, "zmq-reply:c0ffee02");
+	cr_assert_str_eq(bu_item_header(it, "reply-to"), it->reply_to,
+	                 "zr_delivery_header finds the broker's reply-to");
+	for (size_t i = 0; i < it->nheaders; i++)
+		reply_tos += strcasecmp(it->headers[i].name, "reply-to") == 0;
+	cr_assert_eq(reply_tos, 1, "%zu reply-to headers", reply_tos);
+	cr_assert_str_eq(bu_item_header(it, "correlation-id"), "s1", "other headers stay");
+
+	ans = et_peer_ask(spoofer, BU_WAIT_MS, "recv %d", BU_WAIT_MS);
+	n = frames_of(ans, f, 8);
+	cr_assert_eq(n, 3, "the spoofer got %s", ans);
+	cr_assert_str_eq(f[1], "correlation-id: s1");
+	cr_assert_str_eq(f[2], "re:spoof");
+	frames_free(f, n);
+	ans = et_peer_ask(victim, BU_WAIT_MS, "recv %d", BU_QUIET_MS);
+	cr_assert_str_eq(ans, "TIMEOUT", "the victim got the spoofer's reply: %s", ans);
+	free(h_name);
+	free(h_v);
+	free(h_s);
+	free(h_vp);
+	free(h_sp);
 	rpc_close(&t);
 }
 

@@ -231,6 +231,55 @@ Test(broker_cli, queue_subscriber_reads_three_two_and_one_frame_messages_from_py
 	          "stderr: %s", sub->err);
 }
 
+/*
+ * Issue 12: what a peer sends must not drive the terminal. ESC, BEL, DEL
+ * and C1 pass strict UTF-8, so the subscriber escapes them (and tab,
+ * newline, backslash, octets that are not UTF-8) in names, headers and
+ * payloads; --raw prints the octets as they came.
+ */
+#define EVIL_FRAMES                                                       \
+	"[\"jobs\\u001b[5m\",\"x-evil\\u001b[31m: v\\u001b]0;t\\u0007\"," \
+	"\"pay\\u001b[2Jload\\u00c2\\u009b\\u007f\\t\\\\\\u00ff\\u00c3\\u00a9\"]"
+
+Test(broker_cli, subscriber_escapes_control_characters_in_peer_data_unless_raw)
+{
+	struct tool *sub =
+		tool_start(0, "subscribe", "queue", "tcp://127.0.0.1:0", "-b", "-n", "1", NULL);
+	const char *ep = tool_bound(sub);
+	peer_start("PUSH", "connect", ep, "--send", EVIL_FRAMES, NULL);
+
+	cr_assert_eq(tool_wait(sub, WAIT_MS), 0, "stderr: %s", sub->err);
+	cr_assert_str_eq(sub->out, "jobs\\x1b[5m\tx-evil\\x1b[31m: v\\x1b]0;t\\x07\t"
+	                           "pay\\x1b[2Jload\\xc2\\x9b\\x7f\\t\\\\\\xff\xc3\xa9\n");
+	cr_assert_null(memchr(sub->out, 0x1b, sub->out_len), "an ESC reached stdout");
+}
+
+Test(broker_cli, subscriber_with_raw_prints_peer_data_as_it_came)
+{
+	struct tool *sub = tool_start(0, "subscribe", "queue", "tcp://127.0.0.1:0", "-b", "-n", "1",
+	                              "--raw", NULL);
+	const char *ep = tool_bound(sub);
+	peer_start("PUSH", "connect", ep, "--send", EVIL_FRAMES, NULL);
+
+	cr_assert_eq(tool_wait(sub, WAIT_MS), 0, "stderr: %s", sub->err);
+	cr_assert_str_eq(sub->out, "jobs\x1b[5m\tx-evil\x1b[31m: v\x1b]0;t\x07\t"
+	                           "pay\x1b[2Jload\xc2\x9b\x7f\t\\\xff\xc3\xa9\n");
+}
+
+Test(broker_cli, a_malformed_messages_report_on_stderr_is_escaped_too)
+{
+	struct tool *sub =
+		tool_start(0, "subscribe", "queue", "tcp://127.0.0.1:0", "-b", "-n", "1", NULL);
+	const char *ep = tool_bound(sub);
+	peer_start("PUSH", "connect", ep, "--send", "[\"jobs\",\"no colon\\u001b[2J\",\"bad\"]",
+	           "--send", "[\"jobs\",\"\",\"ok\"]", NULL);
+
+	cr_assert_eq(tool_wait(sub, WAIT_MS), 0, "stderr: %s", sub->err);
+	cr_assert_str_eq(sub->out, "jobs\t\tok\n");
+	cr_assert(strstr(sub->err, "no colon\\x1b[2J") != NULL, "stderr: %s", sub->err);
+	cr_assert_null(memchr(sub->err, 0x1b, sub->err_len), "an ESC reached stderr");
+}
+
 /* §64, §67: batches of 1..3, every message once, in order; with a slow
  * handler the messages queue up behind the first batch, so one batch holds
  * more than one. 1 s a message: the publisher, which sends all seven at
@@ -495,6 +544,26 @@ Test(broker_cli, rpc_responder_answers_with_the_reply_text)
 	cr_assert_str_eq(req->out, "pong\npong\npong\n");
 	cr_assert_eq(tool_wait(rsp, WAIT_MS), 0, "stderr: %s", rsp->err);
 	cr_assert_eq(count_char(rsp->out, rsp->out_len, '\n'), 3, "stdout: %s", rsp->out);
+}
+
+/* Issue 12: a reply is peer data too: escaped unless --raw. */
+Test(broker_cli, rpc_publisher_escapes_control_characters_in_a_reply_unless_raw)
+{
+	struct tool *rsp = tool_start(0, "subscribe", "rpc", "tcp://127.0.0.1:0", "-b", "--reply",
+	                              "\x1b[2Jgone", "-n", "2", NULL);
+	const char *ep = tool_bound(rsp);
+	struct tool *req = tool_start(1, "publish", "rpc", ep, "-c", "--name", "ping", "--timeout",
+	                              "15000", NULL);
+	tool_input_text(req, "a\n");
+	cr_assert_eq(tool_wait(req, WAIT_MS), 0, "stderr: %s", req->err);
+	cr_assert_str_eq(req->out, "\\x1b[2Jgone\n");
+
+	req = tool_start(2, "publish", "rpc", ep, "-c", "--name", "ping", "--timeout", "15000",
+	                 "--raw", NULL);
+	tool_input_text(req, "b\n");
+	cr_assert_eq(tool_wait(req, WAIT_MS), 0, "stderr: %s", req->err);
+	cr_assert_str_eq(req->out, "\x1b[2Jgone\n");
+	cr_assert_eq(tool_wait(rsp, WAIT_MS), 0, "stderr: %s", rsp->err);
 }
 
 /* §54: a request nobody answers times out: exit 3. */

@@ -281,6 +281,57 @@ Test(cat, rep_echoes_each_request_without_reply)
 	cr_assert_str_eq(tool.out, "ping\t\tx\n");
 }
 
+/* ---- peer data on the terminal (issue 12) -------------------------------- */
+
+/* ESC sequences, C1 (U+009B, a CSI on some terminals), DEL, an octet that is
+ * not UTF-8, a tab inside a frame and a backslash; "é" is printable. */
+#define EVIL_FRAMES \
+	"[\"a\\u001b[0mb\",\"\\u00ff\\u00c2\\u009b\\u007f\",\"t\\tb\\\\\\u00c3\\u00a9\"]"
+
+Test(cat, received_control_characters_are_escaped_by_default)
+{
+	tool_start("-r", "-b", "PULL", "tcp://127.0.0.1:*", "-n", "1", NULL);
+	const char *ep = tool_bound_endpoint();
+	peer_start("PUSH", "connect", ep, "--send", EVIL_FRAMES, NULL);
+
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_str_eq(tool.out, "a\\x1b[0mb\t\\xff\\xc2\\x9b\\x7f\tt\\tb\\\\\xc3\xa9\n");
+	cr_assert_null(memchr(tool.out, 0x1b, tool.out_len), "an ESC reached stdout");
+}
+
+Test(cat, raw_and_nul_delimited_output_keep_the_octets)
+{
+	tool_start("-r", "-b", "PULL", "tcp://127.0.0.1:*", "-n", "1", "--raw", NULL);
+	const char *ep = tool_bound_endpoint();
+	peer_start("PUSH", "connect", ep, "--send", EVIL_FRAMES, NULL);
+
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_str_eq(tool.out, "a\x1b[0mb\t\xff\xc2\x9b\x7f\tt\tb\\\xc3\xa9\n");
+	teardown();
+	setup();
+
+	tool_start("-r", "-b", "PULL", "tcp://127.0.0.1:*", "-n", "1", "-0", NULL);
+	ep = tool_bound_endpoint();
+	peer_start("PUSH", "connect", ep, "--send", EVIL_FRAMES, NULL);
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
+	static const char want[] = "a\x1b[0mb\t\xff\xc2\x9b\x7f\tt\tb\\\xc3\xa9"; /* and a NUL */
+	cr_assert_eq(tool.out_len, sizeof want);
+	cr_assert(memcmp(tool.out, want, sizeof want) == 0, "stdout: %s", tool.out);
+}
+
+Test(cat, conns_max_is_an_option_by_name)
+{
+	tool_start("-r", "-b", "PULL", "tcp://127.0.0.1:*", "-n", "1", "-o", "CONNS_MAX=1", NULL);
+	const char *ep = tool_bound_endpoint();
+	peer_start("PUSH", "connect", ep, "--send", "[\"in\"]", NULL);
+
+	cr_assert_eq(tool_wait(&tool, WAIT_MS), 0, "stderr: %s", tool.err);
+	cr_assert_str_eq(tool.out, "in\n");
+	teardown();
+	setup();
+	expect_fails(1, "-r", "-b", "PULL", "tcp://127.0.0.1:5555", "-o", "CONNS_MAX=x");
+}
+
 /* ---- options, routing, transports -------------------------------------- */
 
 Test(cat, dealer_announces_the_routing_id_set_with_o)
