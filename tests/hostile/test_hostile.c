@@ -121,7 +121,8 @@ struct target {
 	int live_in;
 	struct window live;
 	int seq;
-	int died; /* the signal or exit status it ended with, once reaped */
+	int died;           /* the signal or exit status it ended with, once reaped */
+	char ipc_path[160]; /* an ipc:///path endpoint's file, removed at the end */
 };
 
 /* Per test: Criterion runs each test in its own process. */
@@ -681,6 +682,8 @@ teardown(void)
 		kill(T.pid, SIGKILL);
 		waitpid(T.pid, NULL, 0);
 	}
+	if (T.ipc_path[0] != '\0')
+		unlink(T.ipc_path); /* the target was killed: it could not */
 	int *fds[] = {&T.in_fd, &T.out.fd, &T.err.fd, &T.live_in, &T.live.fd};
 	for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
 		if (*fds[i] >= 0)
@@ -715,6 +718,7 @@ tg_start(const struct tg_opts *o)
 		snprintf(bind_ep, sizeof bind_ep, "ipc:///tmp/zring-hostile-%d-%d.sock",
 		         (int)getpid(), counter++);
 		unlink(bind_ep + 6);
+		snprintf(T.ipc_path, sizeof T.ipc_path, "%s", bind_ep + 6);
 		break;
 	}
 	T.curve = o->curve;

@@ -4,8 +4,8 @@ socket connected to the target on its own connection, driven line by line,
 to prove the target still serves it after an attack on other connections.
 
 Usage: live_peer.py TYPE ENDPOINT [--curve SERVER_PUBLIC_Z85]
-    TYPE      PUSH, DEALER, SUB (subscribed to everything) or XSUB-style
-              "SUBTO" (a SUB that subscribes only when told)
+    TYPE      PUSH, DEALER, SUB (subscribed to everything) or SUBTO (a SUB
+              that subscribes only when told, to prove an XPUB hears it)
 Lines read on stdin:
     SEND <text>   send one single-frame message (PUSH, DEALER)
     SUB <text>    subscribe to <text> (SUBTO)
