@@ -97,7 +97,8 @@ enum live_kind {
 	LIVE_PUSH,
 	LIVE_DEALER,
 	LIVE_SUB,
-	LIVE_SUBTO
+	LIVE_SUBTO,
+	LIVE_REQ
 };
 
 /* A window over a child's output: the newest bytes, searched with memmem
@@ -780,7 +781,7 @@ tg_start(const struct tg_opts *o)
 		close(fd);
 	}
 
-	static const char *kinds[] = {"PUSH", "DEALER", "SUB", "SUBTO"};
+	static const char *kinds[] = {"PUSH", "DEALER", "SUB", "SUBTO", "REQ"};
 	char *pargv[] = {(char *)ZR_PYTHON,
 	                 (char *)LIVE_SCRIPT,
 	                 (char *)kinds[o->live],
@@ -813,6 +814,11 @@ live_check(void)
 		live_write(line);
 		snprintf(line, sizeof line, "%s\n", tag);
 		return wait_for(&T.out, line, strlen(line), WAIT_MS);
+	case LIVE_REQ:
+		snprintf(line, sizeof line, "SEND %s\n", tag);
+		live_write(line);
+		snprintf(line, sizeof line, "REPLY %s\n", tag);
+		return wait_for(&T.live, line, strlen(line), WAIT_MS);
 	case LIVE_SUB:
 		/* PUB drops what goes out before the subscription is in: repeat. */
 		snprintf(line, sizeof line, "RECV %s\n", tag);
@@ -2070,4 +2076,129 @@ Test(hostile, a_curve_initiate_with_a_bad_vouch_is_closed)
 	snprintf(how, sizeof how, "%s", e.how);
 	hp_close(&h);
 	case_end(&c, refused || e.closed, how, 16);
+}
+
+/* ---- what a pattern discards ---------------------------------------------- */
+
+Test(hostile, a_pull_ignores_subscribe_commands)
+{
+	uint8_t buf[64];
+	size_t n = cmd(buf, sizeof buf, "SUBSCRIBE", "topic", 5);
+	n += cmd(buf + n, sizeof buf - n, "CANCEL", "other", 5);
+	expect_ignored_pull("SUBSCRIBE and CANCEL sent to a PULL are ignored", T_TCP, buf, n, NULL,
+	                    0);
+}
+
+Test(hostile, a_pub_discards_messages_from_a_subscriber)
+{
+	struct tg_opts o = pub_tcp;
+	struct hcase c;
+	struct hp h;
+	uint8_t buf[128];
+	size_t n = 0;
+	char how[160];
+
+	o.transport = T_IPC;
+	case_begin(&c, "a PUB discards data messages from a subscriber and keeps serving it (ipc)",
+	           &o);
+	hp_open(&h, ZR_SUB, ZR_MECH_NULL);
+	n += frame(buf + n, ZR_ZMTP_MORE, "\x02junk", 5); /* neither 0x00 nor 0x01 */
+	n += frame(buf + n, 0, "second", 6);
+	n += frame(buf + n, 0, "", 0);
+	n += cmd(buf + n, sizeof buf - n, "SUBSCRIBE", "kept", 4);
+	bool ok = xsend(h.fd, buf, n, WAIT_MS) == 0 && sub_receives(&h, "kept");
+	snprintf(how, sizeof how, "%s",
+	         ok ? "open, its later subscription served" : "its later subscription NOT served");
+	hp_close(&h);
+	case_end(&c, ok, how, 16);
+}
+
+Test(hostile, non_canonical_and_empty_frames_are_delivered)
+{
+	struct hcase c;
+	uint8_t buf[256];
+	size_t n;
+	char how[160];
+
+	greeting(buf, ZR_MECH_NULL, 3, 1);
+	n = 64 + ready(buf + 64, sizeof buf - 64, "PUSH", NULL, 0);
+	n += long_header(buf + n, 0, 9); /* legal: long form for 9 octets */
+	memcpy(buf + n, "long-form", 9);
+	n += 9;
+	n += frame(buf + n, ZR_ZMTP_MORE, "", 0);
+	n += frame(buf + n, 0, "after-empty", 11);
+	case_begin(&c,
+	           "a long-form header on a 9-octet frame and an empty middle frame are delivered",
+	           &pull_tcp);
+	int fd = dial(T.ep);
+	(void)xsend(fd, buf, n, WAIT_MS);
+	bool a = wait_for(&T.out, "long-form\n", 10, WAIT_MS);
+	bool b = wait_for(&T.out, "\n\tafter-empty\n", 14, WAIT_MS);
+	snprintf(how, sizeof how, "long form %s, empty frame %s", a ? "delivered" : "NOT delivered",
+	         b ? "delivered" : "NOT delivered");
+	close(fd);
+	case_end(&c, a && b, how, 16);
+}
+
+Test(hostile, a_request_without_a_delimiter_is_dropped_by_rep)
+{
+	struct tg_opts o = {.dir = "-r", .type = "REP", .transport = T_TCP, .live = LIVE_REQ};
+	struct hcase c;
+	struct hp h;
+	uint8_t buf[128];
+	size_t n = 0;
+	char how[200];
+
+	case_begin(&c, "a REP drops a request without its empty delimiter and answers the next",
+	           &o);
+	hp_open(&h, ZR_REQ, ZR_MECH_NULL);
+	n += frame(buf + n, 0, "no-delimiter", 12);
+	n += frame(buf + n, ZR_ZMTP_MORE, "", 0);
+	n += frame(buf + n, 0, "with-delimiter", 14);
+	bool ok = xsend(h.fd, buf, n, WAIT_MS) == 0;
+	bool answered = ok && hp_read_until(&h, "with-delimiter", 14, WAIT_MS);
+	bool dropped = !has(&T.out, "no-delimiter\n", 13) &&
+	               memmem(h.in, h.in_len, "no-delimiter", 12) == NULL;
+	struct ending e = {0};
+	bool closed = !answered && await_close(h.fd, WAIT_MS, &e);
+	snprintf(how, sizeof how, "%s; the request without delimiter %s",
+	         answered ? "the next request answered"
+	         : closed ? e.how
+	                  : "NOT answered",
+	         dropped ? "dropped" : "WAS handled");
+	hp_close(&h);
+	case_end(&c, dropped && (answered || closed), how, 16);
+}
+
+Test(hostile, a_req_that_never_reads_replies_is_bounded)
+{
+	/* 20000 requests of 1 KiB; the attacker never reads a reply. */
+	struct tg_opts o = {.dir = "-r", .type = "REP", .transport = T_IPC, .live = LIVE_REQ};
+	struct hcase c;
+	struct hp h;
+	static uint8_t buf[20000 * 1040];
+	uint8_t body[1024];
+	size_t n = 0;
+	char how[200];
+	int rc;
+
+	memset(body, 'r', sizeof body);
+	for (int i = 0; i < 20000; i++) {
+		n += frame(buf + n, ZR_ZMTP_MORE, "", 0);
+		n += frame(buf + n, 0, body, sizeof body);
+	}
+	case_begin(&c,
+	           "a REQ peer that sends 20 MiB of requests and never reads a reply stays "
+	           "within the bound (ipc)",
+	           &o);
+	hp_open(&h, ZR_REQ, ZR_MECH_NULL);
+	rc = xsend(h.fd, buf, n, STALL_MS);
+	snprintf(how, sizeof how, "%s",
+	         rc == 0            ? "all 20000 requests taken in, connection open"
+	         : rc == -ETIMEDOUT ? "the target stopped reading (backpressure), connection open"
+	                            : "closed by the target");
+	/* Open or closed are both right here; what is judged is the memory
+	 * and the other peer, checked while this connection is still stuck. */
+	case_end(&c, true, how, 64);
+	hp_close(&h);
 }

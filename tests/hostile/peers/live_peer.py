@@ -4,14 +4,15 @@ socket connected to the target on its own connection, driven line by line,
 to prove the target still serves it after an attack on other connections.
 
 Usage: live_peer.py TYPE ENDPOINT [--curve SERVER_PUBLIC_Z85]
-    TYPE      PUSH, DEALER, SUB (subscribed to everything) or SUBTO (a SUB
+    TYPE      PUSH, DEALER, REQ (waits for each reply), SUB (subscribed to everything) or SUBTO (a SUB
               that subscribes only when told, to prove an XPUB hears it)
 Lines read on stdin:
     SEND <text>   send one single-frame message (PUSH, DEALER)
     SUB <text>    subscribe to <text> (SUBTO)
 Lines written on stdout:
     READY         once, after the socket is connected (asynchronously)
-    SENT          after each SEND was handed to libzmq
+    SENT          after each SEND was handed to libzmq (REQ: REPLY <text>
+                  once the reply came, or NOREPLY after 10 s)
     DONE          after each SUB
     RECV <text>   every message received (SUB, SUBTO), first frame
     FATAL <text>  a setup problem (then exit 3)
@@ -37,7 +38,7 @@ def out(line):
 def main():
     kind, endpoint = sys.argv[1], sys.argv[2]
     ctx = zmq.Context()
-    types = {"PUSH": zmq.PUSH, "DEALER": zmq.DEALER, "SUB": zmq.SUB, "SUBTO": zmq.SUB}
+    types = {"PUSH": zmq.PUSH, "DEALER": zmq.DEALER, "REQ": zmq.REQ, "SUB": zmq.SUB, "SUBTO": zmq.SUB}
     if kind not in types:
         out("FATAL unknown type %s" % kind)
         sys.exit(3)
@@ -77,6 +78,12 @@ def main():
                 if verb == "SEND":
                     s.send(arg.encode())
                     out("SENT")
+                    if kind == "REQ":
+                        if s.poll(10000):
+                            out("REPLY " + s.recv().decode("utf-8", "replace"))
+                        else:
+                            out("NOREPLY")
+                            return
                 elif verb == "SUB":
                     s.setsockopt(zmq.SUBSCRIBE, arg.encode())
                     out("DONE")
