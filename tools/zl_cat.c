@@ -66,7 +66,10 @@ static const char cat_usage_text[] =
 	"                  RECONNECT_IVL_MAX MAXMSGSIZE SNDBUF RCVBUF RCVTIMEO\n"
 	"                  SNDTIMEO ROUTING_ID ROUTER_MANDATORY HANDSHAKE_IVL\n"
 	"                  HEARTBEAT_IVL HEARTBEAT_TTL HEARTBEAT_TIMEOUT (times in\n"
-	"                  ms); security, below: PLAIN_SERVER PLAIN_USERNAME\n"
+	"                  ms) XPUB_VERBOSE XPUB_VERBOSER; zring's own SUBS_MAX\n"
+	"                  SUBS_MAXBYTES (what one subscriber of a PUB or XPUB\n"
+	"                  may hold: 100000 subscriptions, 16 MiB; -1: no limit);\n"
+	"                  security, below: PLAIN_SERVER PLAIN_USERNAME\n"
 	"                  PLAIN_PASSWORD CURVE_SERVER CURVE_PUBLICKEY\n"
 	"                  CURVE_SECRETKEY CURVE_SERVERKEY\n"
 	"  --timeout MS    give up (exit 3) when a send or a receive waits longer\n"
@@ -162,6 +165,10 @@ static const struct cat_optdef cat_optdefs[] = {
 	{"HEARTBEAT_IVL", ZR_HEARTBEAT_IVL, CAT_OPT_INT},
 	{"HEARTBEAT_TTL", ZR_HEARTBEAT_TTL, CAT_OPT_INT},
 	{"HEARTBEAT_TIMEOUT", ZR_HEARTBEAT_TIMEOUT, CAT_OPT_INT},
+	{"XPUB_VERBOSE", ZR_XPUB_VERBOSE, CAT_OPT_INT},
+	{"XPUB_VERBOSER", ZR_XPUB_VERBOSER, CAT_OPT_INT},
+	{"SUBS_MAX", ZR_SUBS_MAX, CAT_OPT_INT},
+	{"SUBS_MAXBYTES", ZR_SUBS_MAXBYTES, CAT_OPT_INT64},
 	{"PLAIN_SERVER", ZR_PLAIN_SERVER, CAT_OPT_INT},
 	{"PLAIN_USERNAME", ZR_PLAIN_USERNAME, CAT_OPT_BYTES},
 	{"PLAIN_PASSWORD", ZR_PLAIN_PASSWORD, CAT_OPT_BYTES},
