@@ -167,8 +167,11 @@ node_make(struct zr__subs *t, const uint8_t *topic, size_t len)
 	struct zr__subs_node *n, *k, *p, *leaf = NULL;
 	size_t i = 0, at, m;
 
-	if (t->root == NULL && (t->root = node_new(NULL, 0)) == NULL)
-		return NULL;
+	if (t->root == NULL) {
+		if ((t->root = node_new(NULL, 0)) == NULL)
+			return NULL;
+		t->nodes = 1;
+	}
 	n = t->root;
 	while (i < len) {
 		if (!kid_find(n, topic[i], &at)) {
@@ -179,6 +182,7 @@ node_make(struct zr__subs *t, const uint8_t *topic, size_t len)
 				return NULL;
 			}
 			kid_insert(n, at, leaf);
+			t->nodes++;
 			return leaf;
 		}
 		k = n->kids[at];
@@ -208,8 +212,10 @@ node_make(struct zr__subs *t, const uint8_t *topic, size_t len)
 		p->kids[0] = k;
 		p->nkids = 1;
 		k->parent = p;
+		t->nodes++;
 		if (leaf == NULL)
 			return p;
+		t->nodes++;
 		kid_insert(p, leaf->label[0] < k->label[0] ? 0 : 1, leaf);
 		return leaf;
 	}
@@ -230,6 +236,7 @@ node_prune(struct zr__subs *t, struct zr__subs_node *n)
 		if (n->nkids == 0) {
 			kid_erase(p, at);
 			node_free(n);
+			t->nodes--;
 			n = p;
 			continue;
 		}
@@ -247,6 +254,7 @@ node_prune(struct zr__subs *t, struct zr__subs_node *n)
 		k->parent = p;
 		p->kids[at] = k; /* same first octet: the order holds */
 		node_free(n);
+		t->nodes--;
 		return;
 	}
 }
@@ -492,4 +500,5 @@ zr__subs_fini(struct zr__subs *t)
 		n = p;
 	}
 	t->root = NULL;
+	t->nodes = 0;
 }

@@ -32,6 +32,7 @@ struct zr__subs_hold;
 struct zr__subs {
 	struct zr__subs_node *root; /* the empty prefix; made on the first add */
 	uint64_t stamp;             /* per zr__subs_collect: dedupes owners */
+	size_t nodes;               /* the root included: at most 1 + 2 x topics */
 };
 
 /* What one owner (a subscriber connection, or a SUB's own filter) holds. */
