@@ -857,7 +857,7 @@ cat_auth_cb(void *arg, struct zr_zmtp_auth_req *req)
 /* What the tool watches on the socket's monitor. */
 #define CAT_WATCH_EVENTS                                                     \
 	(ZR_EVENT_HANDSHAKE_SUCCEEDED | ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL | \
-	 ZR_EVENT_HANDSHAKE_FAILED_AUTH)
+	 ZR_EVENT_HANDSHAKE_FAILED_AUTH | ZR_EVENT_DISCONNECTED)
 
 static int
 cat_configure(const struct cat_args *a, zr_socket *s)
@@ -1129,6 +1129,15 @@ cat_watch(struct cat_run *r, int wait_ms)
 		wait_ms = 0;
 		if (ev.type == ZR_EVENT_HANDSHAKE_SUCCEEDED) {
 			r->handshaken = true;
+			continue;
+		}
+		/* A peer zring closed on purpose (a subscription limit) says why;
+		 * one that merely went away has no reason and stays quiet. */
+		if (ev.type == ZR_EVENT_DISCONNECTED) {
+			if (ev.reason[0] != '\0') {
+				fprintf(stderr, "zring cat: disconnected: %s\n", ev.reason);
+				fflush(stderr);
+			}
 			continue;
 		}
 		cat_report_failure(r, &ev);

@@ -171,6 +171,8 @@ struct zr_event {
 	 * like a timeout: the check that failed ("CURVE box did not open (wrong
 	 * server key or tampered data)"), the server's silence after our HELLO,
 	 * the authenticator's refusal with its text, or the peer's ERROR reason.
+	 * DISCONNECTED: why zring closed the connection, when it did so itself
+	 * (a subscription limit: "subscriptions over SUBS_MAX (N)").
 	 * Names the peer's address where known. Empty for other events.
 	 */
 	char reason[ZR_EVENT_REASON_MAX];
