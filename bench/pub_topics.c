@@ -12,10 +12,10 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
-#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include <zring/zring.h>
