@@ -1631,10 +1631,12 @@ zr__sock_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m)
  * when the app reads. A lost connection cannot pause, so its cancels wait
  * in s->xpub_pending, oldest first, and every later notice waits behind
  * them. The list is bounded by what the lost connections held: each pending
- * cancel is a subscription one of them held (and was charged for, within
- * SUBS_MAX / SUBS_MAXBYTES), and while the list is not empty no connection
- * can add a holder (its notice or its subscribe waits), so a topic goes
- * pending at most once per lost holder of what existed when the list began.
+ * cancel is a subscription one of them held (charged to it within
+ * SUBS_MAX / SUBS_MAXBYTES: a notice costs less than the entry's charge),
+ * and while the list is not empty no topic can get its first holder (that
+ * takes a notice, which waits behind the list; with XPUB_VERBOSE(R) every
+ * subscribe does). So the list holds at most one cancel per topic held when
+ * it began (VERBOSER: one per holding then), whatever peers come and go.
  */
 
 /* The 3.0-form notice: the flag, then the topic (from topic, or h's). */
