@@ -207,6 +207,37 @@ Test(engine_xpub, verboser_passes_on_every_subscribe_and_every_cancel_of_a_held_
 	xpub_close(ctx, x);
 }
 
+Test(engine_xpub, verbose_passes_on_every_subscribe_but_only_the_last_cancel)
+{
+	zr_ctx *ctx;
+	char ep[128];
+	zr_socket *x = xpub_open(&ctx, ep, sizeof ep, 1000);
+	int on = 1, v = -1;
+	size_t len = sizeof v;
+
+	cr_assert_eq(zr_setsockopt(x, ZR_XPUB_VERBOSE, &on, sizeof on), 0);
+	cr_assert_eq(zr_getsockopt(x, ZR_XPUB_VERBOSER, &v, &len), 0);
+	cr_assert_eq(v, 0);
+	int p1 = rp_connect(ep, 1), p2 = rp_connect(ep, 0);
+
+	rp_sub(p1, 1, true, "A");
+	expect_notice(x, 1, "A");
+	rp_sub(p2, 0, true, "A");
+	expect_notice(x, 1, "A");
+	rp_sub(p1, 1, true, "A"); /* the same peer again: still passed on */
+	expect_notice(x, 1, "A");
+	rp_sub(p1, 1, false, "A");
+	rp_sub(p1, 1, false, "A");
+	rp_sub(p1, 1, true, "M");
+	expect_notice(x, 1, "M"); /* p2 holds A: no cancel yet */
+	rp_sub(p2, 0, false, "A");
+	expect_notice(x, 0, "A");
+	expect_no_notice(x);
+	close(p1);
+	close(p2);
+	xpub_close(ctx, x);
+}
+
 static void
 count_notices(zr_socket *x, int total, int *subs, int *cancels)
 {
