@@ -169,7 +169,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				mo->n--;
 				if (--e->count == 0) {
 					mo->bytes -= len + ZR__SUBS_ENTRY_COST;
-					memmove(e, e + 1, (size_t)(mo->e + mo->ne - (e + 1)) * sizeof *e);
+					memmove(e, e + 1,
+					        (size_t)(mo->e + mo->ne - (e + 1)) * sizeof *e);
 					mo->ne--;
 				}
 			}
