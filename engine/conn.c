@@ -281,14 +281,16 @@ conn_rx_arm(struct zr__conn *c)
 		c->rx_armed = true;
 }
 
-/* Hands a whole message to the socket; on a full queue, keeps it and pauses. */
-static bool
+/* Hands a whole message to the socket; on a full queue, keeps it and pauses.
+ * Returns 1 (taken), 0 (paused) or <0 (close c). */
+static int
 conn_deliver(struct zr__conn *c, zr_msg *m)
 {
 	struct zr_socket *s = c->sock;
+	int rc = zr__sock_deliver(s, c, m);
 
-	if (zr__sock_deliver(s, c, m))
-		return true;
+	if (rc != 0)
+		return rc;
 	c->rx_ready = m;
 	c->rx_paused = true;
 	atomic_store(&s->rx_paused, 1);
@@ -297,12 +299,42 @@ conn_deliver(struct zr__conn *c, zr_msg *m)
 	 * rather than wait for a wake that nobody will send. (An app that finds
 	 * rx empty reads the flag after its own fence, so one of the two sees
 	 * the other.) */
-	if (zr__sock_deliver(s, c, m)) {
+	rc = zr__sock_deliver(s, c, m);
+	if (rc != 0) {
 		c->rx_ready = NULL;
 		c->rx_paused = false;
-		return true;
 	}
-	return false;
+	return rc;
+}
+
+/*
+ * A SUBSCRIBE / CANCEL command (ZMTP 3.1). When an XPUB has no room for its
+ * notice, the command waits as its ZMTP 3.0 message would, in rx_ready,
+ * and the connection pauses: a notice is never dropped, and a peer that
+ * floods them is held back by TCP like one that floods data. Returns 0, 1
+ * (paused) or <0.
+ */
+static int
+conn_subscription(struct zr__conn *c, bool subscribe, const uint8_t *topic, size_t len)
+{
+	zr_msg *m;
+	uint8_t flag = subscribe ? 1 : 0;
+	int rc = zr__sock_subscription(c->sock, c, subscribe, topic, len);
+
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
+	rc = zr__sock_msg_new(c->sock, &m);
+	if (rc < 0)
+		return rc;
+	rc = zr__msg_frame_begin(m, len + 1);
+	if (rc < 0) {
+		zr_msg_free(m);
+		return rc;
+	}
+	zr__msg_frame_append(m, &flag, 1);
+	zr__msg_frame_append(m, topic, len);
+	rc = conn_deliver(c, m);
+	return rc < 0 ? rc : rc == 0 ? 1 : 0;
 }
 
 static int
@@ -341,8 +373,9 @@ conn_frame(struct zr__conn *c, const struct zr_zmtp_event *ev)
 		zr_msg *m = c->rx_msg;
 
 		c->rx_msg = NULL;
-		if (!conn_deliver(c, m))
-			return 1; /* paused */
+		rc = conn_deliver(c, m);
+		if (rc <= 0)
+			return rc < 0 ? rc : 1; /* 1: paused */
 	}
 	return 0;
 }
@@ -410,10 +443,12 @@ conn_decode(struct zr__conn *c)
 
 		c->rx_ready = NULL;
 		c->rx_paused = false;
-		if (!conn_deliver(c, m)) {
+		rc = conn_deliver(c, m);
+		if (rc <= 0) {
 			zr__sock_rx_flush(c->sock);
-			return 0;
+			return rc;
 		}
+		rc = 0;
 	}
 	while (off < c->in_len) {
 		struct zr_zmtp_event ev;
@@ -451,7 +486,7 @@ conn_decode(struct zr__conn *c)
 			break;
 		case ZR_ZMTP_EV_SUBSCRIBE:
 		case ZR_ZMTP_EV_CANCEL:
-			zr__sock_subscription(c->sock, c, ev.type == ZR_ZMTP_EV_SUBSCRIBE, ev.data, ev.len);
+			rc = conn_subscription(c, ev.type == ZR_ZMTP_EV_SUBSCRIBE, ev.data, ev.len);
 			break;
 		case ZR_ZMTP_EV_PEER_ERROR:
 			c->no_reconnect = true; /* RFC 23: ERROR is final for these credentials */
@@ -997,6 +1032,7 @@ conn_reset_buffers(struct zr__conn *c)
 	for (size_t i = 0; i < lost && c->out_n > 0; i++)
 		conn_outq_pop(c);
 	c->kick_out = false;
+	c->drop_why[0] = '\0';
 	c->tx_msgs = 0;
 	c->tx_ctl = 0;
 	c->tx_frame = 0;
@@ -1034,7 +1070,7 @@ conn_free(struct zr__conn *c)
 		zr__sock_pipes_add(s, -1);
 	if (c->accepted)
 		s->naccepted--;
-	zr__subs_fini(&c->subs);
+	zr__subs_drop(&s->subs, &c->subs);
 	zr_zmtp_fini(&c->z);
 	conn_meta_drop(c);
 	free(c->tx_buf);
@@ -1052,7 +1088,8 @@ conn_teardown(struct zr__conn *c)
 
 	if (c->state != ZR__CONN_CLOSING) {
 		if (c->state == ZR__CONN_HANDSHAKE || was_active)
-			zr__sock_event(s, ZR_EVENT_DISCONNECTED, c->fd, c->endpoint);
+			zr__sock_event_why(s, ZR_EVENT_DISCONNECTED, c->fd, c->endpoint,
+			                   c->drop_why[0] ? c->drop_why : NULL);
 		c->state = ZR__CONN_CLOSING;
 		zr__timer_stop(conn_loop(c), &c->timer);
 		if (was_active)

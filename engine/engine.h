@@ -33,6 +33,7 @@
 
 #include "io/endpoint.h"
 #include "io/loop.h"
+#include "subs.h"
 
 /* ---- messages ----------------------------------------------------------- */
 
@@ -132,6 +133,9 @@ struct zr__options {
 	int64_t sndbytes, rcvbytes; /* byte budgets beside the HWMs */
 	int pub_policy;             /* enum zr_pub_policy */
 	int conns_max;              /* accepted connections at once; 0: no limit */
+	int subs_max;               /* PUB/XPUB: subscriptions one peer may hold (-1: no limit) */
+	int64_t subs_maxbytes;      /* ... and their bytes, as subs.h counts them (-1: no limit) */
+	int xpub_verbose;           /* 0, 1 (every subscribe), 2 (and every held cancel) */
 	bool router_mandatory;
 	bool ipv6;
 	/* security: the last mechanism option set decides (libzmq's rule) */
@@ -145,26 +149,6 @@ struct zr__options {
 	uint8_t username[ZR__SUB_MAX], password[ZR__SUB_MAX];
 	size_t username_len, password_len;
 };
-
-/* ---- subscriptions (prefix, count) -------------------------------------- */
-
-struct zr__sub {
-	uint8_t *topic;
-	size_t len;
-	uint32_t count;
-};
-
-struct zr__subs {
-	struct zr__sub *v;
-	size_t n, cap;
-};
-
-/* Returns 1 if the set changed from the outside view (first subscribe, last
- * cancel), 0 if only a count moved, -ENOMEM. */
-int zr__subs_add(struct zr__subs *s, const uint8_t *t, size_t len);
-int zr__subs_remove(struct zr__subs *s, const uint8_t *t, size_t len);
-bool zr__subs_match(const struct zr__subs *s, const uint8_t *data, size_t len);
-void zr__subs_fini(struct zr__subs *s);
 
 /* ---- connections ---------------------------------------------------------- */
 
@@ -242,7 +226,8 @@ struct zr__conn {
 	/* routing */
 	uint8_t rid[ZR__SUB_MAX + 1];
 	size_t rid_len;
-	struct zr__subs subs; /* PUB/XPUB: what this subscriber asked for */
+	struct zr__subs_owner subs; /* PUB/XPUB: what this subscriber holds in sock->subs */
+	char drop_why[ZR_EVENT_REASON_MAX]; /* why we closed it, for the DISCONNECTED event */
 };
 
 /* ---- sockets ------------------------------------------------------------ */
@@ -348,7 +333,13 @@ struct zr_socket {
 	zr_msg *pending;           /* taken from tx but not yet routed */
 	struct zr__listener **listeners;
 	size_t nlisten;
-	struct zr__subs subs;      /* SUB/XSUB: our subscriptions, re-sent on connect */
+	struct zr__subs subs;      /* PUB/XPUB: the subscribers' (owner: each connection);
+	                              SUB/XSUB: ours, re-sent on connect (owner: subs_self) */
+	struct zr__subs_owner subs_self;
+	/* XPUB: cancels a lost subscriber left that rx had no room for, oldest
+	 * first (see sock_xpub_notice for the bound). */
+	zr_msg **xpub_pending;
+	size_t xpub_pending_head, xpub_pending_n, xpub_pending_cap;
 	size_t naccepted;          /* accepted connections not yet freed (CONNS_MAX) */
 	struct zr__conn *req_peer; /* REQ: where the request went */
 	bool io_closing;
@@ -423,8 +414,10 @@ void zr__sock_pipes_add(struct zr_socket *s, int delta);
 bool zr__sock_unsent(struct zr_socket *s);
 /* Closing: look again (next loop turn) whether connections can go. */
 void zr__sock_close_kick(struct zr_socket *s);
-/* A whole message arrived on c; returns false if it must wait (rx full). */
-bool zr__sock_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m);
+/* A whole message arrived on c; returns 1 (taken), 0 if it must wait (rx
+ * full: c keeps it) or <0 if c must be closed (a subscription limit, with
+ * c->drop_why set). */
+int zr__sock_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m);
 /* io thread: a new message for received bytes (a spare one when the app
  * returned some), and the last reference to a sent one. */
 int zr__sock_msg_new(struct zr_socket *s, zr_msg **m);
@@ -440,9 +433,12 @@ void zr__sock_event(struct zr_socket *s, int type, int value, const char *endpoi
 /* The same, with a reason in words (handshake failures). */
 void zr__sock_event_why(struct zr_socket *s, int type, int value, const char *endpoint,
                         const char *reason);
-/* A subscription (un)subscribe arrived on c (PUB/XPUB). */
-void zr__sock_subscription(struct zr_socket *s, struct zr__conn *c, bool subscribe,
-                           const uint8_t *topic, size_t len);
+/* A subscription (un)subscribe arrived on c (PUB/XPUB). Returns 1 (done),
+ * 0 when an XPUB's notice for it must wait for room in rx (nothing changed:
+ * c pauses and offers it again), <0 when c must be closed (a limit, with
+ * c->drop_why set). */
+int zr__sock_subscription(struct zr_socket *s, struct zr__conn *c, bool subscribe,
+                          const uint8_t *topic, size_t len);
 
 /* io thread: connections (conn.c) */
 struct zr__conn *zr__conn_new(struct zr_socket *s);

@@ -1,8 +1,8 @@
 /*
  * The single-producer single-consumer ring between an app thread and the io
- * thread, and the subscription sets. The ring keeps each side's index on its
- * own cache line and a cached copy of the other side's, so a busy producer
- * and consumer touch the shared line only when the cached view runs out.
+ * thread. The ring keeps each side's index on its own cache line and a
+ * cached copy of the other side's, so a busy producer and consumer touch the
+ * shared line only when the cached view runs out.
  */
 #define _GNU_SOURCE /* liburing.h (through engine.h) needs sigset_t */
 #include <errno.h>
@@ -100,79 +100,4 @@ zr__spsc_count_upto(struct zr__spsc *q, size_t limit)
 	if (t - q->head_cache >= limit)
 		q->head_cache = atomic_load_explicit(&q->head, memory_order_acquire);
 	return t - q->head_cache;
-}
-
-/* ---- subscriptions ------------------------------------------------------ */
-
-static struct zr__sub *
-subs_find(const struct zr__subs *s, const uint8_t *t, size_t len)
-{
-	for (size_t i = 0; i < s->n; i++) {
-		if (s->v[i].len == len && (len == 0 || memcmp(s->v[i].topic, t, len) == 0))
-			return &s->v[i];
-	}
-	return NULL;
-}
-
-int
-zr__subs_add(struct zr__subs *s, const uint8_t *t, size_t len)
-{
-	struct zr__sub *e = subs_find(s, t, len);
-
-	if (e != NULL) {
-		e->count++;
-		return 0;
-	}
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 8;
-		struct zr__sub *v = realloc(s->v, cap * sizeof *v);
-
-		if (v == NULL)
-			return -ENOMEM;
-		s->v = v;
-		s->cap = cap;
-	}
-	e = &s->v[s->n];
-	e->topic = malloc(len ? len : 1);
-	if (e->topic == NULL)
-		return -ENOMEM;
-	if (len)
-		memcpy(e->topic, t, len);
-	e->len = len;
-	e->count = 1;
-	s->n++;
-	return 1;
-}
-
-int
-zr__subs_remove(struct zr__subs *s, const uint8_t *t, size_t len)
-{
-	struct zr__sub *e = subs_find(s, t, len);
-
-	if (e == NULL)
-		return 0;
-	if (--e->count > 0)
-		return 0;
-	free(e->topic);
-	*e = s->v[--s->n];
-	return 1;
-}
-
-bool
-zr__subs_match(const struct zr__subs *s, const uint8_t *data, size_t len)
-{
-	for (size_t i = 0; i < s->n; i++) {
-		if (s->v[i].len <= len && (s->v[i].len == 0 || memcmp(s->v[i].topic, data, s->v[i].len) == 0))
-			return true;
-	}
-	return false;
-}
-
-void
-zr__subs_fini(struct zr__subs *s)
-{
-	for (size_t i = 0; i < s->n; i++)
-		free(s->v[i].topic);
-	free(s->v);
-	memset(s, 0, sizeof *s);
 }

@@ -33,6 +33,13 @@
 #include "engine.h"
 
 #define SOCK_BYTES_DEFAULT ((int64_t)8 << 20)
+/* What one subscriber may hold (zring.h, ZR_SUBS_MAX / ZR_SUBS_MAXBYTES):
+ * 16 MiB bounds the trie memory one hostile connection can pin (subs.h
+ * charges each entry its bytes plus an upper bound of its overhead), and
+ * leaves a real subscriber ~60,000 topics of 16 octets; the count limit
+ * bounds duplicates, which cost no memory but are counted. */
+#define SOCK_SUBS_MAX_DEFAULT 100000
+#define SOCK_SUBS_MAXBYTES_DEFAULT ((int64_t)16 << 20)
 
 /*
  * Accept back-off: when the process (or the system) is out of descriptors or
@@ -223,6 +230,7 @@ zr_socket_open(zr_ctx *ctx, int type, zr_socket **out)
 		.maxmsgsize = (int64_t)ZR_ZMTP_DEFAULT_MAX_MSG_SIZE,
 		.sndbytes = SOCK_BYTES_DEFAULT, .rcvbytes = SOCK_BYTES_DEFAULT,
 		.conns_max = ZR_CONNS_MAX_DEFAULT,
+		.subs_max = SOCK_SUBS_MAX_DEFAULT, .subs_maxbytes = SOCK_SUBS_MAXBYTES_DEFAULT,
 	};
 	s->efd_rx = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->efd_tx = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -1102,6 +1110,17 @@ zr_setsockopt(zr_socket *s, int option, const void *v, size_t len)
 		memcpy(dst, v, sizeof *dst);
 		return 0;
 	}
+	case ZR_SUBS_MAXBYTES: {
+		int64_t b;
+
+		if (len != sizeof b)
+			return -EINVAL;
+		memcpy(&b, v, sizeof b);
+		if (b < -1)
+			return -EINVAL;
+		o->subs_maxbytes = b;
+		return 0;
+	}
 	default:
 		break;
 	}
@@ -1147,6 +1166,15 @@ zr_setsockopt(zr_socket *s, int option, const void *v, size_t len)
 			return -EINVAL;
 		o->conns_max = i;
 		return 0;
+	case ZR_SUBS_MAX:
+		if (i < -1)
+			return -EINVAL;
+		o->subs_max = i;
+		return 0;
+	/* libzmq's rule: VERBOSE sets or clears verbose subscribes (and clears
+	 * verbose cancels), VERBOSER sets or clears both. */
+	case ZR_XPUB_VERBOSE: o->xpub_verbose = i != 0 ? 1 : 0; return 0;
+	case ZR_XPUB_VERBOSER: o->xpub_verbose = i != 0 ? 2 : 0; return 0;
 	default: return -EINVAL;
 	}
 }
@@ -1187,8 +1215,17 @@ zr_getsockopt(zr_socket *s, int option, void *v, size_t *len)
 		*len = sizeof *src;
 		return 0;
 	}
+	case ZR_SUBS_MAXBYTES:
+		if (*len < sizeof(int64_t))
+			return -EINVAL;
+		memcpy(v, &o->subs_maxbytes, sizeof o->subs_maxbytes);
+		*len = sizeof o->subs_maxbytes;
+		return 0;
 	case ZR_PUB_POLICY: i = o->pub_policy; break;
 	case ZR_CONNS_MAX: i = o->conns_max; break;
+	case ZR_SUBS_MAX: i = o->subs_max; break;
+	case ZR_XPUB_VERBOSE: i = o->xpub_verbose >= 1; break;
+	case ZR_XPUB_VERBOSER: i = o->xpub_verbose == 2; break;
 	case ZR_SNDHWM: i = o->sndhwm; break;
 	case ZR_RCVHWM: i = o->rcvhwm; break;
 	case ZR_SNDBUF: i = o->sndbuf; break;
@@ -1239,9 +1276,11 @@ sock_tx_taken(struct zr_socket *s)
 		sock_signal(s->efd_tx);
 }
 
-/* A raw subscription frame for c's protocol version. */
+/* A raw subscription frame for c's protocol version: the topic from topic,
+ * or (topic NULL) from what h holds. */
 static zr_msg *
-sock_sub_msg(const struct zr__conn *c, bool subscribe, const uint8_t *topic, size_t len)
+sock_sub_msg(const struct zr__conn *c, bool subscribe, const uint8_t *topic, size_t len,
+             const struct zr__subs_hold *h)
 {
 	uint8_t prefix[ZR_ZMTP_SUB_PREFIX_MAX];
 	int n = zr_zmtp_sub_prefix(prefix, zr_zmtp_peer_minor(&c->z), subscribe, len);
@@ -1254,7 +1293,9 @@ sock_sub_msg(const struct zr__conn *c, bool subscribe, const uint8_t *topic, siz
 		return NULL;
 	}
 	memcpy(m->data, prefix, (size_t)n);
-	if (len > 0)
+	if (topic == NULL)
+		zr__subs_topic(h, m->data + n);
+	else if (len > 0)
 		memcpy(m->data + n, topic, len);
 	m->len = (size_t)n + len;
 	m->raw = true;
@@ -1262,9 +1303,10 @@ sock_sub_msg(const struct zr__conn *c, bool subscribe, const uint8_t *topic, siz
 }
 
 static void
-sock_send_sub(struct zr__conn *c, bool subscribe, const uint8_t *topic, size_t len)
+sock_send_sub(struct zr__conn *c, bool subscribe, const uint8_t *topic, size_t len,
+              const struct zr__subs_hold *h)
 {
-	zr_msg *m = sock_sub_msg(c, subscribe, topic, len);
+	zr_msg *m = sock_sub_msg(c, subscribe, topic, len, h);
 
 	/* Forced past SNDHWM: subscriptions are never dropped by the data HWM
 	 * (libzmq loses them on reconnect, #2258). */
@@ -1300,21 +1342,32 @@ sock_find_rid(struct zr_socket *s, const void *rid, size_t len, const struct zr_
 	return NULL;
 }
 
+/* SUB/XSUB: our own filter, counted; the wire hears only a change. The app
+ * sets it, so no limit applies. */
 static void
 sock_xsub_subscription(struct zr_socket *s, bool subscribe, const uint8_t *t, size_t len)
 {
-	int changed = subscribe ? zr__subs_add(&s->subs, t, len) : zr__subs_remove(&s->subs, t, len);
+	int rc = subscribe ? zr__subs_add(&s->subs, &s->subs_self, t, len, SIZE_MAX, SIZE_MAX)
+	                   : zr__subs_remove(&s->subs, &s->subs_self, t, len);
 
-	if (changed <= 0)
+	if (rc <= 0 || (subscribe ? !(rc & ZR__SUBS_NEW_OWNER) : !(rc & ZR__SUBS_GONE_OWNER)))
 		return;
 	for (struct zr__conn *c = s->conns; c != NULL; c = c->next) {
 		if (c->state == ZR__CONN_ACTIVE)
-			sock_send_sub(c, subscribe, t, len);
+			sock_send_sub(c, subscribe, t, len, NULL);
 	}
 }
 
+static struct zr__conn *
+sock_conn_of_subs(struct zr__subs_owner *o)
+{
+	return (struct zr__conn *)((char *)o - offsetof(struct zr__conn, subs));
+}
+
 /*
- * PUB/XPUB: a copy to every subscriber whose subscriptions match frame 0.
+ * PUB/XPUB: a copy to every subscriber whose subscriptions match frame 0,
+ * found by one walk of the socket's trie (its cost grows with frame 0 and
+ * the matching prefixes' holders, not with the topics subscribed).
  * A matching subscriber with a full queue is handled by ZR_PUB_POLICY; one
  * that does not match never holds the publisher back, whatever its state.
  */
@@ -1324,23 +1377,27 @@ sock_route_fanout(struct zr_socket *s, zr_msg *m)
 	size_t len;
 	const uint8_t *f0 = zr_msg_frame(m, 0, &len);
 	int policy = s->opt.pub_policy;
-	struct zr__conn *c, *next;
+	struct zr__subs_owner *hit = zr__subs_collect(&s->subs, f0, len), *o, *next;
+	struct zr__conn *c;
 
 	if (policy == ZR_PUB_BLOCK) {
 		/* Lossless: all or nothing, so a retry never duplicates. */
-		for (c = s->conns; c != NULL; c = c->next) {
-			if (c->state == ZR__CONN_ACTIVE && zr__subs_match(&c->subs, f0, len) &&
-			    !zr__conn_has_room(c))
+		for (o = hit; o != NULL; o = o->match_next) {
+			c = sock_conn_of_subs(o);
+			if (c->state == ZR__CONN_ACTIVE && !zr__conn_has_room(c))
 				return false;
 		}
 	}
 	bool matched = false;
 
-	for (c = s->conns; c != NULL; c = next) {
+	/* Nothing below changes the trie (a kick-out closes on a later turn),
+	 * so the collected list stays valid. */
+	for (o = hit; o != NULL; o = next) {
 		bool room;
 
-		next = c->next;
-		if (c->state != ZR__CONN_ACTIVE || !zr__subs_match(&c->subs, f0, len))
+		next = o->match_next;
+		c = sock_conn_of_subs(o);
+		if (c->state != ZR__CONN_ACTIVE)
 			continue;
 		matched = true;
 		room = zr__conn_has_room(c);
@@ -1457,6 +1514,10 @@ sock_route_pending(struct zr_socket *s)
 		sock_tx_taken(s);
 }
 
+static bool sock_xpub_flush(struct zr_socket *s);
+static void sock_xpub_wait(struct zr_socket *s);
+static void sock_xpub_lost(struct zr_socket *s, struct zr__conn *c);
+
 void
 zr__sock_io_dirty(struct zr_socket *s)
 {
@@ -1464,6 +1525,10 @@ zr__sock_io_dirty(struct zr_socket *s)
 	 * fills the queue again). Clear the flag first so a pause that happens
 	 * now sets it again. */
 	if (atomic_exchange(&s->rx_paused, 0)) {
+		/* A lost subscriber's cancels go first: they are older than any
+		 * notice a paused connection offers again. */
+		if (s->xpub_pending_n > 0 && !sock_xpub_flush(s))
+			sock_xpub_wait(s);
 		for (struct zr__conn *c = s->conns, *next; c != NULL; c = next) {
 			next = c->next;
 			if (c->rx_paused)
@@ -1539,69 +1604,230 @@ zr__sock_msg_sent(struct zr_socket *s, zr_msg *m)
 		zr_msg_free(m);
 }
 
-bool
+int
 zr__sock_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m)
 {
 	size_t len;
 	const uint8_t *f0 = zr_msg_frame(m, 0, &len);
+	int rc = 1;
 
 	switch (s->type) {
 	case ZR_PUB:
 	case ZR_XPUB:
 		/* ZMTP 3.0 subscriptions arrive as messages: 0x01/0x00 + topic. */
 		if (m->nframes == 1 && len >= 1 && (f0[0] == 0 || f0[0] == 1))
-			zr__sock_subscription(s, c, f0[0] == 1, f0 + 1, len - 1);
-		zr_msg_free(m);
-		return true;
+			rc = zr__sock_subscription(s, c, f0[0] == 1, f0 + 1, len - 1);
+		if (rc != 0)
+			zr_msg_free(m);
+		return rc;
 	case ZR_SUB:
 		if (!zr__subs_match(&s->subs, f0, len)) {
 			zr_msg_free(m);
-			return true;
+			return 1;
 		}
 		break;
 	case ZR_REQ:
 		if (c != s->req_peer) {
 			zr_msg_free(m); /* RFC 28: only from the peer we asked */
-			return true;
+			return 1;
 		}
 		break;
 	case ZR_PUSH:
 		zr_msg_free(m);
-		return true;
+		return 1;
 	default:
 		break;
 	}
-	return sock_rx_push(s, m);
+	return sock_rx_push(s, m) ? 1 : 0;
 }
 
-void
+/*
+ * XPUB: the app hears a subscribe only when the topic is new for the socket
+ * and a cancel only when its last holder goes (libzmq's rule; XPUB_VERBOSE:
+ * every subscribe, XPUB_VERBOSER: every cancel of a held subscription too).
+ * A cancel for a topic the peer does not hold is ignored, so a peer can
+ * never cancel a topic upstream for the others (libzmq passes it on).
+ *
+ * A notice is never dropped: when rx has no room, the connection that sent
+ * the (un)subscribe pauses with it (nothing applied) and offers it again
+ * when the app reads. A lost connection cannot pause, so its cancels wait
+ * in s->xpub_pending, oldest first, and every later notice waits behind
+ * them. The list is bounded by what the lost connections held: each pending
+ * cancel is a subscription one of them held (charged to it within
+ * SUBS_MAX / SUBS_MAXBYTES: a notice costs less than the entry's charge),
+ * and while the list is not empty no topic can get its first holder (that
+ * takes a notice, which waits behind the list; with XPUB_VERBOSE(R) every
+ * subscribe does). So the list holds at most one cancel per topic held when
+ * it began (VERBOSER: one per holding then), whatever peers come and go.
+ */
+
+/* The 3.0-form notice: the flag, then the topic (from topic, or h's). */
+static zr_msg *
+sock_xpub_notice(bool subscribe, const uint8_t *topic, size_t len, const struct zr__subs_hold *h)
+{
+	uint8_t flag = subscribe ? 1 : 0;
+	zr_msg *m;
+
+	if (zr_msg_new(&m) < 0)
+		return NULL;
+	if (zr__msg_frame_begin(m, len + 1) < 0) {
+		zr_msg_free(m);
+		return NULL;
+	}
+	zr__msg_frame_append(m, &flag, 1);
+	if (topic != NULL) {
+		zr__msg_frame_append(m, topic, len);
+	} else {
+		zr__subs_topic(h, m->data + m->len);
+		m->len += len;
+		m->frames[0].len += len;
+	}
+	return m;
+}
+
+/* Pending cancels into rx while it has room; true when none is left. */
+static bool
+sock_xpub_flush(struct zr_socket *s)
+{
+	bool pushed = false;
+
+	while (s->xpub_pending_n > 0) {
+		if (!sock_rx_push(s, s->xpub_pending[s->xpub_pending_head]))
+			break;
+		pushed = true;
+		s->xpub_pending_head = (s->xpub_pending_head + 1) % s->xpub_pending_cap;
+		s->xpub_pending_n--;
+	}
+	if (pushed)
+		zr__sock_rx_flush(s);
+	return s->xpub_pending_n == 0;
+}
+
+/* Pending cancels wait for room: the app's next read must wake us (as a
+ * paused connection's, conn.c), and room made before the flag is seen. */
+static void
+sock_xpub_wait(struct zr_socket *s)
+{
+	atomic_store(&s->rx_paused, 1);
+	atomic_thread_fence(memory_order_seq_cst);
+	(void)sock_xpub_flush(s);
+}
+
+static void
+sock_xpub_pend(struct zr_socket *s, zr_msg *m)
+{
+	if (s->xpub_pending_n == s->xpub_pending_cap) {
+		size_t cap = s->xpub_pending_cap ? s->xpub_pending_cap * 2 : 16;
+		zr_msg **v = malloc(cap * sizeof *v);
+
+		if (v == NULL) {
+			zr_msg_free(m); /* out of memory: the one way a notice is lost */
+			return;
+		}
+		for (size_t i = 0; i < s->xpub_pending_n; i++)
+			v[i] = s->xpub_pending[(s->xpub_pending_head + i) % s->xpub_pending_cap];
+		free(s->xpub_pending);
+		s->xpub_pending = v;
+		s->xpub_pending_cap = cap;
+		s->xpub_pending_head = 0;
+	}
+	s->xpub_pending[(s->xpub_pending_head + s->xpub_pending_n) % s->xpub_pending_cap] = m;
+	s->xpub_pending_n++;
+}
+
+/* Tells the app; 1, 0 when rx (or an older pending cancel) leaves no room,
+ * -ENOMEM. */
+static int
+sock_xpub_tell(struct zr_socket *s, bool subscribe, const uint8_t *topic, size_t len)
+{
+	zr_msg *m;
+
+	if (s->xpub_pending_n > 0 && !sock_xpub_flush(s))
+		return 0;
+	m = sock_xpub_notice(subscribe, topic, len, NULL);
+	if (m == NULL)
+		return -ENOMEM;
+	if (!sock_rx_push(s, m)) {
+		zr_msg_free(m);
+		return 0;
+	}
+	return 1;
+}
+
+static void
+sock_xpub_lost(struct zr_socket *s, struct zr__conn *c)
+{
+	for (const struct zr__subs_hold *h = c->subs.held; h != NULL; h = zr__subs_next(h)) {
+		zr_msg *m;
+
+		if (!zr__subs_sole(h) && s->opt.xpub_verbose < 2)
+			continue;
+		m = sock_xpub_notice(false, NULL, zr__subs_topic(h, NULL), h);
+		if (m == NULL)
+			continue; /* out of memory */
+		if (s->xpub_pending_n > 0 || !sock_rx_push(s, m))
+			sock_xpub_pend(s, m);
+	}
+	zr__sock_rx_flush(s);
+	if (s->xpub_pending_n > 0)
+		sock_xpub_wait(s);
+}
+
+/* The limit c went over, in words, for its DISCONNECTED event. */
+static void
+sock_subs_over(struct zr_socket *s, struct zr__conn *c)
+{
+	const char *peer = c->peer_addr[0] ? c->peer_addr : "the peer";
+
+	if (s->opt.subs_max >= 0 && c->subs.n >= (size_t)s->opt.subs_max)
+		snprintf(c->drop_why, sizeof c->drop_why, "%s: subscriptions over SUBS_MAX (%d)",
+		         peer, s->opt.subs_max);
+	else
+		snprintf(c->drop_why, sizeof c->drop_why,
+		         "%s: subscriptions over SUBS_MAXBYTES (%lld bytes, %zu held)", peer,
+		         (long long)s->opt.subs_maxbytes, c->subs.n);
+}
+
+int
 zr__sock_subscription(struct zr_socket *s, struct zr__conn *c, bool subscribe, const uint8_t *topic,
                       size_t len)
 {
-	if (s->type != ZR_PUB && s->type != ZR_XPUB)
-		return;
-	if (subscribe)
-		zr__subs_add(&c->subs, topic, len);
-	else
-		zr__subs_remove(&c->subs, topic, len);
-	if (s->type == ZR_XPUB) {
-		zr_msg *m;
+	const struct zr__options *o = &s->opt;
+	bool xpub = s->type == ZR_XPUB;
+	int rc, told;
 
-		/* XPUB hands (un)subscriptions to the app in the 3.0 form. */
-		if (zr_msg_new(&m) == 0) {
-			if (zr__msg_frame_begin(m, len + 1) == 0) {
-				uint8_t flag = subscribe ? 1 : 0;
-
-				zr__msg_frame_append(m, &flag, 1);
-				zr__msg_frame_append(m, topic, len);
-				if (sock_rx_push(s, m)) {
-					zr__sock_rx_flush(s);
-					return;
-				}
-			}
-			zr_msg_free(m);
+	if (s->type != ZR_PUB && !xpub)
+		return 1;
+	if (!subscribe) {
+		rc = zr__subs_peek_remove(&s->subs, &c->subs, topic, len);
+		if (rc == 0)
+			return 1; /* not held: nothing to undo, nothing to tell */
+		if (xpub && ((rc & ZR__SUBS_GONE_TRIE) || o->xpub_verbose == 2)) {
+			told = sock_xpub_tell(s, false, topic, len);
+			if (told <= 0)
+				return told;
+		}
+		(void)zr__subs_remove(&s->subs, &c->subs, topic, len);
+		return 1;
+	}
+	rc = zr__subs_add(&s->subs, &c->subs, topic, len,
+	                  o->subs_max >= 0 ? (size_t)o->subs_max : SIZE_MAX,
+	                  o->subs_maxbytes >= 0 && (uint64_t)o->subs_maxbytes < SIZE_MAX
+	                          ? (size_t)o->subs_maxbytes
+	                          : SIZE_MAX);
+	if (rc == -EDQUOT)
+		sock_subs_over(s, c);
+	if (rc < 0)
+		return rc;
+	if (xpub && ((rc & ZR__SUBS_NEW_TRIE) || o->xpub_verbose >= 1)) {
+		told = sock_xpub_tell(s, true, topic, len);
+		if (told <= 0) {
+			/* Undone, to be offered again with room (or c closes). */
+			(void)zr__subs_remove(&s->subs, &c->subs, topic, len);
+			return told;
 		}
 	}
+	return 1;
 }
 
 /* io thread: publish or withdraw a ROUTER peer's id for ROUTER_MANDATORY. */
@@ -1683,8 +1909,9 @@ zr__sock_conn_active(struct zr_socket *s, struct zr__conn *c)
 	if (s->type == ZR_ROUTER)
 		sock_rid_publish(s, c, true);
 	if (s->type == ZR_SUB || s->type == ZR_XSUB) {
-		for (size_t i = 0; i < s->subs.n; i++)
-			sock_send_sub(c, true, s->subs.v[i].topic, s->subs.v[i].len);
+		for (const struct zr__subs_hold *h = s->subs_self.held; h != NULL;
+		     h = zr__subs_next(h))
+			sock_send_sub(c, true, NULL, zr__subs_topic(h, NULL), h);
 	}
 	s->nconns_active++;
 	atomic_fetch_add(&s->nready, 1);
@@ -1708,20 +1935,10 @@ zr__sock_conn_lost(struct zr_socket *s, struct zr__conn *c)
 		s->rr = NULL;
 	if (s->req_peer == c)
 		s->req_peer = NULL;
-	if (s->type == ZR_PUB)
-		zr__subs_fini(&c->subs); /* a reconnected subscriber subscribes afresh */
-	if (s->type == ZR_XPUB) {
-		/* The subscriber is gone: each of its subscriptions ends (RFC 29),
-		 * once per count, and the app hears every cancel. */
-		struct zr__subs gone = c->subs;
-
-		memset(&c->subs, 0, sizeof c->subs);
-		for (size_t i = 0; i < gone.n; i++) {
-			for (uint32_t k = 0; k < gone.v[i].count; k++)
-				zr__sock_subscription(s, c, false, gone.v[i].topic, gone.v[i].len);
-		}
-		zr__subs_fini(&gone);
-	}
+	if (s->type == ZR_XPUB)
+		sock_xpub_lost(s, c);
+	/* A reconnected subscriber subscribes afresh. */
+	zr__subs_drop(&s->subs, &c->subs);
 }
 
 void
@@ -2110,6 +2327,12 @@ zr__sock_io_free(struct zr_socket *s)
 		zr__spsc_fini(&s->rx_spare);
 		zr__spsc_fini(&s->tx_spare);
 	}
+	for (; s->xpub_pending_n > 0; s->xpub_pending_n--) {
+		zr_msg_free(s->xpub_pending[s->xpub_pending_head]);
+		s->xpub_pending_head = (s->xpub_pending_head + 1) % s->xpub_pending_cap;
+	}
+	free(s->xpub_pending);
+	zr__subs_drop(&s->subs, &s->subs_self);
 	zr__subs_fini(&s->subs);
 	zr_msg_free(s->rep_envelope);
 	if (s->mon_ready) {

@@ -69,8 +69,11 @@ static const char cat_usage_text[] =
 	"                  RECONNECT_IVL_MAX MAXMSGSIZE SNDBUF RCVBUF RCVTIMEO\n"
 	"                  SNDTIMEO ROUTING_ID ROUTER_MANDATORY HANDSHAKE_IVL\n"
 	"                  HEARTBEAT_IVL HEARTBEAT_TTL HEARTBEAT_TIMEOUT (times in\n"
-	"                  ms); zring's own: CONNS_MAX (connections accepted at\n"
-	"                  once, default 65536, 0 no limit); security, below:\n"
+	"                  ms) XPUB_VERBOSE XPUB_VERBOSER; zring's own: SUBS_MAX\n"
+	"                  SUBS_MAXBYTES (what one subscriber of a PUB or XPUB\n"
+	"                  may hold: 100000 subscriptions, 16 MiB; -1: no limit),\n"
+	"                  CONNS_MAX (connections accepted at once, default\n"
+	"                  65536, 0 no limit); security, below:\n"
 	"                  PLAIN_SERVER PLAIN_USERNAME\n"
 	"                  PLAIN_PASSWORD CURVE_SERVER CURVE_PUBLICKEY\n"
 	"                  CURVE_SECRETKEY CURVE_SERVERKEY\n"
@@ -174,6 +177,10 @@ static const struct cat_optdef cat_optdefs[] = {
 	{"HEARTBEAT_IVL", ZR_HEARTBEAT_IVL, CAT_OPT_INT},
 	{"HEARTBEAT_TTL", ZR_HEARTBEAT_TTL, CAT_OPT_INT},
 	{"HEARTBEAT_TIMEOUT", ZR_HEARTBEAT_TIMEOUT, CAT_OPT_INT},
+	{"XPUB_VERBOSE", ZR_XPUB_VERBOSE, CAT_OPT_INT},
+	{"XPUB_VERBOSER", ZR_XPUB_VERBOSER, CAT_OPT_INT},
+	{"SUBS_MAX", ZR_SUBS_MAX, CAT_OPT_INT},
+	{"SUBS_MAXBYTES", ZR_SUBS_MAXBYTES, CAT_OPT_INT64},
 	{"PLAIN_SERVER", ZR_PLAIN_SERVER, CAT_OPT_INT},
 	{"PLAIN_USERNAME", ZR_PLAIN_USERNAME, CAT_OPT_BYTES},
 	{"PLAIN_PASSWORD", ZR_PLAIN_PASSWORD, CAT_OPT_BYTES},
@@ -870,7 +877,7 @@ cat_auth_cb(void *arg, struct zr_zmtp_auth_req *req)
 /* What the tool watches on the socket's monitor. */
 #define CAT_WATCH_EVENTS                                                     \
 	(ZR_EVENT_HANDSHAKE_SUCCEEDED | ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL | \
-	 ZR_EVENT_HANDSHAKE_FAILED_AUTH)
+	 ZR_EVENT_HANDSHAKE_FAILED_AUTH | ZR_EVENT_DISCONNECTED)
 
 static int
 cat_configure(const struct cat_args *a, zr_socket *s)
@@ -1144,6 +1151,15 @@ cat_watch(struct cat_run *r, int wait_ms)
 		wait_ms = 0;
 		if (ev.type == ZR_EVENT_HANDSHAKE_SUCCEEDED) {
 			r->handshaken = true;
+			continue;
+		}
+		/* A peer zring closed on purpose (a subscription limit) says why;
+		 * one that merely went away has no reason and stays quiet. */
+		if (ev.type == ZR_EVENT_DISCONNECTED) {
+			if (ev.reason[0] != '\0') {
+				fprintf(stderr, "zring cat: disconnected: %s\n", ev.reason);
+				fflush(stderr);
+			}
 			continue;
 		}
 		cat_report_failure(r, &ev);

@@ -171,9 +171,11 @@ struct zr_event {
 	 * like a timeout: the check that failed ("CURVE box did not open (wrong
 	 * server key or tampered data)"), the server's silence after our HELLO,
 	 * the authenticator's refusal with its text, or the peer's ERROR reason.
-	 * Names the peer's address where known. ACCEPT_FAILED: what failed and
-	 * when accepting resumes ("too many open files (RLIMIT_NOFILE); retrying
-	 * in 100 ms"), or the CONNS_MAX refusal (see ZR_CONNS_MAX). Empty for
+	 * DISCONNECTED: why zring closed the connection, when it did so itself
+	 * (a subscription limit: "subscriptions over SUBS_MAX (N)").
+	 * ACCEPT_FAILED: what failed and when accepting resumes ("too many open
+	 * files (RLIMIT_NOFILE); retrying in 100 ms"), or the CONNS_MAX refusal
+	 * (see ZR_CONNS_MAX). Names the peer's address where known. Empty for
 	 * other events.
 	 */
 	char reason[ZR_EVENT_REASON_MAX];
@@ -213,6 +215,7 @@ enum zr_option {
 	ZR_RCVTIMEO = 27,          /* int, ms: -1 */
 	ZR_SNDTIMEO = 28,          /* int, ms: -1 */
 	ZR_LAST_ENDPOINT = 32,     /* string, read only: the last bound endpoint */
+	ZR_XPUB_VERBOSE = 40,      /* int 0/1: XPUB hands over every subscribe (default 0: new ones) */
 	ZR_IPV6 = 42,              /* int 0/1: "*" binds dual-stack "::", names may resolve to IPv6 */
 	ZR_ROUTER_MANDATORY = 33,  /* int 0/1: unknown peer -> -EHOSTUNREACH */
 	ZR_MECHANISM = 43,         /* int, read only: ZR_MECH_NULL, _PLAIN or _CURVE */
@@ -227,13 +230,37 @@ enum zr_option {
 	ZR_HEARTBEAT_IVL = 75,     /* int, ms: 0 */
 	ZR_HEARTBEAT_TTL = 76,     /* int, ms: 0 */
 	ZR_HEARTBEAT_TIMEOUT = 77, /* int, ms: 0 = HEARTBEAT_IVL */
+	ZR_XPUB_VERBOSER = 78,     /* int 0/1: XPUB_VERBOSE, and every cancel of a held subscription */
 
 	/* zring's own (no libzmq equivalent) */
 	ZR_SNDBYTES = 1001,   /* int64, bytes per peer's send queue and in the socket's own send queue: 8 MiB */
 	ZR_RCVBYTES = 1002,   /* int64, bytes in the receive queue: 8 MiB */
 	ZR_PUB_POLICY = 1003, /* int: what PUB/XPUB do with a subscriber whose queue is full */
+	ZR_SUBS_MAX = 1005,      /* int: subscriptions one PUB/XPUB peer may hold: 100000 (-1: no limit) */
+	ZR_SUBS_MAXBYTES = 1006, /* int64, bytes: what they may cost: 16 MiB (-1: no limit) */
 	ZR_CONNS_MAX = 1007,  /* int, connections: ZR_CONNS_MAX_DEFAULT; 0 = no limit */
 };
+
+/*
+ * Subscriptions (PUB, XPUB). Each peer's are bounded: at most SUBS_MAX
+ * subscriptions (each SUBSCRIBE counts, duplicates included; a CANCEL gives
+ * one back) costing at most SUBS_MAXBYTES, where a distinct topic costs its
+ * length plus 256 octets (an upper bound of what it takes in the socket's
+ * trie, so the figure bounds memory: 16 MiB is ~60,000 topics of 16 octets).
+ * A peer that goes over either is disconnected, with a ZR_EVENT_DISCONNECTED
+ * whose reason names the limit; what it held is cancelled as on any loss.
+ * Setting -1 removes a limit; values below -1 are -EINVAL. A message is
+ * matched by one walk of its first frame over the socket's prefix trie.
+ *
+ * XPUB hands the app "\x01topic" when a topic gets its first holder among
+ * the peers and "\x00topic" when its last holder cancels or leaves (as
+ * libzmq; XPUB_VERBOSE and XPUB_VERBOSER as libzmq's). Unlike libzmq, a
+ * CANCEL for a topic that peer does not hold is ignored (no notice), so one
+ * peer cannot cancel a topic for the others. No notice is dropped: when the
+ * receive queue is full, the peer that sent the (un)subscribe stops being
+ * read until the app makes room; a lost peer's cancels wait in a list
+ * bounded by what the lost peers held and go first once there is room.
+ */
 
 /*
  * ZR_CONNS_MAX bounds the connections a socket has accepted on its bound

@@ -11,6 +11,7 @@ Set up before binding or connecting (anywhere among the actions):
     --routing-id ID     ZMQ_ROUTING_ID
     --plain-server U:P  PLAIN server; a ZAP handler admits only user U with
                         password P
+    --subscribe TOPIC   SUB: ZMQ_SUBSCRIBE (repeatable; "" for everything)
 
 Actions:
     --send FRAMES       send one message (repeatable)
@@ -83,6 +84,8 @@ def main(argv):
             auth.start()
             auth.configure_plain(domain="*", passwords={user: password})
             sock.plain_server = True
+        elif opt == "--subscribe":
+            sock.setsockopt(zmq.SUBSCRIBE, val.encode("latin-1"))
     if argv[1] == "bind":
         sock.bind(argv[2])
         endpoint = sock.getsockopt_string(zmq.LAST_ENDPOINT)
@@ -117,7 +120,7 @@ def main(argv):
             publish.append(val)
         elif opt == "--hold":
             hold = True
-        elif opt in ("--routing-id", "--plain-server"):
+        elif opt in ("--routing-id", "--plain-server", "--subscribe"):
             pass
         else:
             print("FATAL unknown action " + opt, flush=True)
