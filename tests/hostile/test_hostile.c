@@ -725,6 +725,9 @@ tg_start(const struct tg_opts *o)
 	T.curve = o->curve;
 	argv[argc++] = (char *)ZRING;
 	argv[argc++] = (char *)"cat";
+	/* The checks read the peers' bytes as they are (XPUB notices start
+	 * with 0x01 / 0x00), not the escaped human form. */
+	argv[argc++] = (char *)"--raw";
 	argv[argc++] = (char *)o->dir;
 	argv[argc++] = (char *)"-b";
 	argv[argc++] = (char *)o->type;
