@@ -1162,7 +1162,7 @@ zr_setsockopt(zr_socket *s, int option, const void *v, size_t len)
 		o->pub_policy = i;
 		return 0;
 	case ZR_CONNS_MAX:
-		if (i < 0)
+		if (i < -1 || i == 0) /* -1: no limit, as SUBS_MAX */
 			return -EINVAL;
 		o->conns_max = i;
 		return 0;

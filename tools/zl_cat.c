@@ -73,7 +73,7 @@ static const char cat_usage_text[] =
 	"                  SUBS_MAXBYTES (what one subscriber of a PUB or XPUB\n"
 	"                  may hold: 100000 subscriptions, 16 MiB; -1: no limit),\n"
 	"                  CONNS_MAX (connections accepted at once, default\n"
-	"                  65536, 0 no limit); security, below:\n"
+	"                  65536, -1 no limit); security, below:\n"
 	"                  PLAIN_SERVER PLAIN_USERNAME\n"
 	"                  PLAIN_PASSWORD CURVE_SERVER CURVE_PUBLICKEY\n"
 	"                  CURVE_SECRETKEY CURVE_SERVERKEY\n"

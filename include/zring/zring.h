@@ -238,7 +238,7 @@ enum zr_option {
 	ZR_PUB_POLICY = 1003, /* int: what PUB/XPUB do with a subscriber whose queue is full */
 	ZR_SUBS_MAX = 1005,      /* int: subscriptions one PUB/XPUB peer may hold: 100000 (-1: no limit) */
 	ZR_SUBS_MAXBYTES = 1006, /* int64, bytes: what they may cost: 16 MiB (-1: no limit) */
-	ZR_CONNS_MAX = 1007,  /* int, connections: ZR_CONNS_MAX_DEFAULT; 0 = no limit */
+	ZR_CONNS_MAX = 1007,  /* int, connections: ZR_CONNS_MAX_DEFAULT; -1 = no limit */
 };
 
 /*
@@ -270,7 +270,8 @@ enum zr_option {
  * connection end and retries on its own schedule) and the monitor gets
  * ZR_EVENT_ACCEPT_FAILED with value -ECONNREFUSED and the reason
  * "connections at CONNS_MAX (N): a new one was closed". Set it before
- * zr_bind, as the other options. Values < 0: -EINVAL.
+ * zr_bind, as the other options. -1: no limit (as SUBS_MAX); 0 and values
+ * below -1: -EINVAL.
  *
  * Separately, when accept itself fails for want of descriptors or memory
  * (EMFILE, ENFILE, ENOMEM, ENOBUFS or any error that is not the one

@@ -193,9 +193,11 @@ Test(engine_guard, conns_max_has_a_finite_default_and_refuses_negative_values)
 	cr_assert_eq(zr_getsockopt(s, ZR_CONNS_MAX, &v, &len), 0);
 	cr_assert_eq(v, ZR_CONNS_MAX_DEFAULT);
 	cr_assert_gt(v, 10000, "the default must let 10,000 peers in");
-	v = -1;
+	v = -2;
 	cr_assert_eq(zr_setsockopt(s, ZR_CONNS_MAX, &v, sizeof v), -EINVAL);
 	v = 0;
+	cr_assert_eq(zr_setsockopt(s, ZR_CONNS_MAX, &v, sizeof v), -EINVAL);
+	v = -1; /* no limit */
 	cr_assert_eq(zr_setsockopt(s, ZR_CONNS_MAX, &v, sizeof v), 0);
 	v = 3;
 	cr_assert_eq(zr_setsockopt(s, ZR_CONNS_MAX, &v, sizeof v), 0);
