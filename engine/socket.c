@@ -207,6 +207,7 @@ zr_socket_open(zr_ctx *ctx, int type, zr_socket **out)
 		.reconnect_ivl_ms = 100, .handshake_ivl_ms = 30000,
 		.maxmsgsize = (int64_t)ZR_ZMTP_DEFAULT_MAX_MSG_SIZE,
 		.sndbytes = SOCK_BYTES_DEFAULT, .rcvbytes = SOCK_BYTES_DEFAULT,
+		.maxframes = (int)ZR_ZMTP_DEFAULT_MAX_MSG_FRAMES,
 	};
 	s->efd_rx = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->efd_tx = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -511,9 +512,10 @@ sock_budget_room(int64_t budget, size_t given, size_t *seen, atomic_size_t *take
 static bool
 sock_tx_offer(zr_socket *s, zr_msg *m)
 {
-	if (!sock_budget_room(s->opt.sndbytes, s->tx_given, &s->tx_taken_seen, &s->tx_taken, m->len))
+	size_t len = zr__msg_cost(m); /* once pushed, m is the io thread's (it may be gone) */
+
+	if (!sock_budget_room(s->opt.sndbytes, s->tx_given, &s->tx_taken_seen, &s->tx_taken, len))
 		return false;
-	size_t len = m->len; /* once pushed, m is the io thread's (it may be gone) */
 
 	if (!zr__spsc_push(&s->tx, m))
 		return false;
@@ -677,7 +679,8 @@ sock_recv(zr_socket *s, zr_msg **msg, int flags, bool own)
 		}
 		if (m != NULL) {
 			atomic_store_explicit(&s->rx_taken,
-			                      atomic_load_explicit(&s->rx_taken, memory_order_relaxed) + m->len,
+			                      atomic_load_explicit(&s->rx_taken, memory_order_relaxed) +
+			                          zr__msg_cost(m),
 			                      memory_order_release);
 			/* A paused connection goes on once half of rx is free. */
 			if (atomic_load_explicit(&s->rx_paused, memory_order_relaxed) &&
@@ -1126,6 +1129,12 @@ zr_setsockopt(zr_socket *s, int option, const void *v, size_t len)
 			return -EINVAL;
 		o->pub_policy = i;
 		return 0;
+	case ZR_MAXFRAMES:
+		/* A message has at least one frame: 0 would refuse them all. */
+		if (i == 0 || i < -1)
+			return -EINVAL;
+		o->maxframes = i;
+		return 0;
 	default: return -EINVAL;
 	}
 }
@@ -1167,6 +1176,7 @@ zr_getsockopt(zr_socket *s, int option, void *v, size_t *len)
 		return 0;
 	}
 	case ZR_PUB_POLICY: i = o->pub_policy; break;
+	case ZR_MAXFRAMES: i = o->maxframes; break;
 	case ZR_SNDHWM: i = o->sndhwm; break;
 	case ZR_RCVHWM: i = o->rcvhwm; break;
 	case ZR_SNDBUF: i = o->sndbuf; break;
@@ -1411,7 +1421,7 @@ sock_route_pending(struct zr_socket *s)
 			m = zr__spsc_pop(&s->tx);
 			if (m == NULL)
 				break;
-			taken += m->len;
+			taken += zr__msg_cost(m);
 			any = true;
 		}
 		s->pending = NULL;
@@ -1470,9 +1480,10 @@ sock_rx_push(struct zr_socket *s, zr_msg *m)
 	/* Within RCVBYTES, judged on the bytes, never on the cached count,
 	 * which may still say "not empty" when the app has taken everything:
 	 * a message over the budget would then wait for a wake nobody sends. */
-	if (!sock_budget_room(s->opt.rcvbytes, s->rx_given, &s->rx_taken_seen, &s->rx_taken, m->len))
+	size_t len = zr__msg_cost(m); /* once pushed, m is the app's (it may be gone) */
+
+	if (!sock_budget_room(s->opt.rcvbytes, s->rx_given, &s->rx_taken_seen, &s->rx_taken, len))
 		return false;
-	size_t len = m->len; /* once pushed, m is the app's (it may be gone) */
 
 	if (!zr__spsc_push(&s->rx, m))
 		return false;

@@ -68,7 +68,9 @@ static const char cat_usage_text[] =
 	"                  HEARTBEAT_IVL HEARTBEAT_TTL HEARTBEAT_TIMEOUT (times in\n"
 	"                  ms); security, below: PLAIN_SERVER PLAIN_USERNAME\n"
 	"                  PLAIN_PASSWORD CURVE_SERVER CURVE_PUBLICKEY\n"
-	"                  CURVE_SECRETKEY CURVE_SERVERKEY\n"
+	"                  CURVE_SECRETKEY CURVE_SERVERKEY; zring's own:\n"
+	"                  MAXFRAMES (frames in one received message, default\n"
+	"                  65536, -1 no limit; one more closes that connection)\n"
 	"  --timeout MS    give up (exit 3) when a send or a receive waits longer\n"
 	"                  than MS ms; also caps LINGER at MS\n"
 	"  --reply TEXT    REP -r: answer every request with TEXT (split at SEP\n"
@@ -169,6 +171,7 @@ static const struct cat_optdef cat_optdefs[] = {
 	{"CURVE_PUBLICKEY", ZR_CURVE_PUBLICKEY, CAT_OPT_KEY},
 	{"CURVE_SECRETKEY", ZR_CURVE_SECRETKEY, CAT_OPT_KEY},
 	{"CURVE_SERVERKEY", ZR_CURVE_SERVERKEY, CAT_OPT_KEY},
+	{"MAXFRAMES", ZR_MAXFRAMES, CAT_OPT_INT},
 };
 
 #define CAT_NOPTDEFS (sizeof(cat_optdefs) / sizeof(cat_optdefs[0]))

@@ -171,7 +171,9 @@ struct zr_event {
 	 * like a timeout: the check that failed ("CURVE box did not open (wrong
 	 * server key or tampered data)"), the server's silence after our HELLO,
 	 * the authenticator's refusal with its text, or the peer's ERROR reason.
-	 * Names the peer's address where known. Empty for other events.
+	 * Names the peer's address where known. DISCONNECTED of an established
+	 * connection closed for the peer's protocol error: that error
+	 * ("message has more frames than the limit"). Empty for other events.
 	 */
 	char reason[ZR_EVENT_REASON_MAX];
 };
@@ -229,13 +231,31 @@ enum zr_option {
 	ZR_SNDBYTES = 1001,   /* int64, bytes per peer's send queue and in the socket's own send queue: 8 MiB */
 	ZR_RCVBYTES = 1002,   /* int64, bytes in the receive queue: 8 MiB */
 	ZR_PUB_POLICY = 1003, /* int: what PUB/XPUB do with a subscriber whose queue is full */
+	ZR_MAXFRAMES = 1004,  /* int, frames per received message: 65536; -1 = no limit */
 };
+
+/*
+ * ZR_MAXFRAMES bounds the frames of one received message, as MAXMSGSIZE
+ * bounds its bytes: MAXMSGSIZE counts frame bodies only, so a peer sending
+ * empty MORE frames (2 octets each on the wire, 16 octets of bookkeeping
+ * each here) and never a last one would otherwise grow the message in
+ * assembly without limit. The default, 65536, lets through any message a
+ * real application sends and caps one message's frame table at 1 MiB. A
+ * connection whose peer sends one frame more is closed (the codec's
+ * -ZR_ETOOMANYFRAMES, ZR_EVENT_DISCONNECTED with that reason); nothing of
+ * that message is delivered, and the socket goes on serving its other
+ * connections (a connecting socket does not reconnect, as after any
+ * protocol error). Sent messages are not limited. 0 or below -1: -EINVAL; -1 removes
+ * the limit (libzmq has none), which lets such a peer take all the memory.
+ */
 
 /*
  * Byte budgets sit beside the message high-water marks, so memory is bounded
  * whatever the message size: a queue takes a message while it holds fewer than
  * its HWM messages and fewer than its budget in bytes (an empty queue takes
- * any one message, so one larger than the budget still passes). A full
+ * any one message, so one larger than the budget still passes). A message
+ * counts its bytes plus 16 per frame (the record of where the frame lies),
+ * so a queue of many-frame messages is bounded in bytes too. A full
  * receive queue stops the reading (the peer's sends wait: TCP flow control).
  */
 
