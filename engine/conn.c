@@ -1055,8 +1055,9 @@ conn_teardown(struct zr__conn *c)
 		 * which (a handshake failure had its own event). */
 		if (c->state == ZR__CONN_HANDSHAKE || was_active)
 			zr__sock_event_why(s, ZR_EVENT_DISCONNECTED, c->fd, c->endpoint,
-			                   was_active && c->fail_err <= -ZR_EBASE ? zr_strerror(c->fail_err)
-			                                                           : NULL);
+			                   was_active && c->fail_err <= -ZR_EBASE
+			                           ? zr_strerror(c->fail_err)
+			                           : NULL);
 		c->state = ZR__CONN_CLOSING;
 		zr__timer_stop(conn_loop(c), &c->timer);
 		if (was_active)

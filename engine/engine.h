@@ -143,7 +143,7 @@ struct zr__options {
 	int heartbeat_ivl_ms, heartbeat_ttl_ms, heartbeat_timeout_ms;
 	int sndbuf, rcvbuf;
 	int64_t maxmsgsize;
-	int maxframes; /* frames per received message; -1: no limit */
+	int maxframes;              /* frames per received message; -1: no limit */
 	int64_t sndbytes, rcvbytes; /* byte budgets beside the HWMs */
 	int pub_policy;             /* enum zr_pub_policy */
 	bool router_mandatory;

@@ -678,9 +678,10 @@ sock_recv(zr_socket *s, zr_msg **msg, int flags, bool own)
 				zr__ctx_dirty(s->ctx, s);
 		}
 		if (m != NULL) {
+			size_t cost = zr__msg_cost(m);
+
 			atomic_store_explicit(&s->rx_taken,
-			                      atomic_load_explicit(&s->rx_taken, memory_order_relaxed) +
-			                          zr__msg_cost(m),
+			                      atomic_load_explicit(&s->rx_taken, memory_order_relaxed) + cost,
 			                      memory_order_release);
 			/* A paused connection goes on once half of rx is free. */
 			if (atomic_load_explicit(&s->rx_paused, memory_order_relaxed) &&

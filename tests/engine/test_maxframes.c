@@ -94,13 +94,15 @@ Test(engine_maxframes, a_message_over_the_limit_closes_the_link_and_one_at_it_pa
 
 	cr_assert(next_event(pull, ZR_EVENT_HANDSHAKE_SUCCEEDED, &ev));
 	send_frames(push, 5);
-	cr_assert(next_event(pull, ZR_EVENT_DISCONNECTED, &ev), "the link over the limit was not closed");
+	cr_assert(next_event(pull, ZR_EVENT_DISCONNECTED, &ev),
+	          "the link over the limit was not closed");
 	cr_assert_str_eq(ev.reason, "message has more frames than the limit");
 
 	/* The PUSH reconnects (a message sent before it noticed would be lost
 	 * with the old link); nothing of the refused message arrives, the next
 	 * one within the limit does. */
-	cr_assert(next_event(pull, ZR_EVENT_HANDSHAKE_SUCCEEDED, &ev), "the PUSH did not come back");
+	cr_assert(next_event(pull, ZR_EVENT_HANDSHAKE_SUCCEEDED, &ev),
+	          "the PUSH did not come back");
 	send_frames(push, 3);
 	cr_assert_eq(zr_recv(pull, &m, 0), 0);
 	cr_assert_eq(zr_msg_frames(m), 3);
@@ -122,7 +124,11 @@ rx_queued_settled(zr_socket *s, size_t want, int timeout_ms, int settle_ms)
 
 Test(engine_maxframes, rcvbytes_counts_16_octets_per_frame)
 {
-	enum { FRAMES = 1024, SENT = 40, BUDGET = 4 * FRAMES * 16 };
+	enum {
+		FRAMES = 1024,
+		SENT = 40,
+		BUDGET = 4 * FRAMES * 16
+	};
 	zr_ctx *ctx;
 	zr_socket *push, *pull;
 	char ep[128];
@@ -143,8 +149,8 @@ Test(engine_maxframes, rcvbytes_counts_16_octets_per_frame)
 	for (int i = 0; i < SENT; i++)
 		send_frames(push, FRAMES);
 	queued = rx_queued_settled(pull, 1, WAIT_MS, 300);
-	cr_assert_leq(queued, 4u, "%zu messages of %d frames queued past a %d octet budget", queued, FRAMES,
-	              BUDGET);
+	cr_assert_leq(queued, 4u, "%zu messages of %d frames queued past a %d octet budget", queued,
+	              FRAMES, BUDGET);
 	cr_assert_geq(queued, 1u);
 	cr_assert_leq(pull->rx_given - atomic_load(&pull->rx_taken), (size_t)BUDGET);
 
@@ -162,7 +168,11 @@ Test(engine_maxframes, rcvbytes_counts_16_octets_per_frame)
  * messages count 0 octets, and only SNDHWM (1000) would stop it. */
 Test(engine_maxframes, sndbytes_counts_16_octets_per_frame)
 {
-	enum { FRAMES = 1024, BUDGET = 4 * FRAMES * 16, TRIES = 1500 };
+	enum {
+		FRAMES = 1024,
+		BUDGET = 4 * FRAMES * 16,
+		TRIES = 1500
+	};
 	zr_ctx *ctx;
 	zr_socket *push, *pull;
 	char ep[128];
@@ -199,7 +209,7 @@ Test(engine_maxframes, sndbytes_counts_16_octets_per_frame)
 	cr_assert_eq(rc, -EAGAIN, "%d sent", sent);
 	zr_msg_free(m);
 	cr_log_info("%d messages of %d empty frames queued", sent, FRAMES);
-	cr_assert_lt(sent, 200, "%d messages of %d frames queued past two %d octet budgets", sent, FRAMES,
-	             BUDGET);
+	cr_assert_lt(sent, 200, "%d messages of %d frames queued past two %d octet budgets", sent,
+	             FRAMES, BUDGET);
 	sock_pair_free(ctx, push, pull);
 }

@@ -463,15 +463,15 @@ ParameterizedTest(int *i, zmtp_frame, counts_frames_per_message_under_every_chun
 	cr_log_info("vector %s (line %d)", row->name, row->line);
 	t.max_msg_frames = row->max_frames;
 	zt_check_splits(&t, in, n, row->line, &whole);
-	cr_assert_eq(whole.rc, row->rc, "line %d (%s): result %d (%s), want %d (%s)", row->line, row->name,
-	             whole.rc, zr_strerror(whole.rc), row->rc, zr_strerror(row->rc));
+	cr_assert_eq(whole.rc, row->rc, "line %d (%s): result %d (%s), want %d (%s)", row->line,
+	             row->name, whole.rc, zr_strerror(whole.rc), row->rc, zr_strerror(row->rc));
 	for (size_t k = 0; k < whole.nev; k++) {
 		cr_assert(whole.ev[k].complete, "line %d: frame %zu incomplete", row->line, k);
 		if (!(whole.ev[k].flags & CMD))
 			frames++;
 	}
-	cr_assert_eq(frames, row->nout, "line %d (%s): %zu frames, want %zu", row->line, row->name, frames,
-	             row->nout);
+	cr_assert_eq(frames, row->nout, "line %d (%s): %zu frames, want %zu", row->line, row->name,
+	             frames, row->nout);
 	if (row->rc < 0)
 		cr_assert_eq(whole.sticky_rc, row->rc, "line %d: not sticky", row->line);
 	zt_run_free(&whole);

@@ -27,7 +27,7 @@ enum cfg_kind {
 	PLAIN_CLIENT,  /* PUSH, PLAIN client admin/secret */
 	PLAIN_SERVER,  /* PULL, PLAIN server, accepts everyone */
 	PLAIN_SERVER_400, /* PULL, PLAIN server whose authenticator says 400 */
-	PULL_FRAMES3,  /* PULL, max_msg_frames 3 */
+	PULL_FRAMES3,     /* PULL, max_msg_frames 3 */
 };
 
 static int
