@@ -245,8 +245,9 @@ enum zr_option {
  * -ZR_ETOOMANYFRAMES, ZR_EVENT_DISCONNECTED with that reason); nothing of
  * that message is delivered, and the socket goes on serving its other
  * connections (a connecting socket does not reconnect, as after any
- * protocol error). Sent messages are not limited. 0 or below -1: -EINVAL; -1 removes
- * the limit (libzmq has none), which lets such a peer take all the memory.
+ * protocol error). Sent messages are not limited. -1 removes the limit
+ * (libzmq has none), which lets such a peer take all the memory; 0 or
+ * below -1: -EINVAL. Applies to connections made after it is set.
  */
 
 /*
