@@ -113,6 +113,7 @@ conn_codec_config(struct zr__conn *c)
 	}
 	cfg->peer_address = c->peer_addr;
 	cfg->max_msg_size = o->maxmsgsize < 0 ? UINT64_MAX : (uint64_t)o->maxmsgsize;
+	cfg->max_msg_frames = o->maxframes < 0 ? UINT32_MAX : (uint32_t)o->maxframes;
 	cfg->max_cmd_size = CONN_MAX_CMD;
 	cfg->handshake_ivl_ms = o->handshake_ivl_ms > 0 ? (uint32_t)o->handshake_ivl_ms : 0;
 	cfg->heartbeat_ivl_ms = o->heartbeat_ivl_ms > 0 ? (uint32_t)o->heartbeat_ivl_ms : 0;
@@ -569,6 +570,7 @@ conn_fail(struct zr__conn *c, int err)
 	const uint8_t *p;
 	size_t n;
 
+	c->fail_err = err;
 	if (c->state == ZR__CONN_HANDSHAKE)
 		conn_handshake_failed(c, err);
 	/* A protocol error (or the peer's ERROR) is final; a timeout is not. */
@@ -673,7 +675,7 @@ zr__conn_drop_oldest(struct zr__conn *c)
 	for (size_t i = k; i + 1 < c->out_n; i++)
 		c->outq[(c->out_head + i) % c->out_cap] = c->outq[(c->out_head + i + 1) % c->out_cap];
 	c->out_n--;
-	c->out_bytes -= m->len;
+	c->out_bytes -= zr__msg_cost(m);
 	zr__msg_unref(m);
 	return true;
 }
@@ -707,7 +709,7 @@ zr__conn_send(struct zr__conn *c, zr_msg *m, bool force)
 	}
 	c->outq[(c->out_head + c->out_n) % c->out_cap] = m;
 	c->out_n++;
-	c->out_bytes += m->len;
+	c->out_bytes += zr__msg_cost(m);
 	conn_tx_kick(c);
 	return true;
 }
@@ -730,7 +732,7 @@ conn_outq_pop(struct zr__conn *c)
 {
 	zr_msg *m = c->outq[c->out_head];
 
-	c->out_bytes -= m->len;
+	c->out_bytes -= zr__msg_cost(m);
 	zr__sock_msg_sent(c->sock, m);
 	c->out_head = (c->out_head + 1) % c->out_cap;
 	c->out_n--;
@@ -1087,9 +1089,13 @@ conn_teardown(struct zr__conn *c)
 	bool was_active = c->state == ZR__CONN_ACTIVE;
 
 	if (c->state != ZR__CONN_CLOSING) {
+		/* An established link closed for the peer's protocol error says
+		 * which (a handshake failure had its own event). */
 		if (c->state == ZR__CONN_HANDSHAKE || was_active)
 			zr__sock_event_why(s, ZR_EVENT_DISCONNECTED, c->fd, c->endpoint,
-			                   c->drop_why[0] ? c->drop_why : NULL);
+			                   c->drop_why[0]                                 ? c->drop_why
+			                   : was_active && c->fail_err <= -ZR_EBASE ? zr_strerror(c->fail_err)
+			                                                            : NULL);
 		c->state = ZR__CONN_CLOSING;
 		zr__timer_stop(conn_loop(c), &c->timer);
 		if (was_active)

@@ -87,6 +87,20 @@ void zr__msg_drop_front(zr_msg *m, uint32_t n);
 /* Prepends a frame (used for routing ids). */
 int zr__msg_push_front(zr_msg *m, const void *data, size_t len);
 void zr__msg_unref(zr_msg *m);
+/*
+ * What m counts for in the byte budgets (SNDBYTES, RCVBYTES, a peer's send
+ * queue): its bytes and, per frame, the span that describes it. Without the
+ * spans, a message of many empty frames would cost nothing, and a queue of
+ * such messages would be bounded only by the HWM. The caller that adds it to
+ * a running total subtracts the same figure: m's frames must not change in
+ * between.
+ */
+static inline size_t
+zr__msg_cost(const zr_msg *m)
+{
+	return m->len + (size_t)m->nframes * sizeof(struct zr__span);
+}
+
 /* Empties m for reuse (frames, bytes, properties); keeps a small buffer.
  * Returns false if m is not worth keeping (the caller frees it). */
 bool zr__msg_recycle(zr_msg *m);
@@ -130,6 +144,7 @@ struct zr__options {
 	int heartbeat_ivl_ms, heartbeat_ttl_ms, heartbeat_timeout_ms;
 	int sndbuf, rcvbuf;
 	int64_t maxmsgsize;
+	int maxframes;              /* frames per received message; -1: no limit */
 	int64_t sndbytes, rcvbytes; /* byte budgets beside the HWMs */
 	int pub_policy;             /* enum zr_pub_policy */
 	int conns_max;              /* accepted connections at once; 0: no limit */
@@ -177,6 +192,7 @@ struct zr__conn {
 	bool connecter; /* re-dials ep after a loss */
 	bool accepted;  /* counted in the socket's naccepted until freed */
 	bool no_reconnect;
+	int fail_err; /* what conn_fail closed it for (0: not failed) */
 	struct zr__endpoint ep;
 	uint32_t attempts;
 

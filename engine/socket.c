@@ -231,6 +231,7 @@ zr_socket_open(zr_ctx *ctx, int type, zr_socket **out)
 		.sndbytes = SOCK_BYTES_DEFAULT, .rcvbytes = SOCK_BYTES_DEFAULT,
 		.conns_max = ZR_CONNS_MAX_DEFAULT,
 		.subs_max = SOCK_SUBS_MAX_DEFAULT, .subs_maxbytes = SOCK_SUBS_MAXBYTES_DEFAULT,
+		.maxframes = (int)ZR_ZMTP_DEFAULT_MAX_MSG_FRAMES,
 	};
 	s->efd_rx = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->efd_tx = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -535,9 +536,10 @@ sock_budget_room(int64_t budget, size_t given, size_t *seen, atomic_size_t *take
 static bool
 sock_tx_offer(zr_socket *s, zr_msg *m)
 {
-	if (!sock_budget_room(s->opt.sndbytes, s->tx_given, &s->tx_taken_seen, &s->tx_taken, m->len))
+	size_t len = zr__msg_cost(m); /* once pushed, m is the io thread's (it may be gone) */
+
+	if (!sock_budget_room(s->opt.sndbytes, s->tx_given, &s->tx_taken_seen, &s->tx_taken, len))
 		return false;
-	size_t len = m->len; /* once pushed, m is the io thread's (it may be gone) */
 
 	if (!zr__spsc_push(&s->tx, m))
 		return false;
@@ -700,8 +702,10 @@ sock_recv(zr_socket *s, zr_msg **msg, int flags, bool own)
 				zr__ctx_dirty(s->ctx, s);
 		}
 		if (m != NULL) {
+			size_t cost = zr__msg_cost(m);
+
 			atomic_store_explicit(&s->rx_taken,
-			                      atomic_load_explicit(&s->rx_taken, memory_order_relaxed) + m->len,
+			                      atomic_load_explicit(&s->rx_taken, memory_order_relaxed) + cost,
 			                      memory_order_release);
 			/* A paused connection goes on once half of rx is free. */
 			if (atomic_load_explicit(&s->rx_paused, memory_order_relaxed) &&
@@ -1175,6 +1179,12 @@ zr_setsockopt(zr_socket *s, int option, const void *v, size_t len)
 	 * verbose cancels), VERBOSER sets or clears both. */
 	case ZR_XPUB_VERBOSE: o->xpub_verbose = i != 0 ? 1 : 0; return 0;
 	case ZR_XPUB_VERBOSER: o->xpub_verbose = i != 0 ? 2 : 0; return 0;
+	case ZR_MAXFRAMES:
+		/* A message has at least one frame: 0 would refuse them all. */
+		if (i == 0 || i < -1)
+			return -EINVAL;
+		o->maxframes = i;
+		return 0;
 	default: return -EINVAL;
 	}
 }
@@ -1226,6 +1236,7 @@ zr_getsockopt(zr_socket *s, int option, void *v, size_t *len)
 	case ZR_SUBS_MAX: i = o->subs_max; break;
 	case ZR_XPUB_VERBOSE: i = o->xpub_verbose >= 1; break;
 	case ZR_XPUB_VERBOSER: i = o->xpub_verbose == 2; break;
+	case ZR_MAXFRAMES: i = o->maxframes; break;
 	case ZR_SNDHWM: i = o->sndhwm; break;
 	case ZR_RCVHWM: i = o->rcvhwm; break;
 	case ZR_SNDBUF: i = o->sndbuf; break;
@@ -1490,7 +1501,7 @@ sock_route_pending(struct zr_socket *s)
 			m = zr__spsc_pop(&s->tx);
 			if (m == NULL)
 				break;
-			taken += m->len;
+			taken += zr__msg_cost(m);
 			any = true;
 		}
 		s->pending = NULL;
@@ -1557,9 +1568,10 @@ sock_rx_push(struct zr_socket *s, zr_msg *m)
 	/* Within RCVBYTES, judged on the bytes, never on the cached count,
 	 * which may still say "not empty" when the app has taken everything:
 	 * a message over the budget would then wait for a wake nobody sends. */
-	if (!sock_budget_room(s->opt.rcvbytes, s->rx_given, &s->rx_taken_seen, &s->rx_taken, m->len))
+	size_t len = zr__msg_cost(m); /* once pushed, m is the app's (it may be gone) */
+
+	if (!sock_budget_room(s->opt.rcvbytes, s->rx_given, &s->rx_taken_seen, &s->rx_taken, len))
 		return false;
-	size_t len = m->len; /* once pushed, m is the app's (it may be gone) */
 
 	if (!zr__spsc_push(&s->rx, m))
 		return false;

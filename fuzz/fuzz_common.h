@@ -31,6 +31,16 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* Frames-per-message limits the harnesses pick (0: the codec's default), and
+ * the limit a given setting means. */
+static const uint32_t fz_frame_limits[8] = {0, 0, 0, 0, 1, 2, 3, 8};
+
+static inline uint32_t
+fz_frame_limit(uint32_t configured)
+{
+	return configured != 0 ? configured : 65536u; /* ZR_ZMTP_DEFAULT_MAX_MSG_FRAMES */
+}
+
 #define FZ_CHECK(cond)                                                                             \
 	do {                                                                                       \
 		if (!(cond))                                                                       \

@@ -13,7 +13,8 @@
  *           bits 4-5 its mechanism (ours, NULL, PLAIN, CURVE),
  *           bits 6-7 the clock's start (0, 1000, 2^40, 2^62)
  *   byte 3  bits 0-2 max_msg_size, 3-5 max_cmd_size, 6-7 max_handshake_cmd
- *   byte 4  bits 0-2 heartbeat_ivl, 3-4 heartbeat_ttl, 5-6 heartbeat_timeout
+ *   byte 4  bits 0-2 heartbeat_ivl, 3-4 heartbeat_ttl, 5-6 heartbeat_timeout,
+ *           bit 7 a small max_msg_frames (fz_frame_limits[4 + byte 7 % 4])
  *   byte 5  bits 0-1 handshake_ivl, 2-3 identity, 4-5 properties, 6-7 credentials
  *   byte 6  the authenticator's verdicts, 2 bits per HELLO (200/300/400/500)
  *   byte 7  seed of the chunk sizes
@@ -72,6 +73,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	p.cfg.heartbeat_ivl_ms = conn_hb_ivl[data[4] & 7];
 	p.cfg.heartbeat_ttl_ms = conn_hb_ttl[data[4] >> 3 & 3];
 	p.cfg.heartbeat_timeout_ms = conn_hb_timeout[data[4] >> 5 & 3];
+	if (data[4] & 0x80)
+		p.cfg.max_msg_frames = fz_frame_limits[4 + data[7] % 4];
 	p.cfg.handshake_ivl_ms = conn_hs_ivl[data[5] & 3];
 	p.cfg.routing_id = ct_identities[data[5] >> 2 & 3].p;
 	p.cfg.routing_id_len = ct_identities[data[5] >> 2 & 3].len;

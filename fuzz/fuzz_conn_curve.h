@@ -26,7 +26,9 @@
  *           Identity; bit 7 the server's authenticator refuses (400): the
  *           server under test's, or the reference server's, which then
  *           answers the client with ERROR instead of READY
- *   byte 1  delay of the second handshake command: index into fcs_dt
+ *   byte 1  bits 0-4 delay of the second handshake command: index into
+ *           fcs_dt; bits 5-7 max_msg_frames of the codec under test
+ *           (fz_frame_limits: half the default, half 1, 2, 3 or 8)
  *   byte 2  seed of the chunk sizes
  *   then operations, op = one octet, kind = op & 7, arg = op >> 3:
  *     0 frame: len (1 octet, 2 if arg bit 0), data; MORE if arg bit 1
@@ -47,7 +49,8 @@
  * the two logs (events with their bytes, errors, tick results, output) must
  * be identical. On every call: consumed <= len; event spans inside the
  * consumed bytes (the buffer is a heap block of exactly its length, ASan sees
- * an over-read); a frame comes out whole (CURVE), within max_msg_size;
+ * an over-read); a frame comes out whole (CURVE), within max_msg_size, no
+ * message longer than max_msg_frames (refused for it at exactly that many);
  * errors are sticky, are protocol codes, and leave no key behind.
  * Soundness: every event after READY is the plaintext of a unit the peer
  * encrypted, in the order it encrypted them (no tampered, replayed or
@@ -429,6 +432,7 @@ fcs_plan_build(struct fcs_plan *pl, const uint8_t *data, size_t size, bool serve
 
 		if (b0 & 0x04)
 			t->max_msg_size = 64;
+		t->max_msg_frames = fz_frame_limits[delay >> 5];
 		if (b0 & 0x08) {
 			t->heartbeat_ivl_ms = 1000;
 			t->heartbeat_timeout_ms = 3000;
@@ -548,6 +552,13 @@ fcs_plan_free(struct fcs_plan *pl)
 /* ------------------------------------------------------------------------ */
 /* One run of the server under test. */
 
+/* The configuration of the codec under test. */
+static const struct zr_zmtp_config *
+fcs_tested_cfg(const struct fcs_plan *pl)
+{
+	return pl->server ? &pl->scfg : &pl->ccfg;
+}
+
 struct fcs_run {
 	const struct fcs_plan *pl;
 	struct zr_zmtp z;
@@ -559,6 +570,7 @@ struct fcs_run {
 	struct fz_log out;
 	bool ready;
 	int err;
+	uint32_t msg_frames; /* frames of the message so far (MORE frames ended) */
 	size_t next_exp; /* events must match plan->exp from here on */
 	uint64_t now;
 };
@@ -629,6 +641,8 @@ fcs_event(struct fcs_run *r, const struct zr_zmtp_event *ev, size_t consumed)
 		FZ_CHECK((ev->flags & ~(ZR_ZMTP_MORE | ZR_ZMTP_FRAME_END)) == 0);
 		FZ_CHECK((ev->flags & ZR_ZMTP_FRAME_END) && ev->offset == 0 && ev->frame_size == ev->len);
 		FZ_CHECK(ev->len <= r->pl->scfg.max_msg_size);
+		FZ_CHECK(r->msg_frames < fz_frame_limit(fcs_tested_cfg(r->pl)->max_msg_frames));
+		r->msg_frames = (ev->flags & ZR_ZMTP_MORE) ? r->msg_frames + 1 : 0;
 		fz_log_u8(&r->log, (uint8_t)(ev->flags & ZR_ZMTP_MORE));
 		fcs_match(r, false, (ev->flags & ZR_ZMTP_MORE) ? 1 : 0, ev->data, ev->len, NULL, 0);
 		break;
@@ -669,6 +683,8 @@ fcs_failed(struct fcs_run *r, int rc)
 	FZ_CHECK(zr_zmtp_tick(&r->z, r->now) == rc);
 	if (rc == -ZR_EAUTH)
 		FZ_CHECK(r->pl->server && r->pl->refuse && r->auth.calls == 1 && r->auth.key_ok);
+	if (rc == -ZR_ETOOMANYFRAMES) /* only at exactly the limit */
+		FZ_CHECK(r->ready && r->msg_frames == fz_frame_limit(fcs_tested_cfg(r->pl)->max_msg_frames));
 	if (rc == -ZR_ECURVECOOKIE) /* HELLO came at NOW0 at the earliest */
 		FZ_CHECK(r->pl->server && r->now > FCS_NOW0 + ZR__CURVE_COOKIE_TTL_MS);
 	/* Every key is gone once the connection failed. */

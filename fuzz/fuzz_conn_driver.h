@@ -17,7 +17,9 @@
  *
  * Checked on every call: consumed <= fed; every span inside the bytes the
  * call consumed, and read in full; frame pieces contiguous, within
- * max_msg_size, FRAME_END exactly at the end; no frame before READY;
+ * max_msg_size, FRAME_END exactly at the end; no frame before READY; no
+ * message longer than max_msg_frames, refused for it only at exactly that
+ * many;
  * zr_zmtp_want bounded by the command limits + 9 (64 for the greeting) and
  * larger than what is held after NEED_MORE; errors sticky across feed and
  * tick, zr_zmtp_error and zr_zmtp_state consistent with them; zr_zmtp_out at
@@ -92,6 +94,7 @@ struct cd_run {
 	uint64_t cur_size;
 	unsigned cur_flags;
 	uint64_t msg_total;
+	uint32_t msg_frames; /* frames of the message so far (MORE frames ended) */
 	bool ready;
 	bool init_failed;
 	bool peer_error;
@@ -231,6 +234,7 @@ cd_on_frame(struct cd_run *r, const struct zr_zmtp_event *ev, size_t consumed)
 	} else {
 		FZ_CHECK(ev->offset == 0);
 		FZ_CHECK(ev->frame_size <= r->cfg.max_msg_size - r->msg_total);
+		FZ_CHECK(r->msg_frames < fz_frame_limit(r->cfg.max_msg_frames));
 		r->in_frame = true;
 		r->cur_size = ev->frame_size;
 		r->cur_flags = more;
@@ -244,6 +248,7 @@ cd_on_frame(struct cd_run *r, const struct zr_zmtp_event *ev, size_t consumed)
 		fz_log_bytes(&r->log, r->cur.p, r->cur.len);
 		r->in_frame = false;
 		r->msg_total = more ? r->msg_total + ev->frame_size : 0;
+		r->msg_frames = more ? r->msg_frames + 1 : 0;
 	}
 }
 
@@ -307,6 +312,9 @@ cd_feed_loop(struct cd_run *r)
 				FZ_CHECK(rc == -ZR_EPEERERROR);
 			FZ_CHECK(cd_err_protocol(rc));
 			FZ_CHECK(!(r->ready && rc == -ZR_EEARLYMSG));
+			if (rc == -ZR_ETOOMANYFRAMES)
+				FZ_CHECK(r->ready && !r->in_frame &&
+				         r->msg_frames == fz_frame_limit(r->cfg.max_msg_frames));
 			/* What a failing call reports as consumed is not specified
 			 * (a message frame before READY fails after its first
 			 * piece, whose length depends on the chunking), so the

@@ -6,7 +6,8 @@
  *           (table), bit 6 raise the command limit to 64 KiB after the first
  *           command frame (as the connection does after its handshake),
  *           bit 7 feed the chunked run one byte at a time
- *   byte 1  seed of the chunk sizes
+ *   byte 1  seed of the chunk sizes; its top 3 bits also pick max_msg_frames
+ *           (fz_frame_limits: half the default, half 1, 2, 3 or 8)
  *   rest    the byte stream
  *
  * The stream is decoded twice: one-shot (all bytes presented at once) and
@@ -16,8 +17,9 @@
  * error and where it happened, how much was consumed in the end); the logs
  * must be identical. Along the way every piece is checked against the
  * contract (spans inside the consumed bytes, offsets contiguous, sizes within
- * the limits, FRAME_END exactly at the end, want bounded) and every byte of
- * every piece is read.
+ * the limits, no message longer than max_msg_frames frames and a refusal
+ * for too many only at exactly that many, FRAME_END exactly at the end, want
+ * bounded) and every byte of every piece is read.
  */
 #include <zring/zmtp.h>
 
@@ -40,6 +42,8 @@ struct frame_run {
 	unsigned cur_flags;
 	bool in_msg; /* a MORE frame ended: the message goes on */
 	uint64_t msg_total;
+	uint32_t msg_frames; /* frames of the message so far (MORE frames ended) */
+	uint32_t max_frames;
 	uint64_t max_msg;
 	uint32_t cmd_limit;
 	bool raise_after_cmd;
@@ -50,15 +54,20 @@ struct frame_run {
 };
 
 static void
-frame_run_init(struct frame_run *r, uint8_t cfg)
+frame_run_init(struct frame_run *r, uint8_t cfg, uint8_t seed)
 {
+	uint32_t frames = fz_frame_limits[seed >> 5];
+
 	memset(r, 0, sizeof *r);
 	r->max_msg = frame_max_msg[cfg & 7];
 	r->cmd_limit = frame_max_cmd[cfg >> 3 & 7];
 	r->raise_after_cmd = (cfg & 0x40) != 0;
+	r->max_frames = fz_frame_limit(frames);
 	fz_buf_init(&r->in);
 	memset(&r->dec, 0x5c, sizeof r->dec);
 	zr_zmtp_dec_init(&r->dec, r->max_msg, r->cmd_limit);
+	if (frames != 0 || (seed & 1))
+		zr_zmtp_dec_set_frame_limit(&r->dec, frames); /* 0: back to the default */
 }
 
 static void
@@ -117,8 +126,10 @@ frame_on_piece(struct frame_run *r, const struct zr_zmtp_frame *f, size_t consum
 		FZ_CHECK(f->offset == r->cur.len && f->size == r->cur_size && more == r->cur_flags);
 	} else {
 		FZ_CHECK(f->offset == 0);
-		/* max_msg_size limits the sum of a message's frame sizes. */
+		/* max_msg_size limits the sum of a message's frame sizes,
+		 * max_msg_frames their number. */
 		FZ_CHECK(f->size <= r->max_msg - r->msg_total);
+		FZ_CHECK(r->msg_frames < r->max_frames);
 		r->in_frame = true;
 		r->cur_size = f->size;
 		r->cur_flags = more;
@@ -135,9 +146,11 @@ frame_on_piece(struct frame_run *r, const struct zr_zmtp_frame *f, size_t consum
 		if (more) {
 			r->in_msg = true;
 			r->msg_total += f->size;
+			r->msg_frames++;
 		} else {
 			r->in_msg = false;
 			r->msg_total = 0;
+			r->msg_frames = 0;
 		}
 	}
 }
@@ -146,7 +159,7 @@ static bool
 frame_err_known(int rc)
 {
 	return rc == -ZR_EFLAGS || rc == -ZR_ECMDMORE || rc == -ZR_EFRAMESIZE || rc == -ZR_ETOOLARGE ||
-	       rc == -ZR_ECMDSIZE || rc == -ZR_ECMDINMSG;
+	       rc == -ZR_ECMDSIZE || rc == -ZR_ECMDINMSG || rc == -ZR_ETOOMANYFRAMES;
 }
 
 /* Decodes from what r->in holds until the decoder needs more or fails. */
@@ -167,6 +180,10 @@ frame_run_pump(struct frame_run *r)
 		}
 		if (rc < 0) {
 			FZ_CHECK(frame_err_known(rc));
+			/* Refused for its frame count only at exactly the limit,
+			 * between frames. */
+			if (rc == -ZR_ETOOMANYFRAMES)
+				FZ_CHECK(!r->in_frame && r->in_msg && r->msg_frames == r->max_frames);
 			r->err = rc;
 			r->consumed_total += consumed;
 			fz_buf_drop(&r->in, consumed);
@@ -232,12 +249,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	len = size - 2;
 	bytewise = (data[0] & 0x80) != 0;
 
-	frame_run_init(&one, data[0]);
+	frame_run_init(&one, data[0], data[1]);
 	fz_buf_append(&one.in, stream, len);
 	frame_run_pump(&one);
 	frame_run_finish(&one);
 
-	frame_run_init(&chunked, data[0]);
+	frame_run_init(&chunked, data[0], data[1]);
 	fz_rng_init(&rng, data[1]);
 	for (off = 0; off < len;) {
 		size_t n = bytewise ? 1 : fz_chunk_len(&rng, len - off);

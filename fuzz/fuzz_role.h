@@ -11,7 +11,8 @@
  *           bit 2 libzmq-style padding, bit 3 drain output after every chunk
  *           in the chunked run, bit 4 our minor is 0, bits 5-6 identity (NULL)
  *           or credentials (PLAIN client); PLAIN server: bit 5 no
- *           authenticator (accept all, as libzmq without ZAP)
+ *           authenticator (accept all, as libzmq without ZAP); bit 7 a small
+ *           max_msg_frames (fz_frame_limits[4 + byte 3 % 4])
  *   byte 1  our socket type (index into the 19 handshake types)
  *   byte 2  PLAIN server: the authenticator's verdicts, 2 bits per HELLO
  *           (200, 300, 400, 500); otherwise bits 0-1 the properties we send
@@ -43,6 +44,8 @@ role_fuzz(const uint8_t *data, size_t size, int mechanism, bool as_server)
 	p.pump_each_chunk = (data[0] & 0x08) != 0;
 	p.now0 = 1000;
 	p.seed = data[3];
+	if (data[0] & 0x80)
+		p.cfg.max_msg_frames = fz_frame_limits[4 + data[3] % 4];
 	if (mechanism == ZR_MECH_PLAIN && as_server) {
 		p.use_auth = (data[0] & 0x20) == 0;
 		p.verdicts = &data[2];

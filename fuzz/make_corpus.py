@@ -194,6 +194,12 @@ def seeds_frame():
     put(t, bytes([0x49, 0]) + command(b"A", b"c" * 10) + command(b"A", b"c" * 300))  # raised limit
     put(t, bytes([0x01, 0]) + frame(b"") + frame(b"x"))          # max_msg 0
     put(t, bytes([0x07, 0x11]) + frame(b"q" * 1000, MORE) + frame(b"r" * 65, MORE) + frame(b""))
+    # max_msg_frames from the seed's top 3 bits: 0x80 -> 1, 0xa0 -> 2, 0xc0 -> 3, 0xe0 -> 8
+    empties = frame(b"", MORE) * 9
+    for seed in (0x80, 0xa0, 0xc0, 0xe0):
+        put(t, bytes([0x00, seed]) + message(b"", b"", b"") + empties)  # at the limit, then over
+        put(t, bytes([0x80, seed | 3]) + message(b"a", b"b") + ping() + frame(b"x", MORE) + frame(b"y" * 300))
+    put(t, b"\x00\x01" + empties * 8)                           # far below the default
 
 
 # --------------------------------------------------------------------------
@@ -292,6 +298,11 @@ def seeds_null(target):
     put(target, role(0x01, "DEALER", 0, 0, ready("ROUTER") + frame(b"a", MORE) + ping()))
     put(target, role(0x01, "DEALER", 0, 0, ready("ROUTER") + b"\x02\x80" + b"\x00" * 7))
     put(target, role(0x01, "DEALER", 0, 0, ready("ROUTER") + error(b"bye")))
+    # a small max_msg_frames (flags bit 7, the seed picks 1, 2, 3 or 8), then a flood of empty
+    # MORE frames
+    for seed in range(4):
+        put(target, role(0x81, "DEALER", 0, seed, ready("ROUTER") + message(b"", b"", b"") +
+                         frame(b"", MORE) * 9))
     put(target, role(0x00, "DEALER", 0, 0, greeting(b"PLAIN") + ready("ROUTER")))
     put(target, role(0x00, "DEALER", 0, 0, greeting(b"NULL", major=2)))
     put(target, role(0x00, "DEALER", 0, 0, b"\x01\x00"))                 # ZMTP 1.0

@@ -76,7 +76,9 @@ static const char cat_usage_text[] =
 	"                  65536, -1 no limit); security, below:\n"
 	"                  PLAIN_SERVER PLAIN_USERNAME\n"
 	"                  PLAIN_PASSWORD CURVE_SERVER CURVE_PUBLICKEY\n"
-	"                  CURVE_SECRETKEY CURVE_SERVERKEY\n"
+	"                  CURVE_SECRETKEY CURVE_SERVERKEY; zring's own:\n"
+	"                  MAXFRAMES (frames in one received message, default\n"
+	"                  65536, -1 no limit; one more closes that connection)\n"
 	"  --timeout MS    give up (exit 3) when a send or a receive waits longer\n"
 	"                  than MS ms; also caps LINGER at MS\n"
 	"  --reply TEXT    REP -r: answer every request with TEXT (split at SEP\n"
@@ -188,6 +190,7 @@ static const struct cat_optdef cat_optdefs[] = {
 	{"CURVE_PUBLICKEY", ZR_CURVE_PUBLICKEY, CAT_OPT_KEY},
 	{"CURVE_SECRETKEY", ZR_CURVE_SECRETKEY, CAT_OPT_KEY},
 	{"CURVE_SERVERKEY", ZR_CURVE_SERVERKEY, CAT_OPT_KEY},
+	{"MAXFRAMES", ZR_MAXFRAMES, CAT_OPT_INT},
 	{"CONNS_MAX", ZR_CONNS_MAX, CAT_OPT_INT},
 };
 

@@ -91,6 +91,7 @@ zr_zmtp_config_default(struct zr_zmtp_config *cfg, int socket_type)
 	cfg->mechanism = ZR_MECH_NULL;
 	cfg->minor = 1;
 	cfg->max_msg_size = ZR_ZMTP_DEFAULT_MAX_MSG_SIZE;
+	cfg->max_msg_frames = ZR_ZMTP_DEFAULT_MAX_MSG_FRAMES;
 	cfg->max_cmd_size = ZR_ZMTP_DEFAULT_MAX_CMD_SIZE;
 	cfg->max_handshake_cmd = ZR_ZMTP_DEFAULT_MAX_HANDSHAKE_CMD;
 	cfg->handshake_ivl_ms = 30000;
@@ -372,7 +373,10 @@ zr_zmtp_init(struct zr_zmtp *z, const struct zr_zmtp_config *cfg, uint64_t now_m
 		if (rc < 0)
 			return rc;
 	}
+	if (z->cfg.max_msg_frames == 0)
+		z->cfg.max_msg_frames = ZR_ZMTP_DEFAULT_MAX_MSG_FRAMES;
 	zr_zmtp_dec_init(&z->dec, cfg->max_msg_size, cfg->max_handshake_cmd);
+	zr_zmtp_dec_set_frame_limit(&z->dec, z->cfg.max_msg_frames);
 	z->state = ZR_ZMTP_GREETING;
 	z->peer_type = -1;
 	z->hs_deadline = cfg->handshake_ivl_ms ? now_ms + cfg->handshake_ivl_ms : CONN_NEVER;
@@ -492,6 +496,10 @@ conn_enter_traffic(struct zr_zmtp *z, uint64_t now_ms)
 		                                                          : max + ZR__CURVE_MESSAGE_MIN,
 		                 z->cfg.max_cmd_size);
 		zr_zmtp_dec_set_whole(&z->dec, true);
+		/* dec_init put back the default. Each box is one frame on the wire
+		 * (MORE travels inside), so conn_curve_traffic does the counting,
+		 * but the decoder keeps the configured limit all the same. */
+		zr_zmtp_dec_set_frame_limit(&z->dec, z->cfg.max_msg_frames);
 	}
 	if (z->cfg.heartbeat_ivl_ms > 0 && zr_zmtp_peer_minor(z) >= 1)
 		z->next_ping = now_ms + z->cfg.heartbeat_ivl_ms;
@@ -791,8 +799,12 @@ conn_curve_traffic(struct zr_zmtp *z, uint8_t *body, const struct zr_zmtp_frame 
 	}
 	if ((uint64_t)n > z->cfg.max_msg_size - z->msg_total)
 		return conn_fail(z, -ZR_ETOOLARGE);
+	/* Empty MORE boxes pass the size check for ever: count them. */
+	if (z->msg_frames >= z->cfg.max_msg_frames)
+		return conn_fail(z, -ZR_ETOOMANYFRAMES);
 	z->msg_more = (mflags & 0x01) != 0;
 	z->msg_total = z->msg_more ? z->msg_total + (uint64_t)n : 0;
+	z->msg_frames = z->msg_more ? z->msg_frames + 1 : 0;
 	memset(ev, 0, sizeof *ev);
 	ev->type = ZR_ZMTP_EV_FRAME;
 	ev->data = body;

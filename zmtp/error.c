@@ -45,6 +45,7 @@ static const char *const error_proto_text[ZR_ELAST - ZR_EBASE] = {
 	[ZR_ECURVEKEY - ZR_EBASE] = "CURVE keys do not match the vouch or cookie",
 	[ZR_ECURVEHUNGUP - ZR_EBASE] =
 	    "the CURVE server closed the connection on our HELLO (most likely the wrong server key)",
+	[ZR_ETOOMANYFRAMES - ZR_EBASE] = "message has more frames than the limit",
 };
 
 struct error_errno_text {
@@ -128,6 +129,7 @@ zr_errno(int err)
 	switch (-err) {
 	case ZR_ETOOLARGE:
 	case ZR_ECMDSIZE:
+	case ZR_ETOOMANYFRAMES:
 		return -EMSGSIZE;
 	case ZR_EHANDSHAKE_TIMEOUT:
 	case ZR_EHEARTBEAT_TIMEOUT:

@@ -7,8 +7,9 @@
  * ignores them, but no known sender sets them, and accepting them would let
  * a future meaning pass unnoticed); a command with MORE, a command inside a
  * multipart message and a long size above 2^63-1 are errors; a long-form size
- * for a small body is accepted (libzmq does); sizes are checked against the
- * limits as soon as the header octets are there, before a body byte is taken.
+ * for a small body is accepted (libzmq does); sizes, and the frame count of a
+ * message, are checked against the limits as soon as the header octets are
+ * there, before a body byte is taken.
  */
 #include <errno.h>
 
@@ -46,6 +47,8 @@ zr_zmtp_dec_init(struct zr_zmtp_dec *d, uint64_t max_msg_size, uint32_t max_cmd_
 	d->max_msg_size = max_msg_size;
 	d->max_cmd_size = max_cmd_size;
 	d->msg_total = 0;
+	d->max_msg_frames = ZR_ZMTP_DEFAULT_MAX_MSG_FRAMES;
+	d->msg_frames = 0;
 	d->body_size = 0;
 	d->body_off = 0;
 	d->body_flags = 0;
@@ -60,6 +63,13 @@ void
 zr_zmtp_dec_set_whole(struct zr_zmtp_dec *d, bool whole)
 {
 	d->whole = whole;
+}
+
+/* see zmtp.h */
+void
+zr_zmtp_dec_set_frame_limit(struct zr_zmtp_dec *d, uint32_t max_msg_frames)
+{
+	d->max_msg_frames = max_msg_frames ? max_msg_frames : ZR_ZMTP_DEFAULT_MAX_MSG_FRAMES;
 }
 
 /* see zmtp.h */
@@ -125,6 +135,9 @@ dec_header_check(const struct zr_zmtp_dec *d, const uint8_t *buf, size_t len, ui
 			return -ZR_ECMDSIZE;
 	} else if (*size > d->max_msg_size - d->msg_total) {
 		return -ZR_ETOOLARGE;
+	} else if (d->msg_frames >= d->max_msg_frames) {
+		/* Empty frames pass the size check for ever: count them. */
+		return -ZR_ETOOMANYFRAMES;
 	}
 	return (int)hlen;
 }
@@ -164,6 +177,7 @@ zr_zmtp_dec_feed(struct zr_zmtp_dec *d, const uint8_t *buf, size_t len, size_t *
 		if (!(flags & ZR_ZMTP_COMMAND)) {
 			d->in_msg = (flags & ZR_ZMTP_MORE) != 0;
 			d->msg_total = d->in_msg ? d->msg_total + size : 0;
+			d->msg_frames = d->in_msg ? d->msg_frames + 1 : 0;
 		}
 		f->data = buf + hlen;
 		f->len = (size_t)size;
@@ -176,9 +190,11 @@ zr_zmtp_dec_feed(struct zr_zmtp_dec *d, const uint8_t *buf, size_t len, size_t *
 
 	if (flags & ZR_ZMTP_MORE) {
 		d->msg_total += size;
+		d->msg_frames++;
 		d->in_msg = true;
 	} else {
 		d->msg_total = 0;
+		d->msg_frames = 0;
 		d->in_msg = false;
 	}
 	*consumed = (size_t)hlen;

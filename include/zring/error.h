@@ -88,6 +88,9 @@ enum zr_err {
 	ZR_ECURVEHUNGUP,  /* the server closed the connection on our HELLO without a word:
 	                     what libzmq does when the box does not open (wrong server key) */
 
+	/* framing again; appended so the codes above keep their numbers */
+	ZR_ETOOMANYFRAMES, /* a message with more frames than max_msg_frames */
+
 	ZR_ELAST /* one past the last code */
 };
 
@@ -99,7 +102,8 @@ enum zr_err {
 ZR_API const char *zr_strerror(int err);
 
 /*
- * The errno a protocol code corresponds to (ZR_ETOOLARGE, ZR_ECMDSIZE -> EMSGSIZE,
+ * The errno a protocol code corresponds to (ZR_ETOOLARGE, ZR_ECMDSIZE,
+ * ZR_ETOOMANYFRAMES -> EMSGSIZE,
  * timeouts -> ETIMEDOUT, ZR_EAUTH/ZR_EPEERERROR -> EACCES/ECONNREFUSED,
  * ZR_ECURVEBOX/ZR_ECURVEKEY/ZR_ECURVEHUNGUP -> EACCES (the keys do not match: an
  * authentication failure), the rest -> EPROTO), negated; a negative errno is

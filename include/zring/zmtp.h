@@ -147,6 +147,11 @@ ZR_API int zr_zmtp_greeting_parse(const uint8_t *buf, size_t len, struct zr_zmtp
 #define ZR_ZMTP_DEFAULT_MAX_MSG_SIZE (64u * 1024u * 1024u)
 #define ZR_ZMTP_DEFAULT_MAX_CMD_SIZE (64u * 1024u)      /* after the handshake */
 #define ZR_ZMTP_DEFAULT_MAX_HANDSHAKE_CMD (8u * 1024u)  /* before it completes */
+/* Frames in one message. MAXMSGSIZE counts only frame bodies, so without
+ * this a peer could send empty MORE frames (2 octets each on the wire) for
+ * ever and a caller that keeps one record per frame would grow without
+ * bound. 65536 frames: a 1 MiB table of 16-octet spans in the engine. */
+#define ZR_ZMTP_DEFAULT_MAX_MSG_FRAMES 65536u
 
 /*
  * Writes a frame header into out: 2 octets for size <= 255, 9 for larger
@@ -172,6 +177,8 @@ struct zr_zmtp_dec {
 	uint64_t max_msg_size; /* limit on the sum of a message's frame sizes */
 	uint32_t max_cmd_size; /* limit on one command frame's body */
 	uint64_t msg_total;    /* bytes of the current message so far */
+	uint32_t max_msg_frames; /* limit on the frames of one message */
+	uint32_t msg_frames;     /* frames of the current message so far */
 	uint64_t body_size;    /* the frame whose body is being handed out */
 	uint64_t body_off;
 	unsigned body_flags;
@@ -181,7 +188,13 @@ struct zr_zmtp_dec {
 	int err;     /* sticky */
 };
 
+/* Initialises d; its frame limit is ZR_ZMTP_DEFAULT_MAX_MSG_FRAMES. */
 ZR_API void zr_zmtp_dec_init(struct zr_zmtp_dec *d, uint64_t max_msg_size, uint32_t max_cmd_size);
+
+/* Changes the limit on the frames of one message (commands do not count);
+ * 0 means ZR_ZMTP_DEFAULT_MAX_MSG_FRAMES, UINT32_MAX in effect none. Set it
+ * before the first message. */
+ZR_API void zr_zmtp_dec_set_frame_limit(struct zr_zmtp_dec *d, uint32_t max_msg_frames);
 
 /* Changes the command limit (the connection raises it once the handshake is done). */
 ZR_API void zr_zmtp_dec_set_cmd_limit(struct zr_zmtp_dec *d, uint32_t max_cmd_size);
@@ -200,8 +213,9 @@ ZR_API void zr_zmtp_dec_set_whole(struct zr_zmtp_dec *d, bool whole);
  *                 ZR_ZMTP_FRAME_END set) or a piece of a message frame;
  *   ZR_NEED_MORE  nothing more can be decoded from buf;
  *   -ZR_EFLAGS, -ZR_ECMDMORE, -ZR_EFRAMESIZE, -ZR_ETOOLARGE, -ZR_ECMDSIZE,
- *   -ZR_ECMDINMSG  (sticky). Sizes are checked against the limits as soon as
- *                 the header is there, before any body byte is taken.
+ *   -ZR_ECMDINMSG, -ZR_ETOOMANYFRAMES  (sticky). Sizes and the frame count
+ *                 are checked against the limits as soon as the header is
+ *                 there, before any body byte is taken.
  */
 ZR_API int zr_zmtp_dec_feed(struct zr_zmtp_dec *d, const uint8_t *buf, size_t len,
                             size_t *consumed, struct zr_zmtp_frame *f);
@@ -398,6 +412,12 @@ struct zr_zmtp_config {
 	const char *peer_address;
 
 	uint64_t max_msg_size;      /* MAXMSGSIZE: default 64 MiB */
+	/* Frames in one message (MAXFRAMES): default 65536; 0 means the default,
+	 * UINT32_MAX in effect none. The frame that would be one more fails the
+	 * connection with -ZR_ETOOMANYFRAMES as soon as its header is in, with
+	 * the same ERROR policy as -ZR_ETOOLARGE (see zr_zmtp_feed). Under CURVE
+	 * it counts the MESSAGE boxes of one message. */
+	uint32_t max_msg_frames;
 	uint32_t max_cmd_size;      /* command frames after the handshake: 64 KiB */
 	uint32_t max_handshake_cmd; /* command frames before it completes: 8 KiB */
 
@@ -470,6 +490,7 @@ struct zr_zmtp {
 	bool ping_pending;
 	size_t unconsumed; /* what the last feed left: re-presented bytes are not traffic */
 	uint64_t msg_total; /* CURVE: plaintext octets of the message so far */
+	uint32_t msg_frames; /* CURVE: frames of the message so far */
 	bool msg_more;      /* CURVE: the last frame had MORE */
 	int auth_status;    /* server: the authenticator's answer (0: not asked) */
 	char user_id[ZR_ZMTP_USER_ID_MAX + 1];

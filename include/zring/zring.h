@@ -171,8 +171,10 @@ struct zr_event {
 	 * like a timeout: the check that failed ("CURVE box did not open (wrong
 	 * server key or tampered data)"), the server's silence after our HELLO,
 	 * the authenticator's refusal with its text, or the peer's ERROR reason.
-	 * DISCONNECTED: why zring closed the connection, when it did so itself
-	 * (a subscription limit: "subscriptions over SUBS_MAX (N)").
+	 * DISCONNECTED: why zring closed the connection, when it did so itself:
+	 * a subscription limit ("subscriptions over SUBS_MAX (N)") or the
+	 * peer's protocol error on an established connection ("message has
+	 * more frames than the limit").
 	 * ACCEPT_FAILED: what failed and when accepting resumes ("too many open
 	 * files (RLIMIT_NOFILE); retrying in 100 ms"), or the CONNS_MAX refusal
 	 * (see ZR_CONNS_MAX). Names the peer's address where known. Empty for
@@ -236,10 +238,27 @@ enum zr_option {
 	ZR_SNDBYTES = 1001,   /* int64, bytes per peer's send queue and in the socket's own send queue: 8 MiB */
 	ZR_RCVBYTES = 1002,   /* int64, bytes in the receive queue: 8 MiB */
 	ZR_PUB_POLICY = 1003, /* int: what PUB/XPUB do with a subscriber whose queue is full */
+	ZR_MAXFRAMES = 1004,  /* int, frames per received message: 65536; -1 = no limit */
 	ZR_SUBS_MAX = 1005,      /* int: subscriptions one PUB/XPUB peer may hold: 100000 (-1: no limit) */
 	ZR_SUBS_MAXBYTES = 1006, /* int64, bytes: what they may cost: 16 MiB (-1: no limit) */
 	ZR_CONNS_MAX = 1007,  /* int, connections: ZR_CONNS_MAX_DEFAULT; -1 = no limit */
 };
+
+/*
+ * ZR_MAXFRAMES bounds the frames of one received message, as MAXMSGSIZE
+ * bounds its bytes: MAXMSGSIZE counts frame bodies only, so a peer sending
+ * empty MORE frames (2 octets each on the wire, 16 octets of bookkeeping
+ * each here) and never a last one would otherwise grow the message in
+ * assembly without limit. The default, 65536, lets through any message a
+ * real application sends and caps one message's frame table at 1 MiB. A
+ * connection whose peer sends one frame more is closed (the codec's
+ * -ZR_ETOOMANYFRAMES, ZR_EVENT_DISCONNECTED with that reason); nothing of
+ * that message is delivered, and the socket goes on serving its other
+ * connections (a connecting socket does not reconnect, as after any
+ * protocol error). Sent messages are not limited. -1 removes the limit
+ * (libzmq has none), which lets such a peer take all the memory; 0 or
+ * below -1: -EINVAL. Applies to connections made after it is set.
+ */
 
 /*
  * Subscriptions (PUB, XPUB). Each peer's are bounded: at most SUBS_MAX
@@ -287,7 +306,9 @@ enum zr_option {
  * Byte budgets sit beside the message high-water marks, so memory is bounded
  * whatever the message size: a queue takes a message while it holds fewer than
  * its HWM messages and fewer than its budget in bytes (an empty queue takes
- * any one message, so one larger than the budget still passes). A full
+ * any one message, so one larger than the budget still passes). A message
+ * counts its bytes plus 16 per frame (the record of where the frame lies),
+ * so a queue of many-frame messages is bounded in bytes too. A full
  * receive queue stops the reading (the peer's sends wait: TCP flow control).
  */
 

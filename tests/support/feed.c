@@ -358,6 +358,8 @@ zt_run_cuts(const struct zt_target *t, const uint8_t *in, size_t n, const size_t
 
 		memset(&d, ZT_JUNK, sizeof(d));
 		zr_zmtp_dec_init(&d, t->max_msg_size, t->max_cmd_size);
+		if (t->max_msg_frames != 0)
+			zr_zmtp_dec_set_frame_limit(&d, t->max_msg_frames);
 		zt_dec_feed_cuts(&d, in, n, cuts, ncuts, r, &leftover);
 	}
 }

@@ -64,6 +64,7 @@ struct zt_target {
 	uint64_t now_ms;           /* ZT_CONN: the clock for init and every feed */
 	uint64_t max_msg_size;     /* ZT_DEC */
 	uint32_t max_cmd_size;     /* ZT_DEC */
+	uint32_t max_msg_frames;   /* ZT_DEC: 0 = the decoder's default */
 };
 
 struct zt_target zt_conn_target(const struct zr_zmtp_config *cfg);

@@ -1478,3 +1478,36 @@ Test(zmtp_conn, times_out_without_touch_or_traffic)
 	cr_assert_eq(zr_zmtp_tick(z, 4000), -ZR_EHEARTBEAT_TIMEOUT);
 	free(z);
 }
+
+/* ---------------------------------------------------------------- */
+/* The frames-per-message limit: 0 in the configuration is the default. */
+
+Test(zmtp_conn, max_msg_frames_0_means_65536)
+{
+	static const uint8_t hs[] = G_NULL_31 READY_PUSH;
+	struct zr_zmtp_config c = cfg_null(ZR_PULL);
+	struct zr_zmtp_event ev;
+	struct zr_zmtp *z;
+	size_t n = 2 * 65537, off = 0, used, frames = 0;
+	uint8_t *in = malloc(sizeof hs - 1 + n);
+	int rc;
+
+	cr_assert_not_null(in);
+	c.max_msg_frames = 0;
+	z = conn_new(&c, 0);
+	memcpy(in, hs, sizeof hs - 1);
+	for (size_t i = 0; i < n; i += 2) {
+		in[sizeof hs - 1 + i] = ZR_ZMTP_MORE;
+		in[sizeof hs - 1 + i + 1] = 0;
+	}
+	n += sizeof hs - 1;
+	while ((rc = zr_zmtp_feed(z, in + off, n - off, &used, &ev, 0)) == ZR_OK) {
+		off += used;
+		frames += ev.type == ZR_ZMTP_EV_FRAME;
+	}
+	cr_assert_eq(rc, -ZR_ETOOMANYFRAMES, "%d (%s)", rc, zr_strerror(rc));
+	cr_assert_eq(frames, 65536);
+	cr_assert_eq(zr_zmtp_state(z), ZR_ZMTP_FAILED);
+	free(in);
+	free(z);
+}

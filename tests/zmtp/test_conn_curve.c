@@ -861,6 +861,51 @@ Test(zmtp_conn_curve, applies_max_msg_size_to_the_plaintext)
 	pair_close(&p);
 }
 
+/* Empty MORE boxes pass the size check for ever: the frame count stops them.
+ * The same bytes replayed into a fresh server under every chunking give the
+ * same verdict. */
+Test(zmtp_conn_curve, applies_max_msg_frames_to_the_boxes_of_a_message)
+{
+	struct zr_zmtp_config cc = cfg_client(ZR_PUSH), cs = cfg_server(ZR_PULL, NULL);
+	struct zt_target ts;
+	struct zt_run r;
+	struct pair p;
+	size_t sent;
+
+	cs.max_msg_frames = 3;
+	pair_open_cfg(&p, &cc, &cs);
+	pair_ready(&p);
+	SEND(&p.c, &p.s, ZR_ZMTP_MORE, "");
+	SEND(&p.c, &p.s, ZR_ZMTP_MORE, "");
+	SEND(&p.c, &p.s, 0, "");
+	SEND(&p.c, &p.s, ZR_ZMTP_MORE, "a");
+	SEND(&p.c, &p.s, 0, "b");
+	pump(&p.c, &p.s, T0);
+	cr_assert_eq(zr_zmtp_error(p.s.z), 0);
+	cr_assert_eq(p.s.nev, 6, "READY and every frame up to the limit");
+
+	sent = p.s.sent_len;
+	SEND(&p.c, &p.s, ZR_ZMTP_MORE, "");
+	SEND(&p.c, &p.s, ZR_ZMTP_MORE, "");
+	SEND(&p.c, &p.s, ZR_ZMTP_MORE, "");
+	SEND(&p.c, &p.s, ZR_ZMTP_MORE, "");
+	pump(&p.c, &p.s, T0);
+	cr_assert_eq(zr_zmtp_error(p.s.z), -ZR_ETOOMANYFRAMES);
+	cr_assert_eq(p.s.nev, 9, "the three frames within the limit came out");
+	cr_assert_eq(p.s.sent_len, sent, "no ERROR in traffic (as for ETOOLARGE)");
+
+	ts = zt_conn_target(&cs);
+	zt_check_splits(&ts, p.c.sent, p.c.sent_len, __LINE__, &r);
+	cr_assert_eq(r.rc, -ZR_ETOOMANYFRAMES, "%d (%s)", r.rc, zr_strerror(r.rc));
+	cr_assert_eq(r.sticky_rc, -ZR_ETOOMANYFRAMES);
+	cr_assert_eq(r.nev, 9);
+	for (size_t k = 1; k < r.nev; k++)
+		cr_assert_eq(r.ev[k].type, ZR_ZMTP_EV_FRAME);
+	cr_assert_eq(r.ev[8].flags, ZR_ZMTP_MORE);
+	zt_run_free(&r);
+	pair_close(&p);
+}
+
 Test(zmtp_conn_curve, wants_a_whole_message_box_before_it_opens_one)
 {
 	struct pair p;

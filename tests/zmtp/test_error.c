@@ -73,6 +73,7 @@ Test(zmtp_error, folds_protocol_codes_into_the_documented_errno_classes)
 		switch (c) {
 		case ZR_ETOOLARGE:
 		case ZR_ECMDSIZE:
+		case ZR_ETOOMANYFRAMES:
 			want = -EMSGSIZE;
 			break;
 		case ZR_EHANDSHAKE_TIMEOUT:

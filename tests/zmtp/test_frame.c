@@ -411,3 +411,127 @@ Test(zmtp_frame, refuses_to_encode_bad_flags_or_sizes)
 	cr_assert_eq(zr_zmtp_frame_header(out, 1, ZR_ZMTP_FRAME_END), -EINVAL);
 	cr_assert_eq(zr_zmtp_frame_header(out, (uint64_t)INT64_MAX + 1, 0), -EINVAL);
 }
+
+/* ---------------------------------------------------------------- */
+/* The frames-per-message limit: MAXMSGSIZE counts only bodies, so empty
+ * frames would pass it for ever. */
+
+struct frames_row {
+	const char *name;
+	int line;
+	uint32_t max_frames;
+	struct seg in[MAX_SEGS];
+	int rc;
+	size_t nout; /* frames delivered (all of them, or before the error) */
+};
+
+static const struct frames_row frames_rows[] = {
+	{"message of exactly max_msg_frames empty frames", __LINE__, 3, {L("\x01\x00" "\x01\x00" "\x00\x00")},
+	 ZR_NEED_MORE, 3},
+	{"one frame is always a message", __LINE__, 1, {L("\x00\x01" "a" "\x00\x00" "\x00\x01" "b")}, ZR_NEED_MORE,
+	 3},
+	{"the frame limit is per message", __LINE__, 2,
+	 {L("\x01\x01" "a" "\x00\x01" "b" "\x01\x01" "c" "\x00\x01" "d")}, ZR_NEED_MORE, 4},
+	{"commands between messages do not count", __LINE__, 2,
+	 {L("\x04\x05" "\x04" "PONG" "\x01\x01" "a" "\x00\x01" "b" "\x04\x05" "\x04" "PONG" "\x01\x00" "\x00\x00")},
+	 ZR_NEED_MORE, 4},
+	{"one empty MORE frame over max_msg_frames", __LINE__, 3,
+	 {L("\x01\x00" "\x01\x00" "\x01\x00" "\x01\x00")}, -ZR_ETOOMANYFRAMES, 3},
+	{"a last frame over max_msg_frames", __LINE__, 3, {L("\x01\x00" "\x01\x00" "\x01\x00" "\x00\x00")},
+	 -ZR_ETOOMANYFRAMES, 3},
+	{"long-form empty frames count too", __LINE__, 2, {L("\x03" Z8 "\x01\x00" "\x02" Z8)}, -ZR_ETOOMANYFRAMES,
+	 2},
+	{"refused on the header, before its body", __LINE__, 1, {L("\x01\x01" "a" "\x00\x05" "abcde")},
+	 -ZR_ETOOMANYFRAMES, 1},
+	{"a second frame over max_msg_frames 1 after a good message", __LINE__, 1,
+	 {L("\x00\x01" "a" "\x01\x01" "b" "\x00\x01" "c")}, -ZR_ETOOMANYFRAMES, 2},
+};
+
+ParameterizedTestParameters(zmtp_frame, counts_frames_per_message_under_every_chunking)
+{
+	ROW_PARAMS(frames_rows);
+}
+
+ParameterizedTest(int *i, zmtp_frame, counts_frames_per_message_under_every_chunking)
+{
+	const struct frames_row *row = &frames_rows[*i];
+	struct zt_target t = zt_dec_target(DEF_MSG, DEF_CMD);
+	struct zt_run whole;
+	size_t n, frames = 0;
+	uint8_t *in = row_build(row->in, MAX_SEGS, &n);
+
+	cr_log_info("vector %s (line %d)", row->name, row->line);
+	t.max_msg_frames = row->max_frames;
+	zt_check_splits(&t, in, n, row->line, &whole);
+	cr_assert_eq(whole.rc, row->rc, "line %d (%s): result %d (%s), want %d (%s)", row->line,
+	             row->name, whole.rc, zr_strerror(whole.rc), row->rc, zr_strerror(row->rc));
+	for (size_t k = 0; k < whole.nev; k++) {
+		cr_assert(whole.ev[k].complete, "line %d: frame %zu incomplete", row->line, k);
+		if (!(whole.ev[k].flags & CMD))
+			frames++;
+	}
+	cr_assert_eq(frames, row->nout, "line %d (%s): %zu frames, want %zu", row->line, row->name,
+	             frames, row->nout);
+	if (row->rc < 0)
+		cr_assert_eq(whole.sticky_rc, row->rc, "line %d: not sticky", row->line);
+	zt_run_free(&whole);
+	free(in);
+}
+
+/* Feeds count empty frames (all MORE but the last if last) in one buffer;
+ * returns the result of the call that stopped and the frames taken. */
+static int
+feed_empty_frames(struct zr_zmtp_dec *d, size_t count, bool last, size_t *taken)
+{
+	size_t n = 2 * count, off = 0, used;
+	uint8_t *in = malloc(n);
+	struct zr_zmtp_frame f;
+	int rc = ZR_NEED_MORE;
+
+	cr_assert_not_null(in);
+	for (size_t k = 0; k < count; k++) {
+		in[2 * k] = (last && k + 1 == count) ? 0x00 : 0x01;
+		in[2 * k + 1] = 0x00;
+	}
+	*taken = 0;
+	while (off < n) {
+		rc = zr_zmtp_dec_feed(d, in + off, n - off, &used, &f);
+		if (rc != ZR_OK)
+			break;
+		off += used;
+		(*taken)++;
+	}
+	if (rc == ZR_OK) /* all taken: what the decoder says with nothing left */
+		rc = zr_zmtp_dec_feed(d, in + off, 0, &used, &f);
+	free(in);
+	return rc;
+}
+
+Test(zmtp_frame, default_frame_limit_takes_65536_frames_and_refuses_one_more)
+{
+	struct zr_zmtp_dec d;
+	size_t taken;
+
+	cr_assert_eq(ZR_ZMTP_DEFAULT_MAX_MSG_FRAMES, 65536u);
+	dec_fresh(&d, DEF_MSG, DEF_CMD);
+	cr_assert_eq(feed_empty_frames(&d, 65536, true, &taken), ZR_NEED_MORE);
+	cr_assert_eq(taken, 65536);
+	dec_fresh(&d, DEF_MSG, DEF_CMD);
+	cr_assert_eq(feed_empty_frames(&d, 65537, false, &taken), -ZR_ETOOMANYFRAMES);
+	cr_assert_eq(taken, 65536, "every frame up to the limit came out");
+}
+
+Test(zmtp_frame, frame_limit_zero_means_the_default)
+{
+	struct zr_zmtp_dec d;
+	size_t taken;
+
+	dec_fresh(&d, DEF_MSG, DEF_CMD);
+	zr_zmtp_dec_set_frame_limit(&d, 0);
+	cr_assert_eq(feed_empty_frames(&d, 65537, false, &taken), -ZR_ETOOMANYFRAMES);
+	cr_assert_eq(taken, 65536);
+	dec_fresh(&d, DEF_MSG, DEF_CMD);
+	zr_zmtp_dec_set_frame_limit(&d, 65537);
+	cr_assert_eq(feed_empty_frames(&d, 65537, false, &taken), ZR_NEED_MORE);
+	cr_assert_eq(taken, 65537, "a raised limit lets more through");
+}

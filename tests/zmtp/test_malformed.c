@@ -27,6 +27,7 @@ enum cfg_kind {
 	PLAIN_CLIENT,  /* PUSH, PLAIN client admin/secret */
 	PLAIN_SERVER,  /* PULL, PLAIN server, accepts everyone */
 	PLAIN_SERVER_400, /* PULL, PLAIN server whose authenticator says 400 */
+	PULL_FRAMES3,     /* PULL, max_msg_frames 3 */
 };
 
 static int
@@ -60,6 +61,9 @@ make_cfg(int kind)
 		break;
 	case PULL_HS32:
 		c.max_handshake_cmd = 32;
+		break;
+	case PULL_FRAMES3:
+		c.max_msg_frames = 3;
 		break;
 	case PLAIN_CLIENT:
 		c.socket_type = ZR_PUSH;
@@ -266,6 +270,15 @@ static const struct bad_row bad_rows[] = {
 	{"multipart sum over max_msg_size", __LINE__, PULL_SMALL,
 	 {L(IN_TRAFFIC "\x01\x05" "abcde" "\x01\x05" "fghij" "\x00\x01")}, -ZR_ETOOLARGE, false, NULL, 3,
 	 O_PULL_R},
+	{"empty MORE frames over max_msg_frames", __LINE__, PULL_FRAMES3,
+	 {L(IN_TRAFFIC "\x01\x00" "\x01\x00" "\x01\x00" "\x01\x00")}, -ZR_ETOOMANYFRAMES, false, NULL, 4,
+	 O_PULL_R},
+	{"a last frame over max_msg_frames, header only", __LINE__, PULL_FRAMES3,
+	 {L(IN_TRAFFIC "\x01\x01" "a" "\x01\x00" "\x03" Z8 "\x00\x05")}, -ZR_ETOOMANYFRAMES, false, NULL, 4,
+	 O_PULL_R},
+	{"empty MORE frames over max_msg_frames from a ZMTP 3.0 peer", __LINE__, PULL_FRAMES3,
+	 {L(G_NULL_30 READY_PUSH "\x01\x00" "\x01\x00" "\x01\x00" "\x01\x00")}, -ZR_ETOOMANYFRAMES, false,
+	 NULL, 4, O_PULL_R},
 	{"command over the command limit", __LINE__, PULL_CMD16, {L(IN_TRAFFIC "\x04\x11")}, -ZR_ECMDSIZE,
 	 false, NULL, 1, O_PULL_R},
 	{"command between a MORE frame and the last", __LINE__, PULL_NULL,
