@@ -1091,11 +1091,14 @@ conn_teardown(struct zr__conn *c)
 	if (c->state != ZR__CONN_CLOSING) {
 		/* An established link closed for the peer's protocol error says
 		 * which (a handshake failure had its own event). */
+		const char *why = NULL;
+
+		if (c->drop_why[0] != '\0')
+			why = c->drop_why; /* we dropped it (a subscription limit) */
+		else if (was_active && c->fail_err <= -ZR_EBASE)
+			why = zr_strerror(c->fail_err);
 		if (c->state == ZR__CONN_HANDSHAKE || was_active)
-			zr__sock_event_why(s, ZR_EVENT_DISCONNECTED, c->fd, c->endpoint,
-			                   c->drop_why[0]                                 ? c->drop_why
-			                   : was_active && c->fail_err <= -ZR_EBASE ? zr_strerror(c->fail_err)
-			                                                            : NULL);
+			zr__sock_event_why(s, ZR_EVENT_DISCONNECTED, c->fd, c->endpoint, why);
 		c->state = ZR__CONN_CLOSING;
 		zr__timer_stop(conn_loop(c), &c->timer);
 		if (was_active)
