@@ -24,7 +24,7 @@
 #            [--python python3] [--minutes N] [--hold SECONDS] [--keep]
 #
 # --minutes N repeats the phases, each held --hold seconds (soak), for N
-# minutes. Needs root for ip netns and iptables: otherwise it says why and
+# minutes. The settings below can be changed through ZR_FAULT_* variables. Needs root for ip netns and iptables: otherwise it says why and
 # exits 77 (skipped), unless CI=true or ZR_FAULT_REQUIRE=1, where it fails.
 # Traffic stays inside the two namespaces it creates (10.77.0.0/24 there).
 set -uo pipefail
@@ -51,13 +51,13 @@ done
 peer=$(cd "$(dirname "$peer")" && pwd)/$(basename "$peer")
 
 # ---- settings: every bound below follows from them --------------------------
-HB=1000,3000       # heartbeat interval, timeout (ms): the partition is 10 s
-HWM=100            # SNDHWM = RCVHWM (broker: read_ahead; its publisher keeps 1000)
-KBUF=65536         # SO_SNDBUF = SO_RCVBUF of the push/pull sockets
-RATE=2000          # push and broker messages per second
-REQ_RATE=200       # requests per second
-REQ_TIMEOUT=2500   # ms before the REQ client retries on a new socket
-PARTITION=10       # s
+HB=${ZR_FAULT_HB:-1000,3000}            # heartbeat interval, timeout (ms)
+HWM=${ZR_FAULT_HWM:-100}                # SNDHWM = RCVHWM (broker: read_ahead; its publisher keeps 1000)
+KBUF=${ZR_FAULT_KBUF:-65536}            # SO_SNDBUF = SO_RCVBUF of the push/pull sockets
+RATE=${ZR_FAULT_RATE:-2000}             # push and broker messages per second, 0: unpaced
+REQ_RATE=${ZR_FAULT_REQ_RATE:-200}      # requests per second
+REQ_TIMEOUT=${ZR_FAULT_REQ_TIMEOUT:-2500} # ms before the REQ client retries on a new socket
+PARTITION=${ZR_FAULT_PARTITION:-10}     # s, longer than the heartbeat timeout
 PROXY_BUF=65536    # the proxy's SO_SNDBUF / SO_RCVBUF
 
 skip() {
@@ -441,6 +441,30 @@ for r in "${rows[@]}"; do
 	done
 	printf '\n'
 done
+if ((round > 1)); then
+	# Totals per pattern: counts add up, times and bounds are the worst seen.
+	for pat in "${patterns[@]}"; do
+		declare -A tot=()
+		for r in "${rows[@]}"; do
+			read -r -a w <<<"$r"
+			[[ ${w[1]} == "$pat" ]] || continue
+			for c in "${cols[@]}"; do
+				v=$(field "$r" "$c")
+				case $c in
+				sent | received | lost | duplicated | reordered | conn_deaths | reconnects | retries)
+					tot[$c]=$((${tot[$c]:-0} + v)) ;;
+				*) ((v > ${tot[$c]:-0})) && tot[$c]=$v ;;
+				esac
+			done
+		done
+		printf '%-11s %-8s' total "$pat"
+		for c in "${cols[@]}"; do
+			printf ' %9s' "${tot[$c]:-0}"
+		done
+		printf '\n'
+		unset tot
+	done
+fi
 echo "fault.sh: $round round(s), $(((($(now_ms) - t_start) + 500) / 1000)) s"
 if ((${#failures[@]})); then
 	printf 'fault.sh: FAILED: %s\n' "${failures[@]}"

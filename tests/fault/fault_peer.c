@@ -19,8 +19,8 @@
  * LINGER and print a summary; receivers print theirs on SIGTERM. `report`
  * merges a sender's and a receiver's state into the line the driver asserts
  * on. The connecting side records reconnects from its socket monitor:
- * DISCONNECTED to the next HANDSHAKE_SUCCEEDED (REQ: the first timeout of a
- * request to its reply); the receiving side records the longest gap between
+ * DISCONNECTED to the next HANDSHAKE_SUCCEEDED (REQ: from the first send of
+ * a request that had to be retried to its reply); the receiving side records the longest gap between
  * two arrivals.
  *
  * Exit: 0, 1 usage, 2 a zring call failed, 3 a check failed (report).
@@ -413,8 +413,8 @@ fp_req(zr_ctx *ctx, struct fp_state *st, const struct fp_opts *o)
 	fp_setint(mon.s, ZR_SNDTIMEO, o->req_timeout);
 	fp_setint(mon.s, ZR_LINGER, 0);
 	while (!fp_stop && (o->count == 0 || seq < o->count) && seq < FP_SEQ_MAX) {
-		uint64_t first_timeout = 0;
-		bool done = false;
+		uint64_t asked = fp_now_ns();
+		bool done = false, retried = false;
 
 		fp_pace(o, t0, seq);
 		fp_encode(buf, e, seq);
@@ -448,8 +448,7 @@ fp_req(zr_ctx *ctx, struct fp_state *st, const struct fp_opts *o)
 				break;
 			/* Lazy Pirate: no reply in time, so this socket may be stuck
 			 * on a dead connection; drop it and ask again on a new one. */
-			if (first_timeout == 0)
-				first_timeout = fp_now_ns();
+			retried = true;
 			atomic_fetch_add(&st->retries, 1);
 			atomic_fetch_add(&ep->disconnects, 1);
 			zr_socket_close(mon.s);
@@ -459,9 +458,10 @@ fp_req(zr_ctx *ctx, struct fp_state *st, const struct fp_opts *o)
 			fp_setint(mon.s, ZR_SNDTIMEO, o->req_timeout);
 			fp_setint(mon.s, ZR_LINGER, 0);
 		}
-		if (done && first_timeout != 0) {
+		if (done && retried) {
+			/* The client's outage: from the first ask to the answer. */
 			atomic_fetch_add(&st->reconnects, 1);
-			fp_max(&st->max_reconnect_ms, (fp_now_ns() - first_timeout) / 1000000u);
+			fp_max(&st->max_reconnect_ms, (fp_now_ns() - asked) / 1000000u);
 		}
 		if (done)
 			seq++;
