@@ -21,11 +21,15 @@
 # traffic resumes after the fault; that no peer hangs or crashes.
 #
 #   fault.sh --peer BUILD/tests/fault/fault_peer [--proxy fault_proxy.py]
-#            [--python python3] [--minutes N] [--hold SECONDS] [--keep]
+#            [--python python3] [--minutes N] [--hold SECONDS] [--phases A,B]
+#            [--keep]
 #
+# --phases runs only those (names above); --keep leaves the logs and state
+# files in the temporary directory it names.
 # --minutes N repeats the phases, each held --hold seconds (soak), for N
-# minutes. The settings below can be changed through ZR_FAULT_* variables. Needs root for ip netns and iptables: otherwise it says why and
-# exits 77 (skipped), unless CI=true or ZR_FAULT_REQUIRE=1, where it fails.
+# minutes. The settings below can be changed through ZR_FAULT_* variables.
+# Needs root for ip netns and iptables: otherwise it says why and exits 77
+# (skipped), unless CI=true or ZR_FAULT_REQUIRE=1, where it fails.
 # Traffic stays inside the two namespaces it creates (10.77.0.0/24 there).
 set -uo pipefail
 
@@ -36,6 +40,7 @@ python=python3
 minutes=0
 hold=2
 keep=0
+only=
 while (($#)); do
 	case $1 in
 	--peer) peer=$2; shift 2 ;;
@@ -44,7 +49,8 @@ while (($#)); do
 	--minutes) minutes=$2; shift 2 ;;
 	--hold) hold=$2; shift 2 ;;
 	--keep) keep=1; shift ;;
-	*) echo "usage: fault.sh --peer FAULT_PEER [--proxy P] [--python PY] [--minutes N] [--hold S] [--keep]" >&2; exit 1 ;;
+	--phases) only=$2; shift 2 ;;
+	*) echo "usage: fault.sh --peer FAULT_PEER [--proxy P] [--python PY] [--minutes N] [--hold S] [--phases A,B] [--keep]" >&2; exit 1 ;;
 	esac
 done
 [[ -x $peer ]] || { echo "fault.sh: --peer: no program '$peer'" >&2; exit 1; }
@@ -79,20 +85,17 @@ tag=zrf$$
 nsa=${tag}a nsb=${tag}b
 ipa=10.77.0.1 ipb=10.77.0.2
 work=$(mktemp -d "${TMPDIR:-/tmp}/zring-fault.XXXXXX")
-pids=()
 failures=()
 
 cleanup() {
 	local p
-	for p in "${pids[@]}"; do
-		kill -9 "$p" 2>/dev/null
-	done
-	for p in "${pids[@]}"; do
-		wait "$p" 2>/dev/null
-	done
-	# Anything still inside the namespaces is ours (they are this run's).
+	# Every peer and proxy runs inside this run's namespaces, so what is
+	# still there is ours: never a list of old pids, which may be reused.
 	for p in $(ip netns pids "$nsa" 2>/dev/null) $(ip netns pids "$nsb" 2>/dev/null); do
 		kill -9 "$p" 2>/dev/null
+	done
+	for p in $(jobs -p); do
+		wait "$p" 2>/dev/null
 	done
 	# Deleting a namespace takes its veth end and its iptables rules along.
 	ip netns del "$nsa" 2>/dev/null
@@ -164,7 +167,6 @@ start_receiver() { # pattern
 	ip netns exec "$nsb" "$peer" "$r" -e "tcp://$ipb:${ports[$p]}" -s "$dir/$p.recv" -H "$HB" -w "$HWM" -k "$KBUF" \
 		>>"$dir/$p.recv.log" 2>&1 &
 	rpid[$p]=$!
-	pids+=($!)
 }
 
 start_sender() { # pattern
@@ -174,7 +176,6 @@ start_sender() { # pattern
 	ip netns exec "$nsa" "$peer" "$s" -e "tcp://$ipb:$port" -s "$dir/$p.send" -H "$HB" -w "$HWM" -k "$KBUF" \
 		-r "$rate" -t "$REQ_TIMEOUT" >>"$dir/$p.send.log" 2>&1 &
 	spid[$p]=$!
-	pids+=($!)
 }
 
 start_proxy() { # pattern
@@ -182,7 +183,6 @@ start_proxy() { # pattern
 	ip netns exec "$nsb" "$python" "$proxy" --listen "$ipb:$((${ports[$p]} + 10))" --to "$ipb:${ports[$p]}" \
 		--stall "$proxy_stall" --buf "$PROXY_BUF" >>"$dir/$p.proxy.log" 2>&1 &
 	xpid[$p]=$!
-	pids+=($!)
 }
 
 # report PATTERN: the figures line (and exit status 3 if a check failed)
@@ -261,17 +261,28 @@ mark_now() {
 		mark[$p]=$(received "$p")
 	done
 }
-# resumed NAME: waits for every pattern to move past its mark, records how long
+# resumed NAME: waits for every pattern to move past its mark and records,
+# for each, how long after the fault's end its traffic came back
 resumed() {
-	local t0 p
+	local t0 p left=("${patterns[@]}") wait_more
 	t0=$(now_ms)
 	for p in "${patterns[@]}"; do
-		if wait_for 60 eval "(( \$(received $p) > ${mark[$p]} + 20 ))"; then
-			recover_ms[$p]=$(($(now_ms) - t0))
-		else
-			recover_ms[$p]=-1
-			fail "$1: $p did not resume within 60 s of the fault's end"
-		fi
+		recover_ms[$p]=-1
+	done
+	while ((${#left[@]})) && (($(now_ms) - t0 < 60000)); do
+		wait_more=()
+		for p in "${left[@]}"; do
+			if (($(received "$p") > ${mark[$p]} + 20)); then
+				recover_ms[$p]=$(($(now_ms) - t0))
+			else
+				wait_more+=("$p")
+			fi
+		done
+		left=("${wait_more[@]}")
+		((${#left[@]})) && sleep 0.05
+	done
+	for p in "${left[@]}"; do
+		fail "$1: $p did not resume within 60 s of the fault's end"
 	done
 }
 
@@ -416,6 +427,12 @@ run_phase() { # NAME ROUND
 }
 
 phases=(loss5 partition ratelimit kill-send kill-recv stall-short stall-reset)
+if [[ -n $only ]]; then
+	IFS=, read -r -a phases <<<"$only"
+	for ph in "${phases[@]}"; do
+		[[ -n ${expect[$ph]:-} ]] || { echo "fault.sh: no phase '$ph'" >&2; exit 1; }
+	done
+fi
 t_start=$(now_ms)
 round=0
 while :; do
