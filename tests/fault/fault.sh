@@ -126,14 +126,19 @@ ip netns exec "$nsb" iptables -S >/dev/null 2>&1 || skip "iptables does not work
 ina() { ip netns exec "$nsa" "$@"; }
 inb() { ip netns exec "$nsb" "$@"; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
+# ev TEXT: a timestamped line in the phase's events.log (wall clock ms, as the
+# receivers' gap_end_ms), to place a long gap among the driver's steps
+ev() { echo "$(now_ms) $*" >>"$dir/events.log"; }
 
 # ---- loss bounds, in messages, of one connection that dies ------------------
-# The sender's socket queue and its per-peer queue (SNDHWM each), the
-# receiver's queue (RCVHWM), the kernel buffers of both ends (the kernel
-# doubles SO_SNDBUF/SO_RCVBUF for its bookkeeping) and zring's 64 KiB receive
-# buffer. Through the proxy, its two sockets' buffers and its one pending
-# read come on top. The broker sets no kernel buffers: the namespaces' own
-# tcp_wmem / tcp_rmem maxima bound them.
+# Sender: the socket's queue and the connection's (SNDHWM each), the batch
+# being written (256 KiB at most) and the kernel's send buffer. Receiver: the
+# kernel's receive buffer, zring's 64 KiB read buffer, one message waiting
+# for room, the receive queue (RCVHWM) and the one the app holds. The kernel
+# doubles SO_SNDBUF/SO_RCVBUF for its bookkeeping, so 2 x KBUF each. Through
+# the proxy, its two sockets' buffers and its one pending read come on top.
+# The broker sets no kernel buffers: the namespace's tcp_wmem / tcp_rmem
+# maxima bound them; its publisher's SNDHWM is the default 1000.
 wire_push=18 # 2-octet frame header + 16-octet payload
 wire_broker=27 # "fault" + empty headers + payload, a 2-octet header each
 tcp_max() { ina cat "/proc/sys/net/ipv4/$1" | awk '{print $3}'; }
@@ -144,9 +149,9 @@ bound_args() { # pattern, via proxy (0/1)
 	local extra=0
 	(($2)) && extra=$proxy_bytes
 	case $1 in
-	pushpull) echo "-b $((3 * HWM)) -B $((4 * KBUF + 4 * KBUF + 65536 + extra)) -z $wire_push" ;;
+	pushpull) echo "-b $((3 * HWM + 2)) -B $((4 * KBUF + 262144 + 65536 + extra)) -z $wire_push" ;;
 	reqrep) echo "-b 1" ;; # only the request in flight when the client died
-	broker) echo "-b $((2 * 1000 + HWM)) -B $((wmem + rmem + 65536 + extra)) -z $wire_broker" ;;
+	broker) echo "-b $((2 * 1000 + HWM + 2)) -B $((wmem + rmem + 262144 + 65536 + extra)) -z $wire_broker" ;;
 	esac
 }
 
@@ -311,24 +316,38 @@ fault_ratelimit() {
 	sleep $((hold + 3))
 	ina tc qdisc del dev "${tag}va" root
 }
+# kill9 PID...: kill -9 them all at once and reap them; events.log notes how
+# long the kernel took, and where the threads of one still there after a
+# second wait (seen: tens of seconds in synchronize_rcu_expedited under load)
+kill9() {
+	local p t
+	for p in "$@"; do
+		kill -9 "$p" 2>/dev/null
+		ev "kill -9 $p"
+	done
+	sleep 1
+	for p in "$@"; do
+		[[ -d /proc/$p/task ]] || continue
+		for t in /proc/"$p"/task/*; do
+			ev "  $p: $(cat "$t/comm" 2>/dev/null) $(cut -d' ' -f3 "$t/stat" 2>/dev/null) wchan=$(cat "$t/wchan" 2>/dev/null)"
+			cat "$t/stack" >"$dir/stack.tmp" 2>/dev/null && sed 's/^/    /' "$dir/stack.tmp" >>"$dir/events.log"
+		done
+	done
+	for p in "$@"; do
+		wait "$p" 2>/dev/null
+		ev "reaped $p"
+	done
+}
 fault_kill-send() {
 	local p
-	for p in "${patterns[@]}"; do
-		kill -9 "${spid[$p]}"
-		wait "${spid[$p]}" 2>/dev/null
-	done
-	sleep 0.5
+	kill9 "${spid[@]}"
 	for p in "${patterns[@]}"; do
 		start_sender "$p"
 	done
 }
 fault_kill-recv() {
 	local p
-	for p in "${patterns[@]}"; do
-		kill -9 "${rpid[$p]}"
-		wait "${rpid[$p]}" 2>/dev/null
-	done
-	sleep 1
+	kill9 "${rpid[@]}"
 	for p in "${patterns[@]}"; do
 		start_receiver "$p"
 	done
@@ -361,9 +380,9 @@ fault_stall-reset() {
 declare -A expect=([loss5]=nodeath [partition]=death [ratelimit]=nodeath [kill-send]=any
 	[kill-recv]=any [stall-short]=nodeath [stall-reset]=death)
 
-run_phase() { # NAME ROUND
+run_phase() { # NAME ROUND INDEX
 	local name=$1 round=$2 p line rc
-	dir=$work/$round.$name
+	dir=$work/$round.$3.$name
 	mkdir -p "$dir"
 	via_proxy=0
 	proxy_stall_s=1
@@ -381,22 +400,30 @@ run_phase() { # NAME ROUND
 	for p in "${patterns[@]}"; do
 		start_sender "$p"
 	done
+	ev started
 	if ! wait_for 30 all_flowing; then
 		fail "$name: traffic did not start within 30 s"
 	fi
+	ev flowing
 	sleep "$hold"
+	ev fault
 	"fault_$name"
+	ev fault over
 	mark_now
 	resumed "$name"
+	ev resumed
 	sleep "$hold"
+	ev stopping senders
 	# Senders stop (a REQ finishes its request; the others flush for up to
 	# LINGER); then receivers get what is still on the way.
 	for p in "${patterns[@]}"; do
 		stop_pid "${spid[$p]}" 30 || fail "$name: ${sroles[$p]} hung at exit (killed)"
 	done
+	ev senders stopped
 	for p in "${patterns[@]}"; do
 		settle "$p"
 	done
+	ev settled
 	for p in "${patterns[@]}"; do
 		stop_pid "${rpid[$p]}" 30 || fail "$name: ${rroles[$p]} hung at exit (killed)"
 		((via_proxy)) && stop_pid "${xpid[$p]}" 10
@@ -437,8 +464,8 @@ t_start=$(now_ms)
 round=0
 while :; do
 	round=$((round + 1))
-	for ph in "${phases[@]}"; do
-		run_phase "$ph" "$round"
+	for i in "${!phases[@]}"; do
+		run_phase "${phases[$i]}" "$round" "$i"
 	done
 	((minutes > 0)) || break
 	(($(now_ms) - t_start >= minutes * 60000)) && break
