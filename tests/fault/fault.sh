@@ -64,6 +64,11 @@ RATE=${ZR_FAULT_RATE:-2000}             # push and broker messages per second, 0
 REQ_RATE=${ZR_FAULT_REQ_RATE:-200}      # requests per second
 REQ_TIMEOUT=${ZR_FAULT_REQ_TIMEOUT:-2500} # ms before the REQ client retries on a new socket
 PARTITION=${ZR_FAULT_PARTITION:-10}     # s, longer than the heartbeat timeout
+# 1: senders close as soon as they stop, without first waiting for what they
+# sent to arrive. A close can then lose messages zring had handed to the
+# kernel (LINGER waits only for that); the test counts them as lost on a live
+# connection. Seen in the full run after the rate limit phase.
+CLOSE_EARLY=${ZR_FAULT_CLOSE_EARLY:-0}
 PROXY_BUF=65536    # the proxy's SO_SNDBUF / SO_RCVBUF
 
 skip() {
@@ -233,8 +238,8 @@ stop_pid() {
 	return 0
 }
 
-# settle PATTERN: waits until nothing is missing, or nothing more arrives for
-# 2 s (a dead connection's loss), at most 30 s
+# settle PATTERN: waits until nothing is missing; where a connection died
+# (its loss is allowed), until nothing more arrived for 2 s; at most 30 s
 settle() {
 	local line n last=-1 still=0 i
 	for ((i = 0; i < 300; i++)); do
@@ -242,13 +247,14 @@ settle() {
 		[[ $(field "$line" lost) == 0 ]] && return
 		n=$(field "$line" received)
 		if [[ $n == "$last" ]]; then
-			((++still >= 20)) && return
+			((++still >= 20 && $(field "$line" conn_deaths) + $(field "$line" epochs) > 1)) && return
 		else
 			still=0
 			last=$n
 		fi
 		sleep 0.1
 	done
+	ev "settle: $1 still missing messages after 30 s"
 }
 
 fail() {
@@ -413,9 +419,19 @@ run_phase() { # NAME ROUND INDEX
 	resumed "$name"
 	ev resumed
 	sleep "$hold"
+	# Senders stop sending but keep their connections (SIGUSR1) until what
+	# they sent arrived; only then do they close (SIGTERM: a REQ finishes its
+	# request, the others flush for up to LINGER). See CLOSE_EARLY above.
+	if ((!CLOSE_EARLY)); then
+		ev pausing senders
+		for p in "${patterns[@]}"; do
+			kill -USR1 "${spid[$p]}" 2>/dev/null
+		done
+		for p in "${patterns[@]}"; do
+			settle "$p"
+		done
+	fi
 	ev stopping senders
-	# Senders stop (a REQ finishes its request; the others flush for up to
-	# LINGER); then receivers get what is still on the way.
 	for p in "${patterns[@]}"; do
 		stop_pid "${spid[$p]}" 30 || fail "$name: ${sroles[$p]} hung at exit (killed)"
 	done
@@ -431,7 +447,12 @@ run_phase() { # NAME ROUND INDEX
 	for p in "${patterns[@]}"; do
 		line=$(report "$p")
 		rc=$?
-		((rc == 0)) || fail "$name: $p: report check failed: $line"
+		if ((rc != 0)); then
+			fail "$name: $p: report check failed: $line"
+			# What CI needs to tell why: the driver's steps and the peers' lines.
+			sed 's/^/  events: /' "$dir/events.log" >&2
+			tail -n 5 "$dir/$p".*.log | sed 's/^/  /' >&2
+		fi
 		case ${expect[$name]} in
 		nodeath)
 			(($(field "$line" conn_deaths) == 0)) ||

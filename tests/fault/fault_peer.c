@@ -17,7 +17,8 @@
  * a duplicate; a new message below the highest seq seen arrived out of order.
  *
  * Senders stop on SIGTERM/SIGINT (or after -n messages), flush for up to
- * LINGER and print a summary; receivers print theirs on SIGTERM. `report`
+ * LINGER and print a summary; SIGUSR1 first makes them stop sending but keep
+ * their connections until SIGTERM; receivers print theirs on SIGTERM. `report`
  * merges a sender's and a receiver's state into the line the driver asserts
  * on. The connecting side records reconnects from its socket monitor:
  * DISCONNECTED to the next HANDSHAKE_SUCCEEDED (REQ: from the first send of
@@ -75,6 +76,7 @@ struct fp_state {
 	_Atomic uint64_t starts; /* receiver incarnations */
 	/* where the longest gap ended: wall clock (ms) and the message after it */
 	_Atomic uint64_t gap_end_ms, gap_epoch, gap_seq;
+	_Atomic uint64_t flush_ms; /* sender: the longest zr_ctx_free at exit (LINGER bounds it) */
 	struct fp_epoch ep[FP_EPOCHS];
 	uint8_t bits[FP_EPOCHS][FP_SEQ_MAX / 8];
 };
@@ -91,13 +93,22 @@ struct fp_opts {
 	uint64_t b_msgs, b_bytes, b_wire;
 };
 
-static volatile sig_atomic_t fp_stop;
+static volatile sig_atomic_t fp_stop, fp_pause;
 
 static void
 fp_on_signal(int sig)
 {
 	(void)sig;
 	fp_stop = fp_stop + 1; /* a REQ client finishes its request unless told twice */
+}
+
+/* SIGUSR1: a sender stops sending but keeps its connection until SIGTERM,
+ * so the driver can see everything arrive before any close. */
+static void
+fp_on_pause(int sig)
+{
+	(void)sig;
+	fp_pause = 1;
 }
 
 static uint64_t
@@ -244,6 +255,17 @@ fp_mon_poll(struct fp_mon *m, struct fp_state *st, struct fp_epoch *ep)
 	}
 }
 
+/* A paused sender waits for SIGTERM, still watching its connection. */
+static void
+fp_hold(struct fp_mon *m, struct fp_state *st, struct fp_epoch *ep)
+{
+	while (fp_pause && !fp_stop) {
+		fp_sleep_ns(50000000u);
+		if (m != NULL)
+			fp_mon_poll(m, st, ep);
+	}
+}
+
 /* ---- sockets ---- */
 
 static void
@@ -377,7 +399,8 @@ fp_push(zr_ctx *ctx, struct fp_state *st, const struct fp_opts *o)
 	if (rc < 0)
 		return 2;
 	zr_socket_monitor(mon.s, ZR_EVENT_ALL);
-	for (uint64_t total = 0; !fp_stop && (o->count == 0 || total < o->count); total++) {
+	for (uint64_t total = 0; !fp_stop && !fp_pause && (o->count == 0 || total < o->count);
+	     total++) {
 		fp_roll(st, &e, &ep, &seq, &t0);
 		fp_pace(o, t0, seq);
 		fp_encode(buf, e, seq);
@@ -385,7 +408,7 @@ fp_push(zr_ctx *ctx, struct fp_state *st, const struct fp_opts *o)
 		for (;;) {
 			rc = zr_send_bytes(mon.s, buf, sizeof buf, 0);
 			fp_mon_poll(&mon, st, ep);
-			if (rc != -EAGAIN || fp_stop)
+			if (rc != -EAGAIN || fp_stop || fp_pause)
 				break;
 		}
 		if (rc < 0)
@@ -394,6 +417,7 @@ fp_push(zr_ctx *ctx, struct fp_state *st, const struct fp_opts *o)
 	}
 	if (rc < 0 && rc != -EAGAIN)
 		fprintf(stderr, "fault_peer: push send: %s\n", zr_strerror(rc));
+	fp_hold(&mon, st, ep);
 	fp_setint(mon.s, ZR_LINGER, o->linger);
 	fp_mon_poll(&mon, st, ep);
 	zr_socket_close(mon.s);
@@ -441,7 +465,8 @@ fp_req(zr_ctx *ctx, struct fp_state *st, const struct fp_opts *o)
 	fp_setint(mon.s, ZR_RCVTIMEO, o->req_timeout);
 	fp_setint(mon.s, ZR_SNDTIMEO, o->req_timeout);
 	fp_setint(mon.s, ZR_LINGER, 0);
-	for (uint64_t total = 0; !fp_stop && (o->count == 0 || total < o->count); total++) {
+	for (uint64_t total = 0; !fp_stop && !fp_pause && (o->count == 0 || total < o->count);
+	     total++) {
 		uint64_t asked;
 		bool done = false, retried = false;
 
@@ -498,6 +523,7 @@ fp_req(zr_ctx *ctx, struct fp_state *st, const struct fp_opts *o)
 		if (done)
 			seq++;
 	}
+	fp_hold(NULL, st, ep);
 	zr_socket_close(mon.s);
 	fp_print_sender("req", st, e);
 	return 0;
@@ -603,7 +629,8 @@ fp_bpub(zr_ctx *ctx, struct fp_state *st, const struct fp_opts *o)
 		zr_broker_free(b);
 		return 2;
 	}
-	for (uint64_t total = 0; !fp_stop && (o->count == 0 || total < o->count); total++) {
+	for (uint64_t total = 0; !fp_stop && !fp_pause && (o->count == 0 || total < o->count);
+	     total++) {
 		fp_roll(st, &e, &ep, &seq, &t0);
 		fp_pace(o, t0, seq);
 		fp_encode(buf, e, seq);
@@ -617,7 +644,7 @@ fp_bpub(zr_ctx *ctx, struct fp_state *st, const struct fp_opts *o)
 			fp_mon_poll(&mon, st, ep);
 			/* Nothing was taken: no room yet, or no peer within the
 			 * retry window (the receiver is down). Try again. */
-			if ((rc != -ETIMEDOUT && rc != -ENOTCONN) || fp_stop)
+			if ((rc != -ETIMEDOUT && rc != -ENOTCONN) || fp_stop || fp_pause)
 				break;
 			if (rc == -ENOTCONN)
 				fp_sleep_ns(50000000u);
@@ -628,7 +655,7 @@ fp_bpub(zr_ctx *ctx, struct fp_state *st, const struct fp_opts *o)
 	}
 	if (rc < 0 && rc != -ETIMEDOUT && rc != -ENOTCONN)
 		fprintf(stderr, "fault_peer: bpub: %s\n", zr_publisher_error(p));
-	fp_mon_poll(&mon, st, ep);
+	fp_hold(&mon, st, ep);
 	zr_publisher_free(p);
 	zr_broker_free(b);
 	fp_print_sender("bpub", st, e);
@@ -681,11 +708,11 @@ fp_judge(struct fp_state *s, struct fp_state *r, const struct fp_opts *o, FILE *
 	        " reordered=%" PRIu64 " epochs=%" PRIu32 " conn_deaths=%" PRIu64
 	        " lost_bound=%" PRIu64 " over_bound=%" PRIu64 " reconnects=%" PRIu64
 	        " max_reconnect_ms=%" PRIu64 " max_gap_ms=%" PRIu64 " retries=%" PRIu64
-	        " repeats=%" PRIu64 " bad=%" PRIu64 "\n",
+	        " repeats=%" PRIu64 " bad=%" PRIu64 " flush_ms=%" PRIu64 "\n",
 	        o->role, sent, rx, lost, dups, reo, epochs, deaths, bound, over,
 	        atomic_load(&s->reconnects), atomic_load(&s->max_reconnect_ms),
 	        atomic_load(&r->max_gap_ms), atomic_load(&s->retries), repeats,
-	        atomic_load(&r->bad) + atomic_load(&s->bad));
+	        atomic_load(&r->bad) + atomic_load(&s->bad), atomic_load(&s->flush_ms));
 	return dups == 0 && reo == 0 && over == 0 && atomic_load(&r->bad) == 0 ? 0 : 3;
 }
 
@@ -780,6 +807,7 @@ main(int argc, char **argv)
 	struct sigaction sa = {.sa_handler = fp_on_signal};
 	struct fp_state *st;
 	zr_ctx *ctx;
+	uint64_t t0;
 	int opt, rc;
 
 	if (argc < 2) {
@@ -861,6 +889,8 @@ main(int argc, char **argv)
 		return 2;
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = fp_on_pause;
+	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	rc = zr_ctx_new(&ctx);
 	if (rc < 0) {
@@ -883,6 +913,12 @@ main(int argc, char **argv)
 		fputs(fp_usage, stderr);
 		rc = 1;
 	}
+	t0 = fp_now_ns();
 	zr_ctx_free(ctx);
+	/* A sender's close waits while its queue drains, up to LINGER: a flush
+	 * that took that long may have dropped what it still held. */
+	fp_max(&st->flush_ms, (fp_now_ns() - t0) / 1000000u);
+	if (strcmp(o.role, "push") == 0 || strcmp(o.role, "bpub") == 0)
+		printf("%s flush_ms=%" PRIu64 "\n", o.role, (fp_now_ns() - t0) / 1000000u);
 	return rc;
 }
