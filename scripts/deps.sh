@@ -10,6 +10,9 @@ packages=(
 	cmake ninja-build gcc libc6-dev clang pkg-config liburing-dev libsodium-dev libssl-dev
 	# tests: Criterion, libzmq and pyzmq as the real peers, valgrind
 	libcriterion-dev libzmq3-dev python3-zmq valgrind
+	# fault tests (tests/fault): ip netns, veth and tc tbf; iptables for loss
+	# and partitions
+	iproute2 iptables
 	# fuzzing and sanitizers with clang: libFuzzer and the sanitizer runtimes
 	# (libclang_rt.fuzzer-x86_64.a), llvm-symbolizer for readable reports
 	libclang-rt-14-dev llvm
