@@ -31,6 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -274,7 +276,8 @@ static void
 conn_rx_arm(struct zr__conn *c)
 {
 	if (c->rx_armed || c->rx_paused || c->fd < 0 ||
-	    (c->state != ZR__CONN_HANDSHAKE && c->state != ZR__CONN_ACTIVE))
+	    (c->state != ZR__CONN_HANDSHAKE && c->state != ZR__CONN_ACTIVE &&
+	     c->state != ZR__CONN_FINISHING))
 		return;
 	if (c->in_len == c->in_cap)
 		return; /* cannot happen: commands are bounded below in_cap */
@@ -593,6 +596,15 @@ conn_rx_done(struct zr__op *op, int res, uint32_t flags)
 	c->rx_armed = false;
 	if (c->state == ZR__CONN_CLOSING) {
 		conn_teardown(c);
+		return;
+	}
+	if (c->state == ZR__CONN_FINISHING) {
+		if (res > 0 || res == -EINTR || res == -EAGAIN) {
+			c->in_len = 0; /* the app closed: nothing read now is delivered */
+			conn_rx_arm(c);
+		} else {
+			conn_teardown(c); /* the peer's FIN (or an error): done */
+		}
 		return;
 	}
 	if (res == -EINTR || res == -EAGAIN) {
@@ -984,6 +996,67 @@ conn_tx_done(struct zr__op *op, int res, uint32_t flags)
 
 /* ---- timers and teardown ------------------------------------------------ */
 
+/*
+ * A graceful close. close(2) on a TCP socket that still has unread bytes
+ * (a peer's heartbeat PING, say) sends RST instead of FIN, and RST makes
+ * both kernels drop what is still in flight: messages that had left our
+ * queues, so that LINGER counted them sent, would never arrive (the fault
+ * tests lost thousands behind a rate limit). So a drained connection sends
+ * FIN after its last byte and reads, discarding, until the peer's FIN: a
+ * ZMTP peer closes when it reads end of stream, i.e. after it read all we
+ * sent. The wait ends there, at an error, when the socket's LINGER runs
+ * out (its timer closes every connection), or when for
+ * ZR__CONN_FIN_STALL_MS the bytes not yet acknowledged (SIOCOUTQ) have not
+ * moved: a peer that stopped reading, or that has them all but does not
+ * close, does not hold a closing socket for ever.
+ */
+#define ZR__CONN_FIN_STALL_MS 2000u
+#define ZR__CONN_FIN_TICK_MS 100u
+
+static void
+conn_finish_check(struct zr__conn *c)
+{
+	uint64_t now = zr__now_ms();
+	int outq = 0;
+
+	if (ioctl(c->fd, SIOCOUTQ, &outq) < 0)
+		outq = 0;
+	if (outq != c->fin_outq) {
+		c->fin_outq = outq;
+		c->fin_moved_ms = now;
+	}
+	if (now - c->fin_moved_ms >= ZR__CONN_FIN_STALL_MS) {
+		conn_teardown(c);
+		return;
+	}
+	conn_timer_set(c, now + ZR__CONN_FIN_TICK_MS);
+}
+
+void
+zr__conn_finish(struct zr__conn *c)
+{
+	if (c->state != ZR__CONN_ACTIVE || c->fd < 0 || !zr__conn_drained(c) ||
+	    shutdown(c->fd, SHUT_WR) < 0) {
+		zr__conn_close(c);
+		return;
+	}
+	c->no_reconnect = true;
+	/* Out of routing and counted gone now, as conn_teardown does for an
+	 * active connection (it will not see this one as active). */
+	zr__sock_event_why(c->sock, ZR_EVENT_DISCONNECTED, c->fd, c->endpoint, NULL);
+	c->state = ZR__CONN_FINISHING;
+	zr__sock_conn_lost(c->sock, c);
+	/* A message waiting for room goes: the app that would read it closed. */
+	zr_msg_free(c->rx_ready);
+	c->rx_ready = NULL;
+	c->rx_paused = false;
+	c->in_len = 0;
+	c->fin_outq = -1;
+	c->fin_moved_ms = zr__now_ms();
+	conn_rx_arm(c);
+	conn_finish_check(c);
+}
+
 static void
 conn_timer_fired(struct zr__timer *t)
 {
@@ -992,6 +1065,10 @@ conn_timer_fired(struct zr__timer *t)
 
 	if (c->kick_out) {
 		zr__conn_close(c); /* may free c */
+		return;
+	}
+	if (c->state == ZR__CONN_FINISHING) {
+		conn_finish_check(c);
 		return;
 	}
 	if (c->state == ZR__CONN_WAITING) {

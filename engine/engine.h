@@ -172,7 +172,8 @@ enum zr__conn_state {
 	ZR__CONN_WAITING,        /* between attempts (connecter only) */
 	ZR__CONN_HANDSHAKE,
 	ZR__CONN_ACTIVE,
-	ZR__CONN_CLOSING, /* fd shut down, waiting for operations to finish */
+	ZR__CONN_FINISHING, /* closing drained: our FIN sent, reading to the peer's */
+	ZR__CONN_CLOSING,   /* fd shut down, waiting for operations to finish */
 };
 
 #define ZR__CONN_IOV_MAX 128
@@ -214,6 +215,8 @@ struct zr__conn {
 	size_t out_head, out_n, out_cap;
 	size_t out_bytes;      /* bytes of the messages in outq (SNDBYTES) */
 	bool kick_out;         /* PUB_DISCONNECT: close me at the next timer turn */
+	int fin_outq;          /* FINISHING: unacknowledged bytes at the last look */
+	uint64_t fin_moved_ms; /* FINISHING: when they last changed */
 	bool tx_busy;
 	size_t tx_msgs;        /* whole messages at the head of outq the batch finishes */
 	uint32_t tx_frame;     /* next frame of the head message to write (a message
@@ -471,6 +474,9 @@ void zr__conn_kick_out(struct zr__conn *c);
 void zr__conn_resume(struct zr__conn *c);
 /* Begins teardown (no reconnect); frees itself when its operations are done. */
 void zr__conn_close(struct zr__conn *c);
+/* Closing with LINGER: as zr__conn_close, but an active connection with
+ * nothing left to send first sends FIN and reads to the peer's (conn.c). */
+void zr__conn_finish(struct zr__conn *c);
 bool zr__conn_drained(const struct zr__conn *c);
 
 #endif /* ZR_ENGINE_ENGINE_H */

@@ -2172,10 +2172,10 @@ sock_close_progress(struct zr__timer *t)
 	unsent = zr__sock_unsent(s);
 	for (struct zr__conn *c = s->conns, *next; c != NULL; c = next) {
 		next = c->next;
-		if (c->state == ZR__CONN_CLOSING)
+		if (c->state == ZR__CONN_CLOSING || c->state == ZR__CONN_FINISHING)
 			continue;
 		if (c->state == ZR__CONN_ACTIVE ? zr__conn_drained(c) && !unsent : !unsent)
-			zr__conn_close(c);
+			zr__conn_finish(c);
 	}
 }
 
