@@ -1138,6 +1138,26 @@ cat_report_failure(struct cat_run *r, const struct zr_event *ev)
 }
 
 /*
+ * Events that are not failures: a handshake that succeeded, and a peer that
+ * went away. A peer zring closed on purpose (a subscription limit, a
+ * protocol error) says why, on a line of its own; one that merely went
+ * away has no reason and stays quiet. Returns true when ev is not a failure.
+ */
+static bool
+cat_event_quiet(const struct zr_event *ev)
+{
+	if (ev->type == ZR_EVENT_HANDSHAKE_SUCCEEDED)
+		return true;
+	if (ev->type != ZR_EVENT_DISCONNECTED)
+		return false;
+	if (ev->reason[0] != '\0') {
+		fprintf(stderr, "zring cat: disconnected: %s\n", ev->reason);
+		fflush(stderr);
+	}
+	return true;
+}
+
+/*
  * Reads what the monitor has, waiting up to wait_ms for the first event.
  * Returns 0, or ZL_CAT_ENDPOINT when a connecting socket has been refused
  * by every endpoint: the peer's ERROR (an authenticator's status, or a
@@ -1152,19 +1172,10 @@ cat_watch(struct cat_run *r, int wait_ms)
 
 	while (zr_monitor_recv(r->s, &ev, wait_ms) == 0) {
 		wait_ms = 0;
-		if (ev.type == ZR_EVENT_HANDSHAKE_SUCCEEDED) {
+		if (ev.type == ZR_EVENT_HANDSHAKE_SUCCEEDED)
 			r->handshaken = true;
+		if (cat_event_quiet(&ev))
 			continue;
-		}
-		/* A peer zring closed on purpose (a subscription limit) says why;
-		 * one that merely went away has no reason and stays quiet. */
-		if (ev.type == ZR_EVENT_DISCONNECTED) {
-			if (ev.reason[0] != '\0') {
-				fprintf(stderr, "zring cat: disconnected: %s\n", ev.reason);
-				fflush(stderr);
-			}
-			continue;
-		}
 		cat_report_failure(r, &ev);
 		/* On a connecting socket, FAILED_AUTH is always the peer's ERROR. */
 		bool peer_error =
@@ -1491,7 +1502,7 @@ zl_cat_main(int argc, char **argv)
 	 * message is still worth a line (a line only: the work is done). */
 	struct zr_event ev;
 	while (r.s != NULL && zr_monitor_recv(s, &ev, 0) == 0)
-		if (ev.type != ZR_EVENT_HANDSHAKE_SUCCEEDED)
+		if (!cat_event_quiet(&ev))
 			cat_report_failure(&r, &ev);
 	/* Closing keeps what -w queued going out for up to LINGER ms, and
 	 * zr_ctx_free waits for that. */
