@@ -64,11 +64,13 @@ RATE=${ZR_FAULT_RATE:-2000}             # push and broker messages per second, 0
 REQ_RATE=${ZR_FAULT_REQ_RATE:-200}      # requests per second
 REQ_TIMEOUT=${ZR_FAULT_REQ_TIMEOUT:-2500} # ms before the REQ client retries on a new socket
 PARTITION=${ZR_FAULT_PARTITION:-10}     # s, longer than the heartbeat timeout
-# 1: senders close as soon as they stop, without first waiting for what they
-# sent to arrive. A close can then lose messages zring had handed to the
-# kernel (LINGER waits only for that); the test counts them as lost on a live
-# connection. Seen in the full run after the rate limit phase.
-CLOSE_EARLY=${ZR_FAULT_CLOSE_EARLY:-0}
+# 1 (default): senders close as soon as they stop, without first waiting for
+# what they sent to arrive, so the close itself is tested: everything zring
+# handed to the kernel must still arrive (a closing connection sends FIN and
+# reads to the peer's instead of closing with unread bytes, which sends RST;
+# before that fix this lost thousands of messages after the rate limit
+# phase). 0: senders pause until everything arrived, then close.
+CLOSE_EARLY=${ZR_FAULT_CLOSE_EARLY:-1}
 PROXY_BUF=65536    # the proxy's SO_SNDBUF / SO_RCVBUF
 
 skip() {
