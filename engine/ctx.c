@@ -190,8 +190,13 @@ zr__ctx_command(struct zr_ctx *ctx, struct zr__cmd *cmd)
 	else
 		ctx->cmd_head = cmd;
 	ctx->cmd_tail = cmd;
-	pthread_mutex_unlock(&ctx->lock);
+	/* Woken under the lock: the io thread collects commands under it, so it
+	 * cannot have taken a ZR__CMD_TERM queued here and gone on to close the
+	 * wake eventfd (zr__loop_fini) and free the loop before this wake reads
+	 * them. After unlocking, zr_ctx_free's own wake raced exactly that
+	 * (ThreadSanitizer: zr__loop_wake against zr__loop_fini). */
 	zr__loop_wake(&ctx->loop);
+	pthread_mutex_unlock(&ctx->lock);
 }
 
 void
