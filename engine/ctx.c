@@ -15,6 +15,10 @@
 #include "engine.h"
 
 #define CTX_SQ_ENTRIES 1024
+/* Terminating, the io thread re-checks the sockets left this often: an app
+ * call returning -ETERM lets go of its socket without waking it (socket.c,
+ * sock_call_leave: the context may be freed right after). */
+#define CTX_TERM_POLL_MS 2
 
 static void
 ctx_run_commands(struct zr_ctx *ctx)
@@ -113,7 +117,7 @@ ctx_main(void *arg)
 		return NULL;
 
 	while (!ctx->term || ctx->sockets != NULL) {
-		zr__loop_run(&ctx->loop, UINT64_MAX);
+		zr__loop_run(&ctx->loop, ctx->term ? zr__now_ms() + CTX_TERM_POLL_MS : UINT64_MAX);
 		ctx_reap_sockets(ctx);
 	}
 	zr__loop_fini(&ctx->loop);
