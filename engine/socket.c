@@ -119,7 +119,7 @@ sock_queues(struct zr_socket *s)
 			hwm = (size_t)s->opt.rcvhwm;
 		s->rx_resume_at = s->rx_refill_each ? hwm - 1 : hwm / 2;
 	}
-	s->queues_ready = true;
+	atomic_store_explicit(&s->queues_ready, true, memory_order_release); /* engine.h */
 	return 0;
 }
 
