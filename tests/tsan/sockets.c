@@ -4,6 +4,7 @@
  * ones on another (two io threads), one app thread per socket.
  *
  *   PUSH x2 -> PULL        every message once, each sender's in order
+ *   PUSH -> PULL           the receiver polls zr_socket_fd and never blocks in zring
  *   PUB -> SUB x2          PUB_BLOCK: each subscriber gets every message, in order
  *   XSUB -> XPUB -> XSUB   the subscription reaches XPUB's app, then the
  *                          messages, then the unsubscription
@@ -136,6 +137,53 @@ pipeline_start(struct actor *a, enum st_transport t)
 	actor_run(&a[0], pull, 0, t, pull_main);
 	actor_run(&a[1], push[0], 0, t, push_main);
 	actor_run(&a[2], push[1], 1, t, push_main);
+}
+
+/* ---- PUSH -> PULL read through zr_socket_fd ------------------------------------ */
+
+/* The receiver never blocks in zring: it polls the socket's fd and takes
+ * what is there with ZR_DONTWAIT, as an event loop would. A wake the engine
+ * loses leaves it polling until the timeout: a failed count. */
+static void *
+pollpull_main(void *arg)
+{
+	struct actor *a = arg;
+	uint8_t *buf = st_buf();
+	struct pollfd p = {.fd = zr_socket_fd(a->s), .events = POLLIN};
+	uint32_t next = 0;
+
+	while (next < N) {
+		uint32_t sender, seq;
+		int rc = zr_recv_bytes(a->s, buf, ST_MAXLEN, ZR_DONTWAIT);
+
+		if (rc == -EAGAIN) {
+			rc = poll(&p, 1, ST_WAIT_MS);
+			ST_CHECK(rc == 1, "pollpull %s: no wake after %u", st_transport_name(a->t),
+			         next);
+			continue;
+		}
+		ST_CHECK(rc >= 0, "pollpull: receive: %s", zr_strerror(rc));
+		st_payload_check(buf, (size_t)rc, &sender, &seq);
+		ST_CHECK(seq == next, "pollpull: seq %u, want %u", seq, next);
+		next++;
+	}
+	expect_nothing_more(a->s, buf, "pollpull");
+	free(buf);
+	return NULL;
+}
+
+static void
+pollpull_start(struct actor *a, enum st_transport t)
+{
+	char ep[128];
+	zr_socket *pull = st_socket(ctx_conn, ZR_PULL), *push = st_socket(ctx_bind, ZR_PUSH);
+
+	/* A small queue, so the receiver drains it to empty again and again. */
+	st_opt(pull, ZR_RCVHWM, 16);
+	st_bind(push, t, ep, sizeof ep);
+	ST_OK(zr_connect(pull, ep));
+	actor_run(&a[0], pull, 0, t, pollpull_main);
+	actor_run(&a[1], push, 0, t, push_main);
 }
 
 /* ---- PUB -> SUB x2 ------------------------------------------------------------ */
@@ -498,9 +546,10 @@ static const struct scenario {
 	void (*start)(struct actor *a, enum st_transport t);
 	size_t nactors;
 } scenarios[] = {
-	{"pushpull", pipeline_start, 3},          {"pubsub", fanout_start, 3},
-	{"xpubxsub", xpubsub_start, 2},           {"reqrep", reqrep_start, 3},
-	{"dealerrouter", dealer_router_start, 3}, {"pair", pair_start, 2},
+	{"pushpull", pipeline_start, 3}, {"pollpull", pollpull_start, 2},
+	{"pubsub", fanout_start, 3},     {"xpubxsub", xpubsub_start, 2},
+	{"reqrep", reqrep_start, 3},     {"dealerrouter", dealer_router_start, 3},
+	{"pair", pair_start, 2},
 };
 
 /* Arguments, to run a part: scenario names and/or "tcp" / "ipc"; none: all. */
