@@ -13,6 +13,8 @@
  *   cancel    a publisher blocked on a held subscription, cancelled from
  *             another thread, round after round: exactly the publishes that
  *             returned 0 are handled once the hold is released
+ *   watchers  2 dialling fan-out brokers each get every message of a bound
+ *             publisher once, while a third subscribes and unsubscribes
  *   shutdown  publishers publishing flat out and a requester waiting while
  *             another thread shuts their brokers down: every call ends
  *             (-ENOTCONN), nothing is handled twice and handled + discarded
@@ -509,6 +511,137 @@ shutdown_run(int round)
 	zr_broker_free(rpc);
 }
 
+/* ---- dialling fan-out subscribers, and one that comes and goes ------------------ */
+
+struct watcher {
+	zr_broker *b;
+	struct tally t;
+	atomic_uint probes;
+};
+
+static void
+watch_handler(const struct zr_delivery *d, void *arg)
+{
+	struct watcher *w = arg;
+
+	if (strcmp(d->name, "w.probe") == 0) {
+		atomic_fetch_add(&w->probes, 1);
+		return;
+	}
+	ST_CHECK(strcmp(d->name, "w.data") == 0, "watcher: %s", d->name);
+	tally_add(&w->t, d->payload, d->payload_len);
+}
+
+static void
+nop_handler(const struct zr_delivery *d, void *arg)
+{
+	(void)d;
+	(void)arg;
+}
+
+struct watch {
+	char ep[128];
+	zr_broker *pubb, *churnb;
+	struct watcher w[2];
+	atomic_int stop;
+	unsigned churns;
+	pthread_t pub_th, churn_th;
+};
+
+static zr_broker *
+dialler(const char *ep)
+{
+	zr_broker *b = NULL;
+
+	ST_OK(zr_broker_new(ctx, ZR_FANOUT, ep, ZR_CONNECT, &b));
+	ST_OK(zr_broker_start(b));
+	return b;
+}
+
+/* Probes until both watchers are subscribed, then NQ counted messages. */
+static void *
+watch_pub_main(void *arg)
+{
+	struct watch *wa = arg;
+	zr_publisher *p = publisher(wa->pubb);
+	uint8_t *buf = malloc(ST_MAXLEN);
+	uint64_t until = st_now_ms() + ST_WAIT_MS;
+
+	ST_CHECK(buf != NULL, "malloc");
+	while (atomic_load(&wa->w[0].probes) == 0 || atomic_load(&wa->w[1].probes) == 0) {
+		ST_CHECK(st_now_ms() < until, "watchers never saw a probe");
+		ST_OK(zr_publish(p, "w.probe", NULL, 0, "p", 1, ST_WAIT_MS));
+		st_sleep_ms(5);
+	}
+	for (uint32_t i = 0; i < NQ; i++) {
+		size_t len = st_payload(buf, 0, i);
+		struct zr_header h = {"from", "tsan"};
+		int rc = zr_publish(p, "w.data", &h, 1, buf, len, ST_WAIT_MS);
+
+		ST_CHECK(rc == 0, "watch publish %u: %s (%s)", i, zr_strerror(rc),
+		         zr_publisher_error(p));
+	}
+	free(buf);
+	return NULL;
+}
+
+/* Subscribes and unsubscribes on a third dialling broker while the
+ * publisher runs: its connection comes and goes under the fan-out. */
+static void *
+watch_churn_main(void *arg)
+{
+	struct watch *wa = arg;
+
+	while (!atomic_load(&wa->stop)) {
+		zr_subscription *sub =
+			subscribe(wa->churnb, "w",
+		                  &(struct zr_sub_opts){.handler = nop_handler, .workers = 2});
+
+		st_sleep_ms(3);
+		zr_unsubscribe(sub);
+		wa->churns++;
+	}
+	return NULL;
+}
+
+static void
+watch_start(struct watch *wa)
+{
+	static atomic_uint n;
+
+	snprintf(wa->ep, sizeof wa->ep, "ipc://@zring-tsan-%d-watch-%u", (int)getpid(),
+	         atomic_fetch_add(&n, 1));
+	ST_OK(zr_broker_new(ctx, ZR_FANOUT, wa->ep, ZR_BIND, &wa->pubb));
+	ST_OK(zr_broker_start(wa->pubb));
+	for (int i = 0; i < 2; i++) {
+		wa->w[i].b = dialler(wa->ep);
+		subscribe(wa->w[i].b, "w",
+		          &(struct zr_sub_opts){
+				  .handler = watch_handler, .arg = &wa->w[i], .workers = 2});
+	}
+	wa->churnb = dialler(wa->ep);
+	atomic_init(&wa->stop, 0);
+	st_thread(&wa->churn_th, watch_churn_main, wa);
+	st_thread(&wa->pub_th, watch_pub_main, wa);
+}
+
+static void
+watch_finish(struct watch *wa)
+{
+	st_join(wa->pub_th);
+	atomic_store(&wa->stop, 1);
+	st_join(wa->churn_th);
+	ST_CHECK(wa->churns > 0, "the churning subscriber never subscribed");
+	for (int i = 0; i < 2; i++) {
+		wait_until(&wa->w[i].t.handled, NQ, "watcher");
+		st_sleep_ms(20);
+		tally_check(&wa->w[i].t, 1, NQ, "watcher");
+		zr_broker_free(wa->w[i].b);
+	}
+	zr_broker_free(wa->churnb);
+	zr_broker_free(wa->pubb);
+}
+
 /* ---- all together ----------------------------------------------------------------- */
 
 int
@@ -559,10 +692,14 @@ main(void)
 		rq[i] = (struct requester){.p = publisher(br), .id = i};
 		st_thread(&rq[i].th, requester_main, &rq[i]);
 	}
+	static struct watch wa;
+
+	watch_start(&wa);
 	cancel_run();
 	for (int r = 0; r < 3; r++)
 		shutdown_run(r);
 
+	watch_finish(&wa);
 	pubbers_join(uq, 3);
 	pubbers_join(ub, 2);
 	pubbers_join(uk, 1);
@@ -601,6 +738,7 @@ main(void)
 	zr_broker_free(bf);
 	zr_broker_free(br);
 	zr_ctx_free(ctx);
-	printf("broker: every count exact (%llu ms)\n", (unsigned long long)(st_now_ms() - t0));
+	printf("broker: every count exact, %u subscribe/unsubscribe cycles (%llu ms)\n", wa.churns,
+	       (unsigned long long)(st_now_ms() - t0));
 	return 0;
 }

@@ -9,7 +9,9 @@
  *   - its io thread is busy: a closed PUSH still flushing a burst (LINGER -1,
  *     so every message of it must reach the survivor, exactly), a PULL the
  *     survivor floods, and a DEALER whose handshake may be in flight;
- *   - a thread of its own closed that PUSH right after its burst.
+ *   - a thread of its own closed that PUSH right after its burst;
+ *   - messages received from it are still held: they and their connection's
+ *     properties (zr_msg_gets) must outlive it.
  *
  * The survivor context lives across rounds: its threads keep receiving and
  * sending while the victim's connections go away under them. Odd rounds run
@@ -27,6 +29,7 @@
 
 #define ROUNDS 16
 #define BURST 400u /* messages the victim's PUSH sends, then closes */
+#define KEPT 10    /* messages received in the victim, freed after it */
 
 static zr_ctx *survivor;
 
@@ -185,6 +188,7 @@ round_run(int round, enum st_transport t)
 	struct burst burst;
 	struct sink sink;
 	struct flood flood;
+	zr_msg *kept[KEPT];
 	zr_socket *sink_s, *flood_s, *router, *idle_pull, *lonely_push, *dealer, *push, *pull,
 		*late;
 
@@ -241,10 +245,16 @@ round_run(int round, enum st_transport t)
 		         round);
 		st_sleep_ms(1);
 	}
+	/* Messages that outlive their context: each holds its connection's
+	 * properties (a reference the io thread shares out in blocks). */
+	for (int i = 0; i < KEPT; i++) {
+		int rc = zr_recv(pull, &kept[i], 0);
+
+		ST_CHECK(rc == 0, "round %d: receive from the flood: %s", round, zr_strerror(rc));
+	}
 	late = st_socket(victim, ZR_DEALER);
 	ST_OK(zr_connect(late, ep_router)); /* its handshake races the free */
 	(void)late;
-	(void)pull;
 	zr_ctx_free(victim);
 
 	for (int i = 0; i < 4; i++) {
@@ -252,6 +262,15 @@ round_run(int round, enum st_transport t)
 		ST_CHECK(blk[i].rc == -ETERM,
 		         "round %d: blocked call %d returned %d (%s), want -ETERM", round, i,
 		         blk[i].rc, zr_strerror(blk[i].rc));
+	}
+	for (int i = 0; i < KEPT; i++) {
+		const char *type = zr_msg_gets(kept[i], "Socket-Type");
+
+		ST_CHECK(type != NULL && strcmp(type, "PUSH") == 0,
+		         "round %d: a kept message's Socket-Type is %s", round,
+		         type ? type : "NULL");
+		ST_CHECK(zr_msg_gets(kept[i], "Peer-Address") != NULL, "no Peer-Address");
+		zr_msg_free(kept[i]);
 	}
 	st_join(sink.th);
 	atomic_store(&flood.stop, 1);
