@@ -5,6 +5,8 @@
  *
  *   PUSH x2 -> PULL        every message once, each sender's in order
  *   PUSH -> PULL           the receiver polls zr_socket_fd and never blocks in zring
+ *   CURVE PUSH x2 -> PULL  (tcp) encrypted, each client passed by an authenticator
+ *                          the io thread runs; every message carries its User-Id
  *   PUB -> SUB x2          PUB_BLOCK: each subscriber gets every message, in order
  *   XSUB -> XPUB -> XSUB   the subscription reaches XPUB's app, then the
  *                          messages, then the unsubscription
@@ -184,6 +186,91 @@ pollpull_start(struct actor *a, enum st_transport t)
 	ST_OK(zr_connect(pull, ep));
 	actor_run(&a[0], pull, 0, t, pollpull_main);
 	actor_run(&a[1], push, 0, t, push_main);
+}
+
+/* ---- CURVE: PUSH x2 -> PULL with an authenticator ---------------------------------- */
+
+#define NCURVE (N / 3u)
+
+static atomic_uint auth_calls;
+
+/* Runs on the io thread of the binding context for every client handshake;
+ * the app threads read what it counted. */
+static int
+curve_auth(void *arg, struct zr_zmtp_auth_req *req)
+{
+	unsigned n = atomic_fetch_add((atomic_uint *)arg, 1);
+
+	if (req->mechanism != ZR_MECH_CURVE || req->client_key == NULL)
+		return 400;
+	snprintf(req->user_id, sizeof req->user_id, "client-%u", n);
+	return 200;
+}
+
+static void *
+curve_pull_main(void *arg)
+{
+	struct actor *a = arg;
+	uint32_t next[2] = {0, 0};
+
+	for (uint32_t n = 0; n < 2 * NCURVE; n++) {
+		zr_msg *m;
+		size_t len;
+		uint32_t sender, seq;
+		int rc = zr_recv(a->s, &m, 0);
+
+		ST_CHECK(rc == 0, "curve pull: receive after %u: %s", n, zr_strerror(rc));
+		const char *uid = zr_msg_gets(m, "User-Id");
+
+		ST_CHECK(uid != NULL && strncmp(uid, "client-", 7) == 0, "curve: User-Id %s",
+		         uid ? uid : "NULL");
+		const void *body = zr_msg_frame(m, 0, &len);
+
+		st_payload_check(body, len, &sender, &seq);
+		ST_CHECK(sender < 2 && seq == next[sender], "curve pull: (%u, %u)", sender, seq);
+		next[sender]++;
+		zr_msg_free(m);
+	}
+	ST_CHECK(atomic_load(&auth_calls) == 2, "curve: %u authenticator calls, want 2",
+	         atomic_load(&auth_calls));
+	return NULL;
+}
+
+static void *
+curve_push_main(void *arg)
+{
+	struct actor *a = arg;
+	uint8_t *buf = st_buf();
+
+	for (uint32_t i = 0; i < NCURVE; i++)
+		send_payload(a->s, buf, a->id, i, "curve push");
+	free(buf);
+	return NULL;
+}
+
+static void
+curve_start(struct actor *a, enum st_transport t)
+{
+	char ep[128], spub[ZR_CURVE_KEY_Z85_LEN + 1], ssec[ZR_CURVE_KEY_Z85_LEN + 1];
+	zr_socket *pull = st_socket(ctx_bind, ZR_PULL);
+
+	ST_OK(zr_curve_keypair(spub, ssec));
+	st_opt(pull, ZR_CURVE_SERVER, 1);
+	ST_OK(zr_setsockopt(pull, ZR_CURVE_SECRETKEY, ssec, ZR_CURVE_KEY_Z85_LEN));
+	ST_OK(zr_socket_set_auth(pull, curve_auth, &auth_calls));
+	st_bind(pull, t, ep, sizeof ep);
+	actor_run(&a[0], pull, 0, t, curve_pull_main);
+	for (uint32_t i = 0; i < 2; i++) {
+		char cpub[ZR_CURVE_KEY_Z85_LEN + 1], csec[ZR_CURVE_KEY_Z85_LEN + 1];
+		zr_socket *push = st_socket(ctx_conn, ZR_PUSH);
+
+		ST_OK(zr_curve_keypair(cpub, csec));
+		ST_OK(zr_setsockopt(push, ZR_CURVE_PUBLICKEY, cpub, ZR_CURVE_KEY_Z85_LEN));
+		ST_OK(zr_setsockopt(push, ZR_CURVE_SECRETKEY, csec, ZR_CURVE_KEY_Z85_LEN));
+		ST_OK(zr_setsockopt(push, ZR_CURVE_SERVERKEY, spub, ZR_CURVE_KEY_Z85_LEN));
+		ST_OK(zr_connect(push, ep));
+		actor_run(&a[1 + i], push, i, t, curve_push_main);
+	}
 }
 
 /* ---- PUB -> SUB x2 ------------------------------------------------------------ */
@@ -545,11 +632,16 @@ static const struct scenario {
 	const char *name;
 	void (*start)(struct actor *a, enum st_transport t);
 	size_t nactors;
+	bool tcp_only; /* the transport does not matter to it: once is enough */
 } scenarios[] = {
-	{"pushpull", pipeline_start, 3}, {"pollpull", pollpull_start, 2},
-	{"pubsub", fanout_start, 3},     {"xpubxsub", xpubsub_start, 2},
-	{"reqrep", reqrep_start, 3},     {"dealerrouter", dealer_router_start, 3},
-	{"pair", pair_start, 2},
+	{"curve", curve_start, 3, true},
+	{"pushpull", pipeline_start, 3, false},
+	{"pollpull", pollpull_start, 2, false},
+	{"pubsub", fanout_start, 3, false},
+	{"xpubxsub", xpubsub_start, 2, false},
+	{"reqrep", reqrep_start, 3, false},
+	{"dealerrouter", dealer_router_start, 3, false},
+	{"pair", pair_start, 2, false},
 };
 
 /* Arguments, to run a part: scenario names and/or "tcp" / "ipc"; none: all. */
@@ -599,7 +691,8 @@ main(int argc, char **argv)
 			continue;
 		atomic_init(&fan[t].ready, 0);
 		for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++) {
-			if (!chosen(argc, argv, scenarios[i].name))
+			if (!chosen(argc, argv, scenarios[i].name) ||
+			    (scenarios[i].tcp_only && t != ST_TCP))
 				continue;
 			scenarios[i].start(&actors[n], (enum st_transport)t);
 			n += scenarios[i].nactors;
