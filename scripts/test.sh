@@ -4,8 +4,8 @@
 #   2. header guards (scripts/check-guards.sh)
 #   3. gcc build, -Werror, -O2, benchmarks too, and every CTest test -> build/gcc
 #   4. clang build with ASan+UBSan, -Werror, and every test       -> build/asan
-#   5. clang build with ThreadSanitizer: the stress programs of
-#      tests/tsan/ (Criterion cannot start under TSan)               -> build/tsan
+#   5. clang build with TSan, -Werror: tests/tsan/ stress programs -> build/tsan
+#      (Criterion cannot start under TSan)
 #   6. libFuzzer build; each harness runs a few seconds           -> build/fuzz
 #   7. install to a scratch prefix; consumers built with pkg-config and
 #      find_package(zring), shared and static, must run
