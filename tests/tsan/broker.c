@@ -1,8 +1,9 @@
 /*
  * The broker model under load from app threads, all at once on one context:
  *
- *   queue     3 publisher threads -> a subscription with 4 workers: every
- *             message handled exactly once
+ *   queue     3 publisher threads, each making and freeing its own
+ *             publisher, -> a subscription with 4 workers: every message
+ *             handled exactly once
  *   batches   2 publisher threads -> batches of up to 16 on 2 workers
  *   by_key    1 publisher -> 3 lanes in rotation, each lane in order
  *   fanout    2 publisher threads, half the names matching the bound
@@ -106,6 +107,7 @@ tally_check(struct tally *t, unsigned pubs, unsigned n, const char *what)
 /* A publisher thread: n numbered messages under name (or, fan-out, every
  * odd one under unmatched). */
 struct pubber {
+	zr_broker *b; /* set: the thread makes its own publisher and frees it */
 	zr_publisher *p;
 	uint32_t id;
 	const char *name, *unmatched;
@@ -120,6 +122,8 @@ pubber_main(void *arg)
 	uint8_t *buf = malloc(ST_MAXLEN);
 
 	ST_CHECK(buf != NULL, "malloc");
+	if (u->b != NULL)
+		u->p = publisher(u->b);
 	for (uint32_t i = 0; i < u->n; i++) {
 		size_t len = st_payload(buf, u->id, i);
 		const char *name = u->unmatched != NULL && i % 2 == 1 ? u->unmatched : u->name;
@@ -129,17 +133,29 @@ pubber_main(void *arg)
 		ST_CHECK(rc == 0, "publish %s (%u, %u): %s (%s)", name, u->id, i, zr_strerror(rc),
 		         zr_publisher_error(u->p));
 	}
+	if (u->b != NULL) {
+		/* While the other threads still publish on the same broker; its
+		 * socket lingers out what it took. */
+		zr_publisher_free(u->p);
+		u->p = NULL;
+	}
 	free(buf);
 	return NULL;
 }
 
+/* own: each thread makes and frees its publisher itself (publishers "may be
+ * created and freed from any thread"). */
 static void
 pubbers_run(struct pubber *u, unsigned k, zr_broker *b, const char *name, const char *unmatched,
-            unsigned n)
+            unsigned n, bool own)
 {
 	for (unsigned i = 0; i < k; i++) {
-		u[i] = (struct pubber){
-			.p = publisher(b), .id = i, .name = name, .unmatched = unmatched, .n = n};
+		u[i] = (struct pubber){.b = own ? b : NULL,
+		                       .p = own ? NULL : publisher(b),
+		                       .id = i,
+		                       .name = name,
+		                       .unmatched = unmatched,
+		                       .n = n};
 		st_thread(&u[i].th, pubber_main, &u[i]);
 	}
 }
@@ -684,10 +700,10 @@ main(void)
 	subscribe(br, "svc",
 	          &(struct zr_sub_opts){.handler = rpc_handler, .arg = &rs, .workers = 4});
 
-	pubbers_run(uq, 3, bq, "jobs", NULL, NQ);
-	pubbers_run(ub, 2, bb, "jobs", NULL, NQ);
-	pubbers_run(uk, 1, bk, "jobs", NULL, NQ);
-	pubbers_run(uf, 2, bf, "ev.x", "zz", NQ);
+	pubbers_run(uq, 3, bq, "jobs", NULL, NQ, true);
+	pubbers_run(ub, 2, bb, "jobs", NULL, NQ, true);
+	pubbers_run(uk, 1, bk, "jobs", NULL, NQ, false);
+	pubbers_run(uf, 2, bf, "ev.x", "zz", NQ, false);
 	for (unsigned i = 0; i < NREQUESTERS; i++) {
 		rq[i] = (struct requester){.p = publisher(br), .id = i};
 		st_thread(&rq[i].th, requester_main, &rq[i]);

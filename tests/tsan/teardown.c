@@ -18,6 +18,9 @@
  * the victim without membarrier (socket.c's locked call counter), as the
  * engine tests do, so both ways of holding a socket under a call are raced.
  *
+ * Then four threads each make and free contexts side by side, with traffic
+ * in each, never closing a socket by hand.
+ *
  * A blocked call must be inside its socket before the context is freed (a
  * call that starts after the free uses freed memory: the caller's bug), so
  * the round waits for the socket's call counts, which are internal
@@ -281,6 +284,53 @@ round_run(int round, enum st_transport t)
 	}
 }
 
+/* ---- contexts made and freed side by side ----------------------------------- */
+
+#define LIVES 10 /* contexts per thread */
+#define LIFE_MSGS 100u
+
+struct lifer {
+	unsigned id;
+	pthread_t th;
+};
+
+/* Each context lives a short life on its own thread: a PAIR talks to
+ * another across it, and zr_ctx_free closes both (they are never closed by
+ * hand), while the other threads do the same. */
+static void *
+lifer_main(void *arg)
+{
+	struct lifer *l = arg;
+	uint8_t buf[64];
+
+	for (unsigned life = 0; life < LIVES; life++) {
+		zr_ctx *c;
+		char ep[128];
+		enum st_transport t = (l->id + life) % 2 ? ST_IPC : ST_TCP;
+
+		ST_OK(zr_ctx_new(&c));
+		zr_socket *a = st_socket(c, ZR_PAIR), *b = st_socket(c, ZR_PAIR);
+
+		st_bind(a, t, ep, sizeof ep);
+		ST_OK(zr_connect(b, ep));
+		for (uint32_t i = 0; i < LIFE_MSGS; i++)
+			ST_OK(zr_send_bytes(a, &i, sizeof i, 0));
+		for (uint32_t i = 0; i < LIFE_MSGS; i++) {
+			uint32_t got;
+			int rc = zr_recv_bytes(b, buf, sizeof buf, 0);
+
+			ST_CHECK(rc == (int)sizeof got, "life %u of thread %u: receive %u: %s",
+			         life, l->id, i, zr_strerror(rc));
+			memcpy(&got, buf, sizeof got);
+			ST_CHECK(got == i, "life %u: message %u, want %u", life, got, i);
+		}
+		/* One more on the way out: LINGER -1 lets it go before the free. */
+		ST_OK(zr_send_bytes(b, "bye", 3, 0));
+		zr_ctx_free(c);
+	}
+	return NULL;
+}
+
 int
 main(void)
 {
@@ -292,7 +342,17 @@ main(void)
 	for (int r = 0; r < ROUNDS; r++)
 		round_run(r, r % 4 < 2 ? ST_TCP : ST_IPC);
 	zr_ctx_free(survivor);
-	printf("teardown: %d rounds, every blocked call -ETERM, every burst delivered (%llu ms)\n",
-	       ROUNDS, (unsigned long long)(st_now_ms() - t0));
+
+	struct lifer lf[4];
+
+	for (unsigned i = 0; i < 4; i++) {
+		lf[i].id = i;
+		st_thread(&lf[i].th, lifer_main, &lf[i]);
+	}
+	for (unsigned i = 0; i < 4; i++)
+		st_join(lf[i].th);
+	printf("teardown: %d rounds, every blocked call -ETERM, every burst delivered; %d contexts "
+	       "side by side (%llu ms)\n",
+	       ROUNDS, 4 * LIVES, (unsigned long long)(st_now_ms() - t0));
 	return 0;
 }
