@@ -775,11 +775,18 @@ sub_stop_join(struct zr_subscription *sub)
 		/* What the channel still holds is discarded with the socket. */
 		if (sub->sock->queues_ready && !sub->channel_counted)
 			atomic_fetch_add(&sub->discarded, zr__spsc_count(&sub->sock->rx));
-		sub->peak = atomic_load(&sub->sock->rx_peak);
 		sub_release_endpoint(sub);
-		zr_socket_close(sub->sock);
 	}
+	/* zr_subscription_stats, from any thread, reads the socket while
+	 * joined is false, under sub->lock: set it under the lock before the
+	 * close, after which the io thread may free the socket. */
+	pthread_mutex_lock(&sub->lock);
+	if (sub->sock != NULL)
+		sub->peak = atomic_load(&sub->sock->rx_peak);
 	sub->joined = true;
+	pthread_mutex_unlock(&sub->lock);
+	if (sub->sock != NULL)
+		zr_socket_close(sub->sock);
 }
 
 static void
@@ -1007,9 +1014,15 @@ zr_subscription_stats(zr_subscription *sub, struct zr_sub_stats *st)
 	st->handled = handled;
 	st->errors = atomic_load(&sub->errors);
 	st->discarded = discarded;
+	/* A shutdown in another thread closes the socket (sub_stop_join): the
+	 * lock orders these reads against it (ThreadSanitizer found them racing
+	 * zr_broker_shutdown, and a closed socket may already be freed). No
+	 * handler runs under this lock, so a handler may ask too. */
+	pthread_mutex_lock(&sub->lock);
 	if (!sub->joined && !sub->channel_counted && sub->sock->queues_ready)
 		st->depth = zr__spsc_count(&sub->sock->rx);
 	st->peak_depth = sub->joined ? sub->peak : atomic_load(&sub->sock->rx_peak);
+	pthread_mutex_unlock(&sub->lock);
 	st->in_flight = received > handled + discarded ? (size_t)(received - handled - discarded) : 0;
 	st->read_ahead = sub->read_ahead;
 }
@@ -1073,9 +1086,9 @@ zr_broker_shutdown(zr_broker *b)
 			/* rx_hold keeps anything new out: what the channel holds
 			 * now is what this shutdown discards. */
 			atomic_fetch_add(&sub->discarded, zr__spsc_count(&sub->sock->rx));
-			sub->channel_counted = true;
 			atomic_store(&sub->stop, SUB_DROP);
 			pthread_mutex_lock(&sub->lock);
+			sub->channel_counted = true; /* under the lock: zr_subscription_stats */
 			pthread_cond_broadcast(&sub->cond);
 			pthread_mutex_unlock(&sub->lock);
 		}

@@ -15,6 +15,10 @@
 #include "engine.h"
 
 #define CTX_SQ_ENTRIES 1024
+/* Terminating, the io thread re-checks the sockets left this often: an app
+ * call returning -ETERM lets go of its socket without waking it (socket.c,
+ * sock_call_leave: the context may be freed right after). */
+#define CTX_TERM_POLL_MS 2
 
 static void
 ctx_run_commands(struct zr_ctx *ctx)
@@ -113,7 +117,7 @@ ctx_main(void *arg)
 		return NULL;
 
 	while (!ctx->term || ctx->sockets != NULL) {
-		zr__loop_run(&ctx->loop, UINT64_MAX);
+		zr__loop_run(&ctx->loop, ctx->term ? zr__now_ms() + CTX_TERM_POLL_MS : UINT64_MAX);
 		ctx_reap_sockets(ctx);
 	}
 	zr__loop_fini(&ctx->loop);
@@ -190,8 +194,13 @@ zr__ctx_command(struct zr_ctx *ctx, struct zr__cmd *cmd)
 	else
 		ctx->cmd_head = cmd;
 	ctx->cmd_tail = cmd;
-	pthread_mutex_unlock(&ctx->lock);
+	/* Woken under the lock: the io thread collects commands under it, so it
+	 * cannot have taken a ZR__CMD_TERM queued here and gone on to close the
+	 * wake eventfd (zr__loop_fini) and free the loop before this wake reads
+	 * them. After unlocking, zr_ctx_free's own wake raced exactly that
+	 * (ThreadSanitizer: zr__loop_wake against zr__loop_fini). */
 	zr__loop_wake(&ctx->loop);
+	pthread_mutex_unlock(&ctx->lock);
 }
 
 void

@@ -279,7 +279,11 @@ struct zr_socket {
 	 * returns what it copied out), tx_spare io -> app (what went out, for
 	 * zr_send_bytes). Bounded; a full ring frees as before. */
 	struct zr__spsc rx_spare, tx_spare;
-	bool queues_ready;
+	/* Set once, by the first bind, connect, send or receive. A first send
+	 * or receive tells the io thread nothing (no command), and the io thread
+	 * reads this when it closes the socket (zr_ctx_free) under that very
+	 * call: atomic, so seeing it set means seeing the rings initialised. */
+	atomic_bool queues_ready;
 	int efd_rx, efd_tx;
 	size_t rx_resume_at; /* a paused rx is worth resuming at this many messages */
 	bool rx_refill_each; /* ... at every free slot (a broker's read_ahead channel) */

@@ -141,7 +141,7 @@ sock_queues(struct zr_socket *s)
 			hwm = (size_t)s->opt.rcvhwm;
 		s->rx_resume_at = s->rx_refill_each ? hwm - 1 : hwm / 2;
 	}
-	s->queues_ready = true;
+	atomic_store_explicit(&s->queues_ready, true, memory_order_release); /* engine.h */
 	return 0;
 }
 
@@ -726,9 +726,11 @@ sock_recv(zr_socket *s, zr_msg **msg, int flags, bool own)
 
 /*
  * Every call is counted while it runs, so the io thread never frees the
- * socket under it (a call blocked while the context terminates). Leaving a
- * terminating context, the call wakes the io thread, which may be waiting
- * for exactly this count to reach zero.
+ * socket under it (a call blocked while the context terminates). Once its
+ * count drops, a call touches neither the socket nor the context: the io
+ * thread may free the socket, finish and let zr_ctx_free free the context
+ * at once (a wake from here raced both, found by ThreadSanitizer), so a
+ * terminating io thread looks again on its own (ctx.c, CTX_TERM_POLL_MS).
  *
  * Sends and receives (one thread each at a time) count on counters of their
  * own with plain stores when the context has membarrier: before the io
@@ -766,20 +768,16 @@ sock_call_enter(zr_socket *s, enum sock_role role)
 static int
 sock_call_leave(zr_socket *s, enum sock_role role, int rc)
 {
-	struct zr_ctx *ctx = s->ctx;
 	atomic_uint *n = sock_role_count(s, role);
 
 	if (n == NULL) {
-		if (atomic_fetch_sub(&s->calls, 1) == 1 && atomic_load(&ctx->terminating))
-			zr__loop_wake(&ctx->loop);
+		atomic_fetch_sub(&s->calls, 1);
 		return rc;
 	}
 	/* Release: what the call did to the socket happens before the io
 	 * thread sees the count drop (and frees it). */
 	atomic_store_explicit(n, atomic_load_explicit(n, memory_order_relaxed) - 1,
 	                      memory_order_release);
-	if (atomic_load_explicit(&ctx->terminating, memory_order_relaxed))
-		zr__loop_wake(&ctx->loop);
 	return rc;
 }
 

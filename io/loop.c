@@ -13,6 +13,35 @@
 
 #include "loop.h"
 
+/*
+ * ThreadSanitizer does not see liburing map and unmap the rings: liburing
+ * makes those system calls itself, not through libc. So when the kernel maps
+ * a new context's ring where a freed context's ring was, TSan takes the new
+ * io thread's first SQE writes for a race with the old io thread's (found by
+ * tests/tsan/teardown.c, contexts made and freed side by side). The kernel
+ * orders every unmap before a map of the same pages; the annotations below
+ * say so (a release just before each unmap, which follows the io thread's
+ * last use of its ring, and an acquire after each map, on one address used
+ * only as TSan's token). Nothing in other builds.
+ */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define LOOP_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define LOOP_TSAN 1
+#endif
+#ifdef LOOP_TSAN
+#include <sanitizer/tsan_interface.h>
+static char loop_tsan_rings; /* never read or written: its address is the token */
+#define LOOP_TSAN_MAPPED() __tsan_acquire(&loop_tsan_rings)
+#define LOOP_TSAN_UNMAPPED() __tsan_release(&loop_tsan_rings)
+#else
+#define LOOP_TSAN_MAPPED() ((void)0)
+#define LOOP_TSAN_UNMAPPED() ((void)0)
+#endif
+
 #define LOOP_CQE_BATCH 64
 #define LOOP_CQ_MIN 4096u
 #define LOOP_FINI_WAIT_MS 5000
@@ -113,6 +142,7 @@ loop_ring_init(struct zr__loop *l, unsigned sq_entries)
 		p.cq_entries = cq;
 		rc = io_uring_queue_init_params(sq_entries, &l->ring, &p);
 		if (rc == 0) {
+			LOOP_TSAN_MAPPED();
 			l->setup_flags = flag_sets[i];
 			return 0;
 		}
@@ -143,12 +173,14 @@ zr__loop_init(struct zr__loop *l, unsigned sq_entries, zr__wake_cb *wake_cb, voi
 	l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (l->wake_fd < 0) {
 		rc = -errno;
+		LOOP_TSAN_UNMAPPED();
 		io_uring_queue_exit(&l->ring);
 		return rc;
 	}
 	rc = loop_wake_arm(l);
 	if (rc < 0) {
 		close(l->wake_fd);
+		LOOP_TSAN_UNMAPPED();
 		io_uring_queue_exit(&l->ring);
 	}
 	return rc;
@@ -355,6 +387,7 @@ zr__loop_fini(struct zr__loop *l)
 	}
 	if (fd >= 0)
 		close(fd);
+	LOOP_TSAN_UNMAPPED();
 	io_uring_queue_exit(&l->ring);
 	free(l->heap);
 	l->heap = NULL;

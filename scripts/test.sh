@@ -4,8 +4,10 @@
 #   2. header guards (scripts/check-guards.sh)
 #   3. gcc build, -Werror, -O2, benchmarks too, and every CTest test -> build/gcc
 #   4. clang build with ASan+UBSan, -Werror, and every test       -> build/asan
-#   5. libFuzzer build; each harness runs a few seconds           -> build/fuzz
-#   6. install to a scratch prefix; consumers built with pkg-config and
+#   5. clang build with TSan, -Werror: tests/tsan/ stress programs -> build/tsan
+#      (Criterion cannot start under TSan)
+#   6. libFuzzer build; each harness runs a few seconds           -> build/fuzz
+#   7. install to a scratch prefix; consumers built with pkg-config and
 #      find_package(zring), shared and static, must run
 # Every step runs even when an earlier one failed; the last line says what
 # failed, and the exit status is non-zero if anything did.
@@ -68,6 +70,24 @@ asan_build() {
 		-DCMAKE_C_FLAGS_DEBUG="-g -O1" -DZR_WERROR=ON "-DZR_SANITIZER=address;undefined"
 }
 
+# ThreadSanitizer: app threads, io threads and broker threads racing over
+# tcp:// and ipc:// (tests/tsan/, zring.tsan.*; each checks exact counts).
+# Only those programs and what they link are built: -DZR_SANITIZER=thread
+# registers no Criterion test, and the fuzz replays and tool tests the build
+# also defines are run by the other steps (-L tsan leaves them out). A TSan
+# report fails its test (halt_on_error, and the output is matched for it).
+tsan_build() {
+	local dir=build/tsan
+	mkdir -p build
+	[[ ${ZR_CLEAN:-0} == 1 ]] && rm -rf "$dir"
+	cmake -S "$root" -B "$dir" -G Ninja -Wno-dev -DCMAKE_C_COMPILER=clang \
+		-DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-g -O1" -DZR_WERROR=ON \
+		-DZR_SANITIZER=thread >"$dir.configure.log" 2>&1 ||
+		{ cat "$dir.configure.log"; return 1; }
+	cmake --build "$dir" -j "$jobs" --target zr_tsan || return 1
+	ctest --test-dir "$dir" -L tsan -j "$jobs" --output-on-failure --no-tests=error
+}
+
 # Builds the libFuzzer harnesses (fuzz_<target>) and runs each for a few
 # seconds on its committed corpus. New inputs go to a scratch directory, never
 # into the repository; a crash leaves its input in build/fuzz/artifacts/.
@@ -128,6 +148,7 @@ step deps scripts/deps.sh
 step guards scripts/check-guards.sh
 step gcc gcc_build
 step asan asan_build
+step tsan tsan_build
 step fuzz fuzz_run
 step install scripts/check-install.sh build/gcc
 
