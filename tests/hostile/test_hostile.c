@@ -137,40 +137,6 @@ now_ms(void)
 
 /* ---- child processes ------------------------------------------------------ */
 
-static pid_t
-spawn(char *const argv[], int *in_fd, int *out_fd, int *err_fd)
-{
-	int in[2], out[2], err[2];
-	cr_assert(pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0 &&
-	          pipe2(err, O_CLOEXEC) == 0);
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	cr_assert(pid >= 0, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		signal(SIGPIPE, SIG_DFL);
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		dup2(err[1], 2);
-		for (int fd = 3; fd < 4096; fd++)
-			close(fd);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(in[0]);
-	close(out[1]);
-	close(err[1]);
-	*in_fd = in[1];
-	*out_fd = out[0];
-	if (err_fd != NULL)
-		*err_fd = err[0];
-	else
-		close(err[0]);
-	return pid;
-}
-
 /* Reads what is there (within timeout_ms) into the windows; keeps the newest
  * half when one fills. */
 static void
@@ -750,7 +716,7 @@ tg_start(const struct tg_opts *o)
 		argv[argc++] = extra_o[ne - 1];
 	}
 	argv[argc] = NULL;
-	T.pid = spawn(argv, &T.in_fd, &T.out.fd, &T.err.fd);
+	T.pid = tool_spawn(argv, &T.in_fd, &T.out.fd, &T.err.fd);
 
 	if (o->transport == T_TCP) {
 		const char *tag = "bound to ";
@@ -793,7 +759,7 @@ tg_start(const struct tg_opts *o)
 	                 T.spub,
 	                 NULL};
 	T.live_kind = o->live;
-	T.live_pid = spawn(pargv, &T.live_in, &T.live.fd, NULL);
+	T.live_pid = tool_spawn(pargv, &T.live_in, &T.live.fd, NULL);
 	cr_assert(wait_for(&T.live, "READY\n", 6, WAIT_MS), "the pyzmq peer did not start: %s",
 	          T.live.buf);
 	cr_assert(live_check(),
