@@ -11,22 +11,10 @@
 #include <unistd.h>
 
 #include "engine/engine.h"
+#include "rx_queued.h"
 #include "sock_helpers.h"
 
 #define WAIT_MS 10000
-
-/* How many messages the io thread has queued for the app once it holds at
- * least want (or timeout_ms passed), then after a quiet settle_ms more: the
- * positive part waits as long as a loaded machine needs, the "and no more"
- * part looks after the io thread had its chance to go past. */
-static size_t
-rx_queued_settled(zr_socket *s, size_t want, int timeout_ms, int settle_ms)
-{
-	for (int waited = 0; zr__spsc_count(&s->rx) < want && waited < timeout_ms; waited++)
-		sleep_ms(1);
-	sleep_ms(settle_ms);
-	return zr__spsc_count(&s->rx);
-}
 
 Test(engine_flow, a_stalled_receiver_holds_no_more_than_its_byte_budget)
 {

@@ -386,16 +386,20 @@ starve_end(struct starve *st)
 	st->n = 0;
 }
 
+/* A new context (*ctx) with a monitored PULL bound at ep whose listener is
+ * starved of descriptors and backing off; starve_end(st) gives them back. */
 static zr_socket *
-backoff_pull(zr_ctx *ctx)
+backoff_begin(struct starve *st, zr_ctx **ctx, char *ep, size_t cap)
 {
 	zr_socket *pull;
 
-	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
+	cr_assert_eq(zr_ctx_new(ctx), 0);
+	cr_assert_eq(zr_socket_open(*ctx, ZR_PULL, &pull), 0);
 	sopt_int(pull, ZR_LINGER, 0);
 	cr_assert_eq(zr_socket_monitor(pull, ZR_EVENT_ACCEPT_FAILED | ZR_EVENT_ACCEPTED |
 	                                             ZR_EVENT_CLOSED),
 	             0);
+	starve_begin(st, pull, ep, cap);
 	return pull;
 }
 
@@ -408,9 +412,7 @@ Test(engine_guard, a_listener_backing_off_after_emfile_resumes_when_descriptors_
 	struct zr_event ev;
 	int accepted = 0;
 
-	cr_assert_eq(zr_ctx_new(&ctx), 0);
-	pull = backoff_pull(ctx);
-	starve_begin(&st, pull, ep, sizeof ep);
+	pull = backoff_begin(&st, &ctx, ep, sizeof ep);
 	/* Still failing at the next try: the pause doubles. */
 	ev = expect_event(pull, ZR_EVENT_ACCEPT_FAILED);
 	cr_assert_not_null(strstr(ev.reason, "retrying in 200 ms"), "reason: %s", ev.reason);
@@ -431,9 +433,7 @@ Test(engine_guard, unbind_while_the_accept_backs_off_closes_the_listener)
 	zr_socket *pull;
 	char ep[128];
 
-	cr_assert_eq(zr_ctx_new(&ctx), 0);
-	pull = backoff_pull(ctx);
-	starve_begin(&st, pull, ep, sizeof ep);
+	pull = backoff_begin(&st, &ctx, ep, sizeof ep);
 	cr_assert_eq(zr_unbind(pull, ep), 0);
 	expect_event(pull, ZR_EVENT_CLOSED);
 	starve_end(&st);
@@ -459,9 +459,7 @@ Test(engine_guard, close_and_term_while_the_accept_backs_off_free_everything)
 	zr_socket *pull;
 	char ep[128];
 
-	cr_assert_eq(zr_ctx_new(&ctx), 0);
-	pull = backoff_pull(ctx);
-	starve_begin(&st, pull, ep, sizeof ep);
+	pull = backoff_begin(&st, &ctx, ep, sizeof ep);
 	zr_socket_close(pull);
 	zr_ctx_free(ctx); /* the retry timer must not outlive the listener (ASan) */
 	starve_end(&st);
@@ -474,9 +472,7 @@ Test(engine_guard, term_alone_while_the_accept_backs_off_frees_everything)
 	zr_socket *pull;
 	char ep[128];
 
-	cr_assert_eq(zr_ctx_new(&ctx), 0);
-	pull = backoff_pull(ctx);
-	starve_begin(&st, pull, ep, sizeof ep);
+	pull = backoff_begin(&st, &ctx, ep, sizeof ep);
 	zr_ctx_free(ctx); /* closes the socket the app left open */
 	starve_end(&st);
 	(void)pull;

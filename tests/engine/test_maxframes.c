@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "engine/engine.h"
+#include "rx_queued.h"
 #include "sock_helpers.h"
 
 #define WAIT_MS 10000
@@ -109,17 +110,6 @@ Test(engine_maxframes, a_message_over_the_limit_closes_the_link_and_one_at_it_pa
 	zr_msg_free(m);
 	cr_assert_eq(zr_recv(pull, &m, ZR_DONTWAIT), -EAGAIN);
 	sock_pair_free(ctx, push, pull);
-}
-
-/* How many messages the io thread has queued for the app once it holds at
- * least want (or timeout_ms passed), then after a quiet settle_ms more. */
-static size_t
-rx_queued_settled(zr_socket *s, size_t want, int timeout_ms, int settle_ms)
-{
-	for (int waited = 0; zr__spsc_count(&s->rx) < want && waited < timeout_ms; waited++)
-		sleep_ms(1);
-	sleep_ms(settle_ms);
-	return zr__spsc_count(&s->rx);
 }
 
 Test(engine_maxframes, rcvbytes_counts_16_octets_per_frame)

@@ -449,6 +449,21 @@ fp_pull(zr_ctx *ctx, struct fp_state *st, const struct fp_opts *o)
 
 /* ---- REQ (Lazy Pirate) / REP ---- */
 
+/* A REQ socket whose send or receive gives up after req_timeout, so that
+ * the Lazy Pirate loop can drop it and ask again on a new one. */
+static int
+fp_req_open(zr_ctx *ctx, const struct fp_opts *o, zr_socket **s)
+{
+	int rc = fp_open(ctx, ZR_REQ, o, false, s);
+
+	if (rc < 0)
+		return rc;
+	fp_setint(*s, ZR_RCVTIMEO, o->req_timeout);
+	fp_setint(*s, ZR_SNDTIMEO, o->req_timeout);
+	fp_setint(*s, ZR_LINGER, 0);
+	return 0;
+}
+
 static int
 fp_req(zr_ctx *ctx, struct fp_state *st, const struct fp_opts *o)
 {
@@ -460,11 +475,8 @@ fp_req(zr_ctx *ctx, struct fp_state *st, const struct fp_opts *o)
 	struct fp_opts ro = *o;
 
 	ro.linger = 0;
-	if (fp_open(ctx, ZR_REQ, &ro, false, &mon.s) < 0)
+	if (fp_req_open(ctx, &ro, &mon.s) < 0)
 		return 2;
-	fp_setint(mon.s, ZR_RCVTIMEO, o->req_timeout);
-	fp_setint(mon.s, ZR_SNDTIMEO, o->req_timeout);
-	fp_setint(mon.s, ZR_LINGER, 0);
 	for (uint64_t total = 0; !fp_stop && !fp_pause && (o->count == 0 || total < o->count);
 	     total++) {
 		uint64_t asked;
@@ -509,11 +521,8 @@ fp_req(zr_ctx *ctx, struct fp_state *st, const struct fp_opts *o)
 			atomic_fetch_add(&st->retries, 1);
 			atomic_fetch_add(&ep->disconnects, 1);
 			zr_socket_close(mon.s);
-			if (fp_open(ctx, ZR_REQ, &ro, false, &mon.s) < 0)
+			if (fp_req_open(ctx, &ro, &mon.s) < 0)
 				return 2;
-			fp_setint(mon.s, ZR_RCVTIMEO, o->req_timeout);
-			fp_setint(mon.s, ZR_SNDTIMEO, o->req_timeout);
-			fp_setint(mon.s, ZR_LINGER, 0);
 		}
 		if (done && retried) {
 			/* The client's outage: from the first ask to the answer. */

@@ -12,7 +12,7 @@
  *      /proc/PID/clear_refs before the case) minus its VmRSS before the case
  *      stays under the bound the case states. Under AddressSanitizer the
  *      allocator's own quarantine and shadow make RSS meaningless, so the
- *      bound is printed but not asserted there (HOSTILE_SANITIZED);
+ *      bound is printed but not asserted there (TOOL_SANITIZED);
  *   3. a libzmq peer (pyzmq, tests/hostile/peers/live_peer.py) connected on
  *      another connection before the attack is still served after it: a
  *      message it sends is printed by the target, or a message the target
@@ -63,17 +63,6 @@
 
 #define LIVE_SCRIPT ZR_SOURCE_DIR "/tests/hostile/peers/live_peer.py"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define HOSTILE_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define HOSTILE_SANITIZED 1
-#endif
-#endif
-#ifndef HOSTILE_SANITIZED
-#define HOSTILE_SANITIZED 0
-#endif
-
 /* The target's handshake deadline; the slow cases last a few times this. */
 #define HANDSHAKE_IVL "1000"
 /* How long "the input is ignored" waits for a close that must not come. */
@@ -84,8 +73,8 @@
 #define MIB 1024L
 
 /* Flood volumes; the sanitizer build is several times slower per octet. */
-#define FLOOD_BYTES (HOSTILE_SANITIZED ? 32L << 20 : 200L << 20)
-#define CURVE_FLOOD_FRAMES (HOSTILE_SANITIZED ? 200000L : 2000000L)
+#define FLOOD_BYTES (TOOL_SANITIZED ? 32L << 20 : 200L << 20)
+#define CURVE_FLOOD_FRAMES (TOOL_SANITIZED ? 200000L : 2000000L)
 #define MANY_CONNS 300
 
 enum transport {
@@ -136,40 +125,6 @@ now_ms(void)
 }
 
 /* ---- child processes ------------------------------------------------------ */
-
-static pid_t
-spawn(char *const argv[], int *in_fd, int *out_fd, int *err_fd)
-{
-	int in[2], out[2], err[2];
-	cr_assert(pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0 &&
-	          pipe2(err, O_CLOEXEC) == 0);
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	cr_assert(pid >= 0, "fork: %s", strerror(errno));
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		signal(SIGPIPE, SIG_DFL);
-		dup2(in[0], 0);
-		dup2(out[1], 1);
-		dup2(err[1], 2);
-		for (int fd = 3; fd < 4096; fd++)
-			close(fd);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(in[0]);
-	close(out[1]);
-	close(err[1]);
-	*in_fd = in[1];
-	*out_fd = out[0];
-	if (err_fd != NULL)
-		*err_fd = err[0];
-	else
-		close(err[0]);
-	return pid;
-}
 
 /* Reads what is there (within timeout_ms) into the windows; keeps the newest
  * half when one fills. */
@@ -269,17 +224,7 @@ live_write(const char *line)
 static long
 tg_status_kib(const char *field)
 {
-	char path[64], line[256];
-	long v = -1;
-	snprintf(path, sizeof path, "/proc/%d/status", (int)T.pid);
-	FILE *f = fopen(path, "r");
-	if (f == NULL)
-		return -1;
-	while (fgets(line, sizeof line, f) != NULL)
-		if (strncmp(line, field, strlen(field)) == 0 && line[strlen(field)] == ':')
-			v = strtol(line + strlen(field) + 1, NULL, 10);
-	fclose(f);
-	return v;
+	return tool_status_kib(T.pid, field);
 }
 
 /* Resets the peak RSS (VmHWM) to the current RSS (Linux 4.0+). */
@@ -750,7 +695,7 @@ tg_start(const struct tg_opts *o)
 		argv[argc++] = extra_o[ne - 1];
 	}
 	argv[argc] = NULL;
-	T.pid = spawn(argv, &T.in_fd, &T.out.fd, &T.err.fd);
+	T.pid = tool_spawn(argv, &T.in_fd, &T.out.fd, &T.err.fd);
 
 	if (o->transport == T_TCP) {
 		const char *tag = "bound to ";
@@ -793,7 +738,7 @@ tg_start(const struct tg_opts *o)
 	                 T.spub,
 	                 NULL};
 	T.live_kind = o->live;
-	T.live_pid = spawn(pargv, &T.live_in, &T.live.fd, NULL);
+	T.live_pid = tool_spawn(pargv, &T.live_in, &T.live.fd, NULL);
 	cr_assert(wait_for(&T.live, "READY\n", 6, WAIT_MS), "the pyzmq peer did not start: %s",
 	          T.live.buf);
 	cr_assert(live_check(),
@@ -871,13 +816,13 @@ case_end(struct hcase *c, bool conn_ok, const char *how, long bound_mib)
 	if (peak2 > peak)
 		peak = peak2;
 	bool mem_ok = alive && peak - c->rss0 < bound_mib * MIB;
-	bool pass = alive && conn_ok && live && (mem_ok || HOSTILE_SANITIZED);
+	bool pass = alive && conn_ok && live && (mem_ok || TOOL_SANITIZED);
 
 	fprintf(stderr,
 	        "hostile: %s: %s; connection: %s; RSS %ld -> %ld KiB, peak %ld KiB (bound +%ld "
 	        "MiB%s); libzmq peer served: %s%s\n",
 	        c->what, pass ? "PASS" : "FAIL", how, c->rss0, rss1, peak, bound_mib,
-	        HOSTILE_SANITIZED ? ", not asserted under ASan" : "", live ? "yes" : "no",
+	        TOOL_SANITIZED ? ", not asserted under ASan" : "", live ? "yes" : "no",
 	        alive ? "" : "; TARGET DIED");
 	cr_assert(alive, "%s: the target died (%d); stderr: %s", c->what, T.died, T.err.buf);
 	/* A sanitizer build of the target reports on its stderr and may go on. */
@@ -886,7 +831,7 @@ case_end(struct hcase *c, bool conn_ok, const char *how, long bound_mib)
 	          "%s: the target reported: %s", c->what, T.err.buf);
 	cr_expect(conn_ok, "%s: connection: %s", c->what, how);
 	cr_expect(live, "%s: the libzmq peer on another connection was not served", c->what);
-	if (!HOSTILE_SANITIZED)
+	if (!TOOL_SANITIZED)
 		cr_expect(mem_ok, "%s: RSS peak %ld KiB from %ld KiB, over the bound of +%ld MiB",
 		          c->what, peak, c->rss0, bound_mib);
 }

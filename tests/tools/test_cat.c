@@ -45,16 +45,13 @@ static struct tool tool;
 static void
 teardown(void)
 {
-	tool_kill(&tool);
-	zl_proc_stop(&peer, 2000);
+	tool_peer_fini(&tool);
 }
 
 static void
 setup(void)
 {
-	signal(SIGPIPE, SIG_IGN); /* a tool that exited early must not kill us */
-	tool_reset(&tool);
-	cr_assert(access(ZRING, X_OK) == 0, "%s is not built", ZRING);
+	tool_peer_init(&tool);
 }
 
 TestSuite(cat, .init = setup, .fini = teardown, .timeout = 120);

@@ -50,55 +50,21 @@
  * flood grows it by hundreds of MiB. */
 #define FLOOD_RSS_BOUND (16u << 20)
 
-#if defined(__SANITIZE_ADDRESS__)
-#define FLOOD_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
-#define FLOOD_SANITIZED 1
-#endif
-#endif
-#ifndef FLOOD_SANITIZED
-#define FLOOD_SANITIZED 0
-#endif
-
 static struct tool tool;
 
 static void
 teardown(void)
 {
-	tool_kill(&tool);
-	zl_proc_stop(&peer, 2000);
+	tool_peer_fini(&tool);
 }
 
 static void
 setup(void)
 {
-	signal(SIGPIPE, SIG_IGN);
-	tool_reset(&tool);
-	cr_assert(access(ZRING, X_OK) == 0, "%s is not built", ZRING);
+	tool_peer_init(&tool);
 }
 
 TestSuite(cat_flood, .init = setup, .fini = teardown, .timeout = 240);
-
-/* A line of /proc/PID/status ("VmRSS", "VmHWM") in KiB. */
-static long
-proc_kib(pid_t pid, const char *field)
-{
-	char path[64], line[256];
-	size_t n = strlen(field);
-	long v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	f = fopen(path, "r");
-	cr_assert_not_null(f, "%s: %s", path, strerror(errno));
-	while (fgets(line, sizeof line, f) != NULL)
-		if (strncmp(line, field, n) == 0 && line[n] == ':')
-			v = strtol(line + n + 1, NULL, 10);
-	fclose(f);
-	cr_assert_geq(v, 0, "no %s in %s", field, path);
-	return v;
-}
 
 /* ---- a raw ZMTP client: a TCP socket and the codec ------------------------ */
 
@@ -287,9 +253,9 @@ flood_and_check(const char *ep, const struct zr_zmtp_config *cfg, flood_fill *fi
 
 	raw_handshake(&r, ep, cfg);
 	wire_per_frame = zr_zmtp_frame_wire_size(&r.z, 0); /* 2; under CURVE 2 + 33 */
-	before = proc_kib(tool.pid, "VmRSS");
+	before = tool_proc_kib(tool.pid, "VmRSS");
 	sent = raw_flood(&r, fill, cap, &closed);
-	peak = proc_kib(tool.pid, "VmHWM");
+	peak = tool_proc_kib(tool.pid, "VmHWM");
 	close(r.fd);
 	zr_zmtp_fini(&r.z);
 	cr_log_info("flood: %zu octets (%zu frames) sent; tool RSS %ld KiB before, peak %ld KiB",
@@ -300,7 +266,7 @@ flood_and_check(const char *ep, const struct zr_zmtp_config *cfg, flood_fill *fi
 	cr_assert_lt(sent, cap, "the close came only at the flood's cap");
 	cr_assert_geq(sent / wire_per_frame, 65536, "closed before the limit: %zu frames",
 	              sent / wire_per_frame);
-	if (FLOOD_SANITIZED) {
+	if (TOOL_SANITIZED) {
 		cr_log_info("sanitizer build: RSS bound not checked");
 		return;
 	}

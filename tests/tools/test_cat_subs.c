@@ -27,32 +27,18 @@
 
 #include "tools/tool_peer.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define SANITIZED 1
-#endif
-#endif
-#ifndef SANITIZED
-#define SANITIZED 0
-#endif
-
 static struct tool tool;
 
 static void
 teardown(void)
 {
-	tool_kill(&tool);
-	zl_proc_stop(&peer, 2000);
+	tool_peer_fini(&tool);
 }
 
 static void
 setup(void)
 {
-	signal(SIGPIPE, SIG_IGN);
-	tool_reset(&tool);
-	cr_assert(access(ZRING, X_OK) == 0, "%s is not built", ZRING);
+	tool_peer_init(&tool);
 }
 
 TestSuite(cat_subs, .init = setup, .fini = teardown, .timeout = 180);
@@ -80,27 +66,6 @@ proc_cpu_s(pid_t pid)
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
-/* A /proc/PID/status figure in kB (VmRSS, VmHWM). */
-static long
-proc_kb(pid_t pid, const char *field)
-{
-	char path[64], line[256];
-	long kb = -1;
-	size_t flen = strlen(field);
-	FILE *f;
-
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	f = fopen(path, "r");
-	cr_assert(f != NULL);
-	while (fgets(line, sizeof line, f) != NULL) {
-		if (strncmp(line, field, flen) == 0 && line[flen] == ':')
-			kb = atol(line + flen + 1);
-	}
-	fclose(f);
-	cr_assert_geq(kb, 0, "no %s in %s", field, path);
-	return kb;
-}
-
 #define FLOOD 100000
 
 Test(cat_subs, a_subscribe_flood_is_cut_off_with_bounded_cpu_and_memory_and_a_sub_is_served_after)
@@ -121,7 +86,7 @@ Test(cat_subs, a_subscribe_flood_is_cut_off_with_bounded_cpu_and_memory_and_a_su
 	}
 	int fd = rp_connect(ep, 1);
 	double cpu0 = proc_cpu_s(tool.pid);
-	long rss0 = proc_kb(tool.pid, "VmRSS");
+	long rss0 = tool_proc_kib(tool.pid, "VmRSS");
 
 	(void)rp_write_all(fd, flood, len); /* cut short when the PUB closes */
 	free(flood);
@@ -133,18 +98,18 @@ Test(cat_subs, a_subscribe_flood_is_cut_off_with_bounded_cpu_and_memory_and_a_su
 	cr_assert(strstr(why, "subscriptions over SUBS_MAXBYTES") != NULL, "reason: %s", why);
 
 	double cpu = proc_cpu_s(tool.pid) - cpu0;
-	long grew_kb = proc_kb(tool.pid, "VmHWM") - rss0;
+	long grew_kb = tool_proc_kib(tool.pid, "VmHWM") - rss0;
 
 	/* Before the trie and the limits: 5.1 s of CPU for this flood (linear
 	 * scans); now ~0.1 s. The bound is CPU time, not wall time: a loaded
 	 * machine does not inflate it, a sanitizer does. */
-	double cpu_max = SANITIZED ? 20.0 : 2.0;
+	double cpu_max = TOOL_SANITIZED ? 20.0 : 2.0;
 
 	cr_assert_lt(cpu, cpu_max, "the flood cost zring %.2f s of CPU", cpu);
 	/* The limit bounds what the trie takes (16 MiB charged); the rest is
 	 * the connection's buffers and the allocator's slack. A sanitizer's
 	 * shadow memory and quarantine make the figure meaningless there. */
-	if (!SANITIZED)
+	if (!TOOL_SANITIZED)
 		cr_assert_lt(grew_kb, 24 * 1024, "peak RSS grew by %ld kB", grew_kb);
 	cr_log_info("flood: %.2f s CPU, peak RSS +%ld kB", cpu, grew_kb);
 

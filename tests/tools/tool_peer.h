@@ -4,12 +4,14 @@
  * Include after tools/zl_proc.c, with PEER_SCRIPT (the peer program),
  * WAIT_MS (every wait's bound) and ZR_PYTHON defined. The peer prints
  * "READY <endpoint>" first, then one line per event the test expects.
+ * tool_peer_init/fini need struct tool: include after tools/tool_proc.h.
  */
 #ifndef ZR_TESTS_TOOLS_TOOL_PEER_H
 #define ZR_TESTS_TOOLS_TOOL_PEER_H
 
 #include <criterion/criterion.h>
 
+#include <signal.h>
 #include <stdarg.h>
 #include <string.h>
 #include <unistd.h>
@@ -60,6 +62,22 @@ peer_expect(const char *want)
 	int rc = zl_proc_readline(&peer, peer_line, sizeof(peer_line), WAIT_MS);
 	cr_assert(rc >= 0, "pyzmq peer: no line (want '%s'): %s", want, strerror(-rc));
 	cr_assert_str_eq(peer_line, want);
+}
+
+/* The fixture of a suite with one tool and one peer per test. */
+static inline void
+tool_peer_init(struct tool *t)
+{
+	signal(SIGPIPE, SIG_IGN); /* a tool that exited early must not kill us */
+	tool_reset(t);
+	cr_assert(access(ZRING, X_OK) == 0, "%s is not built", ZRING);
+}
+
+static inline void
+tool_peer_fini(struct tool *t)
+{
+	tool_kill(t);
+	zl_proc_stop(&peer, 2000);
 }
 
 #endif /* ZR_TESTS_TOOLS_TOOL_PEER_H */

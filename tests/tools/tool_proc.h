@@ -26,6 +26,20 @@
 #endif
 
 #define ZRING ZR_BINARY_DIR "/tools/zring"
+
+/* 1 in a sanitizer build: its shadow memory and quarantine make RSS figures
+ * meaningless and every octet slower, so memory bounds are not asserted and
+ * volumes are smaller there. */
+#if defined(__SANITIZE_ADDRESS__)
+#define TOOL_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(undefined_behavior_sanitizer)
+#define TOOL_SANITIZED 1
+#endif
+#endif
+#ifndef TOOL_SANITIZED
+#define TOOL_SANITIZED 0
+#endif
 /* Generous: two cores shared by every build and test of the project. */
 #define WAIT_MS 20000
 
@@ -38,6 +52,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -92,22 +107,13 @@ tool_kill(struct tool *t)
 	tool_fd_close(&t->err_fd);
 }
 
-/* Starts `zring CMD ARG...`: first, then the NULL-terminated rest in ap. */
-static inline void
-tool_vbegin(struct tool *t, const char *cmd, const char *first, va_list ap)
+/* Starts argv[0] with pipes on its stdin, stdout and stderr (the parent's
+ * ends in *in_fd, *out_fd and *err_fd; err_fd NULL: its stderr is dropped).
+ * The child dies with the test process. */
+static inline pid_t
+tool_spawn(char *const argv[], int *in_fd, int *out_fd, int *err_fd)
 {
-	char *argv[40];
-	int argc = 0;
 	int in[2], out[2], err[2];
-
-	cr_assert(t->pid == 0);
-	argv[argc++] = (char *)ZRING;
-	argv[argc++] = (char *)cmd;
-	for (const char *a = first; a != NULL; a = va_arg(ap, const char *)) {
-		cr_assert(argc < 39);
-		argv[argc++] = (char *)a;
-	}
-	argv[argc] = NULL;
 
 	cr_assert(pipe2(in, O_CLOEXEC) == 0 && pipe2(out, O_CLOEXEC) == 0 &&
 	          pipe2(err, O_CLOEXEC) == 0);
@@ -122,21 +128,43 @@ tool_vbegin(struct tool *t, const char *cmd, const char *first, va_list ap)
 		dup2(in[0], 0);
 		dup2(out[1], 1);
 		dup2(err[1], 2);
-		/* Not the pipes of other tools or of a pyzmq peer: each must see
-		 * its own stdin close. */
-		for (int fd = 3; fd < 1024; fd++)
+		/* Not the pipes of other children or the test's own sockets: each
+		 * child must see its own stdin close, each socket its own close. */
+		for (int fd = 3; fd < 4096; fd++)
 			close(fd);
-		execv(ZRING, argv);
+		execv(argv[0], argv);
 		_exit(127);
 	}
 	close(in[0]);
 	close(out[1]);
 	close(err[1]);
+	*in_fd = in[1];
+	*out_fd = out[0];
+	if (err_fd != NULL)
+		*err_fd = err[0];
+	else
+		close(err[0]);
+	return pid;
+}
+
+/* Starts `zring CMD ARG...`: first, then the NULL-terminated rest in ap. */
+static inline void
+tool_vbegin(struct tool *t, const char *cmd, const char *first, va_list ap)
+{
+	char *argv[40];
+	int argc = 0;
+
+	cr_assert(t->pid == 0);
+	argv[argc++] = (char *)ZRING;
+	argv[argc++] = (char *)cmd;
+	for (const char *a = first; a != NULL; a = va_arg(ap, const char *)) {
+		cr_assert(argc < 39);
+		argv[argc++] = (char *)a;
+	}
+	argv[argc] = NULL;
+
+	t->pid = tool_spawn(argv, &t->in_fd, &t->out_fd, &t->err_fd);
 	t->cmd = cmd;
-	t->pid = pid;
-	t->in_fd = in[1];
-	t->out_fd = out[0];
-	t->err_fd = err[0];
 	t->out_len = t->err_len = 0;
 	t->out[0] = t->err[0] = '\0';
 }
@@ -262,6 +290,37 @@ tool_count_char(const char *s, size_t len, char c)
 	for (size_t i = 0; i < len; i++)
 		n += s[i] == c;
 	return n;
+}
+
+/* A figure of /proc/PID/status in KiB ("VmRSS", "VmHWM"), or -1 if the
+ * process or the field is gone. */
+static inline long
+tool_status_kib(pid_t pid, const char *field)
+{
+	char path[64], line[256];
+	size_t n = strlen(field);
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof line, f) != NULL)
+		if (strncmp(line, field, n) == 0 && line[n] == ':')
+			v = strtol(line + n + 1, NULL, 10);
+	fclose(f);
+	return v;
+}
+
+/* The same, failing the test if the figure is missing. */
+static inline long
+tool_proc_kib(pid_t pid, const char *field)
+{
+	long v = tool_status_kib(pid, field);
+
+	cr_assert_geq(v, 0, "no %s in /proc/%d/status", field, (int)pid);
+	return v;
 }
 
 #endif /* ZR_TESTS_TOOLS_TOOL_PROC_H */
