@@ -536,6 +536,9 @@ pr_handshake(struct pr_ctx *c, struct pr_conn *k, const struct pr_hs *hs)
 				return 0;
 			}
 		}
+		rc = codec_flush(k);
+		if (rc < 0)
+			return rc;
 		uint64_t now = pr_now_ms();
 		if (now >= deadline)
 			return -ETIMEDOUT;
