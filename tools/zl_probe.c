@@ -130,7 +130,11 @@ learn_peer(struct pr_ctx *c, char *why, size_t cap)
 	int rc;
 
 	if (o->peer_type < 0) {
-		struct pr_hs hs = {.our_type = ZR_DEALER, .our_type_set = true};
+		/* Its READY only: ours (of a type it may refuse) is never sent, so
+		 * a connecting peer just sees an unfinished handshake and
+		 * reconnects as usual. */
+		static const uint8_t nothing[1];
+		struct pr_hs hs = {.frame = nothing, .frame_len = 0};
 		rc = pr_open(c, &k, o->listen ? 10000 : 2000);
 		if (rc < 0) {
 			snprintf(why, cap, "cannot connect: %s", strerror(-rc));
@@ -386,7 +390,8 @@ conversation(const struct pr_ctx *c, uint64_t *s, struct unit *u)
 			}
 		} else if (r == 3) {
 			uint8_t d[18] = {0, (uint8_t)(rnd(s) % 100)};
-			size_t cl = (size_t)(rnd(s) % 17);
+			/* The largest valid context is the interesting one. */
+			size_t cl = rnd(s) % 3 == 0 ? 16 : (size_t)(rnd(s) % 17);
 			u[n].len = (size_t)zr_zmtp_cmd_encode(u[n].b, sizeof(u[n].b), "PING", d, 2 + cl);
 			n++;
 		} else if (r == 4) {
@@ -418,7 +423,22 @@ mutate(uint64_t *s, struct unit *u, size_t *n)
 		size_t i = (size_t)(rnd(s) % *n);
 		struct unit *x = &u[i];
 		bool greeting = i == 0;
-		switch (rnd(s) % 10) {
+		switch (rnd(s) % 12) {
+		case 10:
+		case 11: /* resize a short frame's body, its size field kept true */
+			if (!greeting && x->len >= 2 && !(x->b[0] & ZR_ZMTP_LONG)) {
+				size_t body = x->len - 2;
+				uint64_t r = rnd(s) % 3;
+				size_t nb = r == 0 ? body + 1 : r == 1 ? (body > 0 ? body - 1 : 0)
+				                                       : body + 1 + (size_t)(rnd(s) % 8);
+				if (nb > 255)
+					nb = 255;
+				for (size_t k = body; k < nb; k++)
+					x->b[2 + k] = (uint8_t)rnd(s);
+				x->b[1] = (uint8_t)nb;
+				x->len = 2 + nb;
+			}
+			break;
 		case 0: /* flip a bit anywhere */
 			if (x->len > 0)
 				x->b[rnd(s) % x->len] ^= (uint8_t)(1u << (rnd(s) % 8));
@@ -525,8 +545,9 @@ play(struct pr_ctx *c, const uint8_t *b, const struct step *st, size_t nst)
 		pr_read(&k, 0);
 		k.in_len = 0;
 	}
-	/* Long enough for the peer to act on what it got. */
-	uint64_t end = pr_now_ms() + 100;
+	/* Long enough for the peer to act on what it got (the oracle that
+	 * follows catches what takes longer). */
+	uint64_t end = pr_now_ms() + 20;
 	while (!k.closed && pr_now_ms() < end)
 		if (pr_read(&k, 20) > 0)
 			k.in_len = 0;

@@ -389,7 +389,7 @@ raw_handshake(struct pr_ctx *c, struct pr_conn *k, const struct pr_hs *hs, int t
 	/* Our READY. */
 	size_t blen;
 	if (hs != NULL && hs->frame != NULL) {
-		frame = malloc(hs->frame_len);
+		frame = malloc(hs->frame_len + 1);
 		if (frame == NULL)
 			return -ENOMEM;
 		memcpy(frame, hs->frame, hs->frame_len);
