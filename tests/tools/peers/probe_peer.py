@@ -72,9 +72,14 @@ def main(argv):
         if r and sys.stdin.read(1) == "":
             break
         for s, _ in poller.poll(20):
-            frames = s.recv_multipart()
-            if argv[0] == "REP":
-                s.send_multipart(frames)
+            # Drain everything queued: a flood must not wait on this loop.
+            for _ in range(100000):
+                try:
+                    frames = s.recv_multipart(zmq.NOBLOCK)
+                except zmq.Again:
+                    break
+                if argv[0] == "REP":
+                    s.send_multipart(frames)
         if argv[0] == "PUB" and time.monotonic() >= next_pub:
             sock.send(b"tick")
             next_pub = time.monotonic() + 0.05
