@@ -62,7 +62,7 @@ static const char probe_usage[] =
 	"  --peer-heartbeat-timeout MS  the peer's heartbeat timeout (enables\n"
 	"                    heartbeat.silent-peer)\n"
 	"  --pid PID         the peer's process: crash = gone, flood cases report and\n"
-	"                    bound its memory (VmRSS from /proc)\n"
+	"                    bound its memory (VmRSS from /proc); 0: unknown\n"
 	"  --limit MS        how long a case waits for an answer (default 1000)\n"
 	"  --case PREFIX     run only the cases whose name starts with PREFIX\n"
 	"  --list            print the catalogue and exit\n"
@@ -805,7 +805,7 @@ zl_probe_main(int argc, char **argv)
 			o.peer_hb_tmo = (uint32_t)v;
 		} else if (strcmp(a, "--pid") == 0) {
 			NEED_VAL();
-			if (!zl_parse_int(val, 1, 1 << 30, &v))
+			if (!zl_parse_int(val, 0, 1 << 30, &v))
 				return USAGE_ERROR("--pid wants a process id, not '%s'", val);
 			o.pid = (pid_t)v;
 		} else if (strcmp(a, "--limit") == 0) {
