@@ -106,12 +106,12 @@ static int
 compatible_type(int peer)
 {
 	static const int pairs[][2] = {
-		{ZR_PAIR, ZR_PAIR},     {ZR_PUB, ZR_SUB},       {ZR_SUB, ZR_PUB},
-		{ZR_REQ, ZR_REP},       {ZR_REP, ZR_REQ},       {ZR_DEALER, ZR_DEALER},
-		{ZR_ROUTER, ZR_DEALER}, {ZR_PULL, ZR_PUSH},     {ZR_PUSH, ZR_PULL},
-		{ZR_XPUB, ZR_SUB},      {ZR_XSUB, ZR_PUB},      {ZR_SERVER, ZR_CLIENT},
-		{ZR_CLIENT, ZR_SERVER}, {ZR_RADIO, ZR_DISH},    {ZR_DISH, ZR_RADIO},
-		{ZR_GATHER, ZR_SCATTER}, {ZR_SCATTER, ZR_GATHER}, {ZR_PEER, ZR_PEER},
+		{ZR_PAIR, ZR_PAIR},       {ZR_PUB, ZR_SUB},        {ZR_SUB, ZR_PUB},
+		{ZR_REQ, ZR_REP},         {ZR_REP, ZR_REQ},        {ZR_DEALER, ZR_DEALER},
+		{ZR_ROUTER, ZR_DEALER},   {ZR_PULL, ZR_PUSH},      {ZR_PUSH, ZR_PULL},
+		{ZR_XPUB, ZR_SUB},        {ZR_XSUB, ZR_PUB},       {ZR_SERVER, ZR_CLIENT},
+		{ZR_CLIENT, ZR_SERVER},   {ZR_RADIO, ZR_DISH},     {ZR_DISH, ZR_RADIO},
+		{ZR_GATHER, ZR_SCATTER},  {ZR_SCATTER, ZR_GATHER}, {ZR_PEER, ZR_PEER},
 		{ZR_CHANNEL, ZR_CHANNEL},
 	};
 	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
@@ -211,15 +211,15 @@ print_summary(FILE *f, const unsigned n[PR_VERDICTS])
 	fprintf(f,
 	        "probe: %u pass, %u lenient, %u violations, %u crashes, %u hangs, %u degraded"
 	        ", %u skipped\n",
-	        n[PR_PASS], n[PR_LENIENT], n[PR_VIOLATION], n[PR_CRASH], n[PR_HANG],
-	        n[PR_DEGRADED], n[PR_SKIP]);
+	        n[PR_PASS], n[PR_LENIENT], n[PR_VIOLATION], n[PR_CRASH], n[PR_HANG], n[PR_DEGRADED],
+	        n[PR_SKIP]);
 }
 
 static int
 exit_status(const unsigned n[PR_VERDICTS])
 {
 	return n[PR_VIOLATION] + n[PR_CRASH] + n[PR_HANG] + n[PR_DEGRADED] > 0 ? ZL_PROBE_FINDINGS
-	                                                                      : ZL_PROBE_OK;
+	                                                                       : ZL_PROBE_OK;
 }
 
 static int
@@ -282,8 +282,7 @@ run_catalogue(struct pr_ctx *c)
 	if (!o->quiet)
 		printf("zring probe: %s, peer %s (ZMTP 3.%u, %s), %zu cases\n", o->endpoint,
 		       zr_socktype_name(o->peer_type), c->peer_minor,
-		       c->peer_pongs ? "answers PING" : "no PONG: liveness = handshake",
-		       n);
+		       c->peer_pongs ? "answers PING" : "no PONG: liveness = handshake", n);
 	for (size_t i = 0; i < n; i++) {
 		const struct pr_case *k = sel[i];
 		const char *skip = skip_reason(c, k);
@@ -295,7 +294,8 @@ run_catalogue(struct pr_ctx *c)
 		c->obs[0] = '\0';
 		if (crashed != NULL) {
 			r->verdict = PR_SKIP;
-			snprintf(r->obs, sizeof(r->obs), "not run: the peer crashed at %s", crashed);
+			snprintf(r->obs, sizeof(r->obs), "not run: the peer crashed at %s",
+			         crashed);
 			continue;
 		}
 		if (skip != NULL) {
@@ -384,7 +384,8 @@ conversation(const struct pr_ctx *c, uint64_t *s, struct unit *u)
 			unsigned frames = 1 + (unsigned)(rnd(s) % 3);
 			for (unsigned f = 0; f < frames && n < FUZZ_UNITS - 4; f++) {
 				size_t len = (size_t)(rnd(s) % 300);
-				int h = zr_zmtp_frame_header(u[n].b, len, f + 1 < frames ? ZR_ZMTP_MORE : 0);
+				int h = zr_zmtp_frame_header(u[n].b, len,
+				                             f + 1 < frames ? ZR_ZMTP_MORE : 0);
 				memset(u[n].b + h, 'a' + (int)(rnd(s) % 26), len);
 				u[n++].len = (size_t)h + len;
 			}
@@ -392,7 +393,8 @@ conversation(const struct pr_ctx *c, uint64_t *s, struct unit *u)
 			uint8_t d[18] = {0, (uint8_t)(rnd(s) % 100)};
 			/* The largest valid context is the interesting one. */
 			size_t cl = rnd(s) % 3 == 0 ? 16 : (size_t)(rnd(s) % 17);
-			u[n].len = (size_t)zr_zmtp_cmd_encode(u[n].b, sizeof(u[n].b), "PING", d, 2 + cl);
+			u[n].len = (size_t)zr_zmtp_cmd_encode(u[n].b, sizeof(u[n].b), "PING", d,
+			                                      2 + cl);
 			n++;
 		} else if (r == 4) {
 			u[n].len = (size_t)zr_zmtp_cmd_encode(u[n].b, sizeof(u[n].b),
@@ -400,15 +402,28 @@ conversation(const struct pr_ctx *c, uint64_t *s, struct unit *u)
 			                                      (const uint8_t *)"topic", rnd(s) % 6);
 			n++;
 		} else {
-			u[n].len = (size_t)zr_zmtp_cmd_encode(u[n].b, sizeof(u[n].b), "PONG", NULL, 0);
+			u[n].len =
+				(size_t)zr_zmtp_cmd_encode(u[n].b, sizeof(u[n].b), "PONG", NULL, 0);
 			n++;
 		}
 	}
 	return n;
 }
 
-static const uint64_t interesting[] = {0, 1, 16, 17, 127, 128, 255, 256, 65535, 65536,
-                                       1ull << 31, 1ull << 32, (1ull << 63) - 1, 1ull << 63,
+static const uint64_t interesting[] = {0,
+                                       1,
+                                       16,
+                                       17,
+                                       127,
+                                       128,
+                                       255,
+                                       256,
+                                       65535,
+                                       65536,
+                                       1ull << 31,
+                                       1ull << 32,
+                                       (1ull << 63) - 1,
+                                       1ull << 63,
                                        UINT64_MAX};
 
 /* Structure-aware mutations: the units are greetings and frames, so a
@@ -429,8 +444,9 @@ mutate(uint64_t *s, struct unit *u, size_t *n)
 			if (!greeting && x->len >= 2 && !(x->b[0] & ZR_ZMTP_LONG)) {
 				size_t body = x->len - 2;
 				uint64_t r = rnd(s) % 3;
-				size_t nb = r == 0 ? body + 1 : r == 1 ? (body > 0 ? body - 1 : 0)
-				                                       : body + 1 + (size_t)(rnd(s) % 8);
+				size_t nb = r == 0   ? body + 1
+				            : r == 1 ? (body > 0 ? body - 1 : 0)
+				                     : body + 1 + (size_t)(rnd(s) % 8);
 				if (nb > 255)
 					nb = 255;
 				for (size_t k = body; k < nb; k++)
@@ -449,7 +465,8 @@ mutate(uint64_t *s, struct unit *u, size_t *n)
 			break;
 		case 2: /* the size field: an interesting value, same form */
 			if (!greeting && x->len >= 2) {
-				uint64_t v = interesting[rnd(s) % (sizeof(interesting) / sizeof(interesting[0]))];
+				uint64_t v = interesting[rnd(s) % (sizeof(interesting) /
+				                                   sizeof(interesting[0]))];
 				if ((x->b[0] & ZR_ZMTP_LONG) && x->len >= 9)
 					for (int k = 0; k < 8; k++)
 						x->b[1 + k] = (uint8_t)(v >> (56 - 8 * k));
@@ -603,11 +620,13 @@ run_fuzz(struct pr_ctx *c)
 			v = pr_live(c, why, sizeof(why));
 		}
 		if (isatty(2))
-			fprintf(stderr, "\r\033[Kfuzz: %u conversations, %u findings", iter, findings);
+			fprintf(stderr, "\r\033[Kfuzz: %u conversations, %u findings", iter,
+			        findings);
 		if (v == PR_PASS)
 			continue;
 		findings++;
-		int rc = write_repro(o->out_dir, seed, iter, v, why, b, st, nst, path, sizeof(path));
+		int rc =
+			write_repro(o->out_dir, seed, iter, v, why, b, st, nst, path, sizeof(path));
 		printf("finding: iteration %u: %s (%s): %s\n", iter, pr_verdict_name(v), why,
 		       rc == 0 ? path : strerror(-rc));
 		if (v == PR_CRASH)
@@ -685,7 +704,8 @@ run_replay(struct pr_ctx *c)
 	free(line);
 	fclose(f);
 	if (rc < 0) {
-		fprintf(stderr, "zring probe: %s: not a reproducer (lines: write HEX, sleep MS, # ...)\n",
+		fprintf(stderr,
+		        "zring probe: %s: not a reproducer (lines: write HEX, sleep MS, # ...)\n",
 		        c->o->replay);
 		free(b);
 		free(st);
@@ -708,8 +728,8 @@ run_replay(struct pr_ctx *c)
 /* ---- the command line ----------------------------------------------------------- */
 
 /* A literal format, so the compiler checks every call's arguments. */
-#define USAGE_ERROR(...)                                                                      \
-	(fprintf(stderr, "zring probe: " __VA_ARGS__), fprintf(stderr, "\n\n%s", probe_usage),  \
+#define USAGE_ERROR(...)                                                                       \
+	(fprintf(stderr, "zring probe: " __VA_ARGS__), fprintf(stderr, "\n\n%s", probe_usage), \
 	 ZL_PROBE_USAGE)
 
 static int
@@ -726,8 +746,8 @@ static void
 print_list(void)
 {
 	for (size_t i = 0; i < pr_case_count; i++)
-		printf("%-30s %-14s %-28s %s\n", pr_cases[i].name, pr_cases[i].group, pr_cases[i].rfc,
-		       pr_cases[i].expected);
+		printf("%-30s %-14s %-28s %s\n", pr_cases[i].name, pr_cases[i].group,
+		       pr_cases[i].rfc, pr_cases[i].expected);
 	printf("%zu cases\n", pr_case_count);
 }
 
@@ -745,11 +765,11 @@ zl_probe_main(int argc, char **argv)
 	for (int i = 0; i < argc; i++) {
 		const char *a = argv[i];
 		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEED_VAL()                                                                            \
-	do {                                                                                       \
-		if (val == NULL)                                                                   \
-			return USAGE_ERROR("%s wants a value", a);                                 \
-		i++;                                                                               \
+#define NEED_VAL()                                                 \
+	do {                                                       \
+		if (val == NULL)                                   \
+			return USAGE_ERROR("%s wants a value", a); \
+		i++;                                               \
 	} while (0)
 		if (strcmp(a, "--self") == 0) {
 			self = true;
@@ -772,7 +792,8 @@ zl_probe_main(int argc, char **argv)
 			else if (strcmp(val, "curve") == 0)
 				o.mechanism = ZR_MECH_CURVE;
 			else
-				return USAGE_ERROR("unknown mechanism '%s' (null, plain, curve)", val);
+				return USAGE_ERROR("unknown mechanism '%s' (null, plain, curve)",
+				                   val);
 		} else if (strcmp(a, "--username") == 0) {
 			NEED_VAL();
 			o.username = val;
@@ -793,7 +814,8 @@ zl_probe_main(int argc, char **argv)
 			if (parse_key(a, val, o.secret_key) < 0)
 				return ZL_PROBE_USAGE;
 			have_secret = true;
-		} else if (strcmp(a, "--peer-handshake-ivl") == 0 || strcmp(a, "--handshake-ivl") == 0) {
+		} else if (strcmp(a, "--peer-handshake-ivl") == 0 ||
+		           strcmp(a, "--handshake-ivl") == 0) {
 			NEED_VAL();
 			if (!zl_parse_int(val, 1, 600000, &v))
 				return USAGE_ERROR("%s wants milliseconds (1..600000)", a);
@@ -811,7 +833,8 @@ zl_probe_main(int argc, char **argv)
 		} else if (strcmp(a, "--limit") == 0) {
 			NEED_VAL();
 			if (!zl_parse_int(val, 10, 600000, &v))
-				return USAGE_ERROR("--limit wants milliseconds (10..600000), not '%s'", val);
+				return USAGE_ERROR(
+					"--limit wants milliseconds (10..600000), not '%s'", val);
 			o.limit_ms = (uint32_t)v;
 		} else if (strcmp(a, "--case") == 0) {
 			NEED_VAL();
@@ -862,7 +885,8 @@ zl_probe_main(int argc, char **argv)
 	if (o.endpoint == NULL)
 		return USAGE_ERROR("%s", "no ENDPOINT");
 	if (o.mechanism != ZR_MECH_NULL && o.peer_type < 0)
-		return USAGE_ERROR("%s", "--mechanism plain/curve needs --type (the peer's socket type)");
+		return USAGE_ERROR("%s",
+		                   "--mechanism plain/curve needs --type (the peer's socket type)");
 	if (o.mechanism == ZR_MECH_PLAIN && (o.username == NULL || o.password == NULL))
 		return USAGE_ERROR("%s", "--mechanism plain needs --username and --password");
 	if (o.mechanism == ZR_MECH_CURVE) {

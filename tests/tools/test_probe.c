@@ -120,7 +120,8 @@ wait_draining_cat(void)
 
 	while (tool_now_ms() < end) {
 		struct pollfd p = {.fd = cat.out_fd, .events = POLLIN};
-		if (cat.out_fd >= 0 && poll(&p, 1, 0) > 0 && read(cat.out_fd, sink, sizeof(sink)) <= 0)
+		if (cat.out_fd >= 0 && poll(&p, 1, 0) > 0 &&
+		    read(cat.out_fd, sink, sizeof(sink)) <= 0)
 			tool_fd_close(&cat.out_fd);
 		if (!tool_pump(&probe, 10))
 			break;
@@ -128,12 +129,12 @@ wait_draining_cat(void)
 	return tool_wait(&probe, WAIT_MS);
 }
 
-#define RUN_PROBE_BESIDE_CAT(...)                                                             \
+#define RUN_PROBE_BESIDE_CAT(...) \
 	(tool_begin(&probe, "probe", "--limit", CASE_LIMIT, __VA_ARGS__, NULL), wait_draining_cat())
 
 /* Runs `zring probe ARGS...` to its end; returns its exit status. */
-#define RUN_PROBE(...)                                                                        \
-	(tool_begin(&probe, "probe", "--limit", CASE_LIMIT, __VA_ARGS__, NULL),                    \
+#define RUN_PROBE(...)                                                          \
+	(tool_begin(&probe, "probe", "--limit", CASE_LIMIT, __VA_ARGS__, NULL), \
 	 tool_wait(&probe, PROBE_WAIT_MS))
 
 /* The verdict of case name in the probe's table ("" if it is not there). */
@@ -152,8 +153,8 @@ verdict(const char *name)
 	return v;
 }
 
-#define expect_verdict(name, want)                                                            \
-	cr_expect_str_eq(verdict(name), want, "%s: want %s; probe output:\n%s", name, want,     \
+#define expect_verdict(name, want)                                                          \
+	cr_expect_str_eq(verdict(name), want, "%s: want %s; probe output:\n%s", name, want, \
 	                 probe.out)
 
 struct summary {
@@ -190,8 +191,8 @@ Test(probe, libzmq_pull_whole_catalogue)
 	struct summary s = summary();
 
 	/* At least 60 cases ran (not skipped) against a NULL peer. */
-	cr_expect(s.pass + s.lenient + s.violations + s.crashes + s.hangs + s.degraded >= 60,
-	          "%s", probe.out);
+	cr_expect(s.pass + s.lenient + s.violations + s.crashes + s.hangs + s.degraded >= 60, "%s",
+	          probe.out);
 	cr_expect(strstr(probe.out, "peer PULL (ZMTP 3.1, answers PING)") != NULL, "%s", probe.out);
 	expect_verdict("greeting.v3.1", "pass");
 	expect_verdict("greeting.v3.0", "pass");
@@ -230,7 +231,7 @@ Test(probe, libzmq_pull_whole_catalogue)
  * compatible one, and the basic cases pass. */
 Test(probe, libzmq_each_socket_type)
 {
-	static const char *const types[] = {"PAIR", "PUB",    "SUB",  "REQ",  "REP", "DEALER",
+	static const char *const types[] = {"PAIR",   "PUB",  "SUB",  "REQ",  "REP", "DEALER",
 	                                    "ROUTER", "PULL", "PUSH", "XPUB", "XSUB"};
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		char want[64];
@@ -267,8 +268,8 @@ Test(probe, libzmq_curve)
 	cr_assert_eq(tool_wait(&cat, WAIT_MS), 0);
 	cr_assert(sscanf(cat.out, "public: %40s\nsecret: %40s\n", pub, sec) == 2);
 
-	const char *ep = peer_begin(PROBE_PEER, "PULL", "tcp://127.0.0.1:*", "--curve-server", sec,
-	                            NULL);
+	const char *ep =
+		peer_begin(PROBE_PEER, "PULL", "tcp://127.0.0.1:*", "--curve-server", sec, NULL);
 	int rc = RUN_PROBE(ep, "--mechanism", "curve", "--type", "PULL", "--server-key", pub);
 	struct summary s = summary();
 	expect_verdict("curve.wrong-server-key", "pass");
@@ -343,8 +344,8 @@ Test(probe, zring_cat_curve)
 	char secopt[96];
 	snprintf(secopt, sizeof(secopt), "CURVE_SECRETKEY=%s", sec);
 
-	tool_begin(&cat, "cat", "-r", "-b", "PULL", "tcp://127.0.0.1:*", "-o", "CURVE_SERVER=1", "-o",
-	           secopt, NULL);
+	tool_begin(&cat, "cat", "-r", "-b", "PULL", "tcp://127.0.0.1:*", "-o", "CURVE_SERVER=1",
+	           "-o", secopt, NULL);
 	const char *ep = cat_bound();
 	int rc = RUN_PROBE_BESIDE_CAT(ep, "--mechanism", "curve", "--type", "PULL", "--server-key",
 	                              pub, "--case", "curve.");

@@ -135,7 +135,8 @@ pr_target_init(struct pr_ctx *c, const char *ep)
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 		if (t->addr.ss_family == AF_UNIX)
 			unlink(((struct sockaddr_un *)&t->addr)->sun_path);
-		if (bind(fd, (struct sockaddr *)&t->addr, t->addr_len) != 0 || listen(fd, 512) != 0) {
+		if (bind(fd, (struct sockaddr *)&t->addr, t->addr_len) != 0 ||
+		    listen(fd, 512) != 0) {
 			int e = -errno;
 			close(fd);
 			return e;
@@ -398,7 +399,8 @@ raw_handshake(struct pr_ctx *c, struct pr_conn *k, const struct pr_hs *hs, int t
 		frame = malloc(hs->ready_len + 16);
 		if (frame == NULL)
 			return -ENOMEM;
-		rc = zr_zmtp_cmd_encode(frame, hs->ready_len + 16, "READY", hs->ready, hs->ready_len);
+		rc = zr_zmtp_cmd_encode(frame, hs->ready_len + 16, "READY", hs->ready,
+		                        hs->ready_len);
 	} else {
 		rc = ready_props(body, sizeof(body), type);
 		if (rc < 0)
@@ -431,7 +433,8 @@ raw_handshake(struct pr_ctx *c, struct pr_conn *k, const struct pr_hs *hs, int t
 			if (rc < 0)
 				return rc;
 			if (cmd.type == ZR_CMD_ERROR) {
-				pr_escape(k->peer_error, sizeof(k->peer_error), cmd.value, cmd.value_len);
+				pr_escape(k->peer_error, sizeof(k->peer_error), cmd.value,
+				          cmd.value_len);
 				k->got_error = true;
 				return -ZR_EPEERERROR;
 			}
@@ -439,7 +442,8 @@ raw_handshake(struct pr_ctx *c, struct pr_conn *k, const struct pr_hs *hs, int t
 				return -ZR_EUNEXPECTED;
 			const uint8_t *v;
 			size_t vl;
-			if (zr_zmtp_props_find(cmd.value, cmd.value_len, "Socket-Type", &v, &vl) == 0)
+			if (zr_zmtp_props_find(cmd.value, cmd.value_len, "Socket-Type", &v, &vl) ==
+			    0)
 				k->peer_type = zr_socktype_parse(v, vl);
 			after_ready(k);
 			return 0;
@@ -640,7 +644,9 @@ pump_raw(struct pr_conn *k, bool want_pong)
 				if (cmd.type == ZR_CMD_PONG) {
 					k->pong_seen++;
 					k->got_pong = true;
-					last_pong_len = cmd.value_len < sizeof(last_pong) ? cmd.value_len : 0;
+					last_pong_len = cmd.value_len < sizeof(last_pong)
+					                        ? cmd.value_len
+					                        : 0;
 					if (last_pong_len > 0)
 						memcpy(last_pong, cmd.value, last_pong_len);
 				} else if (cmd.type == ZR_CMD_ERROR) {
@@ -649,8 +655,8 @@ pump_raw(struct pr_conn *k, bool want_pong)
 					k->got_error = true;
 				} else if (cmd.type == ZR_CMD_PING) {
 					uint8_t pong[64];
-					int n = zr_zmtp_cmd_encode(pong, sizeof(pong), "PONG", cmd.value,
-					                           cmd.value_len);
+					int n = zr_zmtp_cmd_encode(pong, sizeof(pong), "PONG",
+					                           cmd.value, cmd.value_len);
 					if (n > 0)
 						pr_write(k, pong, (size_t)n, 1000);
 				}
@@ -830,8 +836,9 @@ pr_live(struct pr_ctx *c, char *why, size_t cap)
 		rc = pr_open(c, &k, o->listen ? 3000 : o->limit_ms);
 		if (rc < 0) {
 			pr_close(&k);
-			snprintf(why, cap, o->listen ? "the peer did not connect again (%s)"
-			                             : "a new connection failed (%s)",
+			snprintf(why, cap,
+			         o->listen ? "the peer did not connect again (%s)"
+			                   : "a new connection failed (%s)",
 			         strerror(-rc));
 			refused++;
 			if (o->listen)

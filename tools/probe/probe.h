@@ -42,29 +42,29 @@ enum pr_expect {
 };
 
 /* Case requirements (pr_case.flags). */
-#define PRF_NULL 0x01u   /* needs the NULL mechanism (raw handshake bytes) */
-#define PRF_PLAIN 0x02u  /* needs --mechanism plain */
-#define PRF_CURVE 0x04u  /* needs --mechanism curve */
-#define PRF_HSIVL 0x08u  /* needs --peer-handshake-ivl */
-#define PRF_HBTMO 0x10u  /* needs --peer-heartbeat-timeout */
+#define PRF_NULL 0x01u    /* needs the NULL mechanism (raw handshake bytes) */
+#define PRF_PLAIN 0x02u   /* needs --mechanism plain */
+#define PRF_CURVE 0x04u   /* needs --mechanism curve */
+#define PRF_HSIVL 0x08u   /* needs --peer-handshake-ivl */
+#define PRF_HBTMO 0x10u   /* needs --peer-heartbeat-timeout */
 #define PRF_CONNECT 0x20u /* needs to open connections (not --listen) */
-#define PRF_V31 0x40u    /* needs a ZMTP 3.1 peer */
+#define PRF_V31 0x40u     /* needs a ZMTP 3.1 peer */
 
 struct pr_opts {
 	const char *endpoint;
 	bool listen;
-	int peer_type;  /* -1: learn it from the peer's READY */
-	int our_type;   /* a type compatible with peer_type */
-	int mechanism;  /* enum zr_mechanism */
+	int peer_type; /* -1: learn it from the peer's READY */
+	int our_type;  /* a type compatible with peer_type */
+	int mechanism; /* enum zr_mechanism */
 	const char *username, *password;
 	bool have_server_key, have_client_keys;
 	uint8_t server_key[ZR_CURVE_KEY_LEN];
 	uint8_t public_key[ZR_CURVE_KEY_LEN], secret_key[ZR_CURVE_KEY_LEN];
-	uint32_t peer_hs_ivl;  /* ms; 0 unknown */
-	uint32_t peer_hb_tmo;  /* ms; 0 unknown */
-	pid_t pid;             /* 0 unknown */
-	uint32_t limit_ms;     /* per-case answer limit */
-	const char *only;      /* run only cases whose name starts with this */
+	uint32_t peer_hs_ivl; /* ms; 0 unknown */
+	uint32_t peer_hb_tmo; /* ms; 0 unknown */
+	pid_t pid;            /* 0 unknown */
+	uint32_t limit_ms;    /* per-case answer limit */
+	const char *only;     /* run only cases whose name starts with this */
 	const char *json;
 	bool list;
 	bool quiet;
@@ -86,24 +86,24 @@ struct pr_target {
 /* One connection to (or from) the peer under test. */
 struct pr_conn {
 	int fd;
-	bool closed;    /* the peer closed it (EOF or reset) */
-	bool reset;     /* ... by a reset */
+	bool closed; /* the peer closed it (EOF or reset) */
+	bool reset;  /* ... by a reset */
 	uint64_t closed_ms;
-	uint8_t *in;    /* unparsed input */
+	uint8_t *in; /* unparsed input */
 	size_t in_len, in_cap;
 	uint64_t rx_total;
 	/* after the handshake */
 	bool ready;
 	uint8_t peer_major, peer_minor;
 	int peer_type;
-	bool codec;     /* the codec (not raw bytes) runs the connection: PLAIN, CURVE */
+	bool codec; /* the codec (not raw bytes) runs the connection: PLAIN, CURVE */
 	struct zr_zmtp z;
 	struct zr_zmtp_dec dec; /* raw (NULL) parsing after the handshake */
 	char peer_error[64];    /* the reason of an ERROR the peer sent, escaped */
 	bool got_error;
 	bool got_pong;
-	bool noping;        /* judge by silence, not by a PING (the peer waits for a body) */
-	uint8_t *cap;       /* when set: everything written is copied here */
+	bool noping;  /* judge by silence, not by a PING (the peer waits for a body) */
+	uint8_t *cap; /* when set: everything written is copied here */
 	size_t cap_len, cap_max;
 	uint64_t pong_seen; /* counter of PONGs (raw) or of traffic after a PING (codec) */
 };
@@ -111,25 +111,25 @@ struct pr_conn {
 struct pr_ctx {
 	struct pr_opts *o;
 	struct pr_target t;
-	bool peer_pongs;   /* a fresh connection's PING is answered (the oracle uses it) */
+	bool peer_pongs; /* a fresh connection's PING is answered (the oracle uses it) */
 	uint8_t peer_minor;
-	char obs[320];     /* what the running case observed */
+	char obs[320]; /* what the running case observed */
 	uint64_t t0;
 };
 
 /* Handshake options (all optional). */
 struct pr_hs {
-	uint8_t minor;              /* the minor we announce: 1 (default) or 0 */
+	uint8_t minor; /* the minor we announce: 1 (default) or 0 */
 	bool minor_set;
-	const uint8_t *greeting;    /* NULL mechanism: 64 octets sent instead of ours */
-	size_t chunk;               /* write the greeting this many octets at a time */
+	const uint8_t *greeting; /* NULL mechanism: 64 octets sent instead of ours */
+	size_t chunk;            /* write the greeting this many octets at a time */
 	unsigned chunk_delay_ms;
-	const uint8_t *ready;       /* NULL mechanism: READY metadata sent instead of ours */
+	const uint8_t *ready; /* NULL mechanism: READY metadata sent instead of ours */
 	size_t ready_len;
 	bool ready_set;
-	const uint8_t *frame;       /* NULL mechanism: these bytes instead of the READY frame */
+	const uint8_t *frame; /* NULL mechanism: these bytes instead of the READY frame */
 	size_t frame_len;
-	int our_type;               /* -1 / 0 by default: ctx's */
+	int our_type; /* -1 / 0 by default: ctx's */
 	bool our_type_set;
 };
 
@@ -162,7 +162,11 @@ int pr_send_ping(struct pr_conn *k, uint16_t ttl, const void *ctx, size_t ctx_le
 int pr_pump(struct pr_conn *k, unsigned ms, bool want_pong);
 
 /* What became of a connection after the case's input. */
-enum pr_outcome { OUT_CLOSED, OUT_SERVED, OUT_SILENT };
+enum pr_outcome {
+	OUT_CLOSED,
+	OUT_SERVED,
+	OUT_SILENT
+};
 int pr_settle(struct pr_ctx *c, struct pr_conn *k, unsigned ms);
 /* The verdict for an expectation, writing the observation. */
 int pr_judge(struct pr_ctx *c, struct pr_conn *k, int expect, int accepted, unsigned ms);
