@@ -70,7 +70,7 @@ static const char usage_text[] =
 	"  help              print this help\n"
 	"\n"
 	"environment:\n"
-	"  ZRING_TRACE=1     hex-dump every byte the probe reads and writes (stderr)\n";
+	"  ZRING_TRACE=1     hex-dump every byte probe --self reads and writes\n";
 
 
 static int
