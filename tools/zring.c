@@ -72,7 +72,6 @@ static const char usage_text[] =
 	"environment:\n"
 	"  ZRING_TRACE=1     hex-dump every byte probe --self reads and writes\n";
 
-
 static int
 cmd_version(int argc, char **argv)
 {
