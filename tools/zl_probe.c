@@ -579,11 +579,16 @@ run_fuzz(struct pr_ctx *c)
 	uint64_t seed = o->seed, s = seed;
 	uint64_t end = pr_now_ms() + (uint64_t)o->seconds * 1000u;
 	unsigned iter = 0, findings = 0;
-	static struct unit u[FUZZ_UNITS + 1];
-	static uint8_t b[FUZZ_UNITS * sizeof(u[0].b)];
-	struct step st[FUZZ_UNITS * 4];
+	struct unit *u = calloc(FUZZ_UNITS + 1, sizeof(*u));
+	uint8_t *b = malloc((FUZZ_UNITS + 1) * sizeof(u->b));
+	struct step *st = calloc(FUZZ_UNITS * sizeof(u->b), sizeof(*st));
 
-	if (o->mechanism != ZR_MECH_NULL) {
+	if (o->mechanism != ZR_MECH_NULL || u == NULL || b == NULL || st == NULL) {
+		free(u);
+		free(b);
+		free(st);
+		if (o->mechanism == ZR_MECH_NULL)
+			return ZL_PROBE_UNREACHABLE;
 		fprintf(stderr, "zring probe: --fuzz speaks the NULL mechanism only\n");
 		return ZL_PROBE_USAGE;
 	}
@@ -638,6 +643,9 @@ run_fuzz(struct pr_ctx *c)
 		fprintf(stderr, "\r\033[K");
 	printf("fuzz: %u conversations, %u findings (seed %llu)\n", iter, findings,
 	       (unsigned long long)seed);
+	free(u);
+	free(b);
+	free(st);
 	return findings > 0 ? ZL_PROBE_FINDINGS : ZL_PROBE_OK;
 }
 

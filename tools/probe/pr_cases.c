@@ -245,6 +245,7 @@ enum {
 	M_TRUNC,
 	M_ID0,
 	M_ID255,
+	M_RID0,
 	M_ID256,
 	M_RID255,
 	M_RID256,
@@ -343,6 +344,9 @@ case_meta(struct pr_ctx *c, const struct pr_case *kc)
 		break;
 	case M_ID256:
 		n += put_prop(m + n, "Identity", 8, big, 256);
+		break;
+	case M_RID0:
+		n += put_prop(m + n, "Routing-Id", 10, "", 0);
 		break;
 	case M_RID255:
 		n += put_prop(m + n, "Routing-Id", 10, big, 255);
@@ -637,7 +641,7 @@ case_cmd(struct pr_ctx *c, const struct pr_case *kc)
 			rc = pr_pump(&k, LIMIT(c), true);
 		if (rc == 1) {
 			const uint8_t *pc;
-			size_t pl = pr_last_pong(&pc);
+			size_t pl = pr_last_pong(&k, &pc);
 			pr_obs(c, "PONG after %llu ms", (unsigned long long)(pr_now_ms() - t0));
 			if (k.codec)
 				return finish(&k, kc->arg == C_PING17 ? PR_LENIENT : PR_PASS);
@@ -1167,6 +1171,8 @@ const struct pr_case pr_cases[] = {
          EXP_SERVE, PR_PASS, PRF_NULL, case_meta, M_ID255},
 	{"meta.identity-256", "metadata", RFC23 " Identity", "a 256-octet Identity: close",
          EXP_CLOSE, PR_LENIENT, PRF_NULL, case_meta, M_ID256},
+	{"meta.routing-id-0", "metadata", RFC23 " Metadata", "an empty Routing-Id: served",
+         EXP_SERVE, PR_PASS, PRF_NULL, case_meta, M_RID0},
 	{"meta.routing-id-255", "metadata", RFC23 " Metadata", "Routing-Id of 255 octets: served",
          EXP_SERVE, PR_PASS, PRF_NULL, case_meta, M_RID255},
 	{"meta.routing-id-256", "metadata", RFC23 " Metadata",

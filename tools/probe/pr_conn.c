@@ -613,15 +613,11 @@ pr_send_ping(struct pr_conn *k, uint16_t ttl, const void *ctx, size_t ctx_len)
 	return pr_send_cmd(k, "PING", d, 2 + ctx_len);
 }
 
-/* The PONG context of the last PONG (raw mode), for echo checks. */
-static _Thread_local uint8_t last_pong[256];
-static _Thread_local size_t last_pong_len;
-
 size_t
-pr_last_pong(const uint8_t **ctx)
+pr_last_pong(const struct pr_conn *k, const uint8_t **ctx)
 {
-	*ctx = last_pong;
-	return last_pong_len;
+	*ctx = k->pong_ctx;
+	return k->pong_ctx_len;
 }
 
 static int
@@ -644,11 +640,11 @@ pump_raw(struct pr_conn *k, bool want_pong)
 				if (cmd.type == ZR_CMD_PONG) {
 					k->pong_seen++;
 					k->got_pong = true;
-					last_pong_len = cmd.value_len < sizeof(last_pong)
-					                        ? cmd.value_len
-					                        : 0;
-					if (last_pong_len > 0)
-						memcpy(last_pong, cmd.value, last_pong_len);
+					k->pong_ctx_len = cmd.value_len < sizeof(k->pong_ctx)
+					                          ? cmd.value_len
+					                          : 0;
+					if (k->pong_ctx_len > 0)
+						memcpy(k->pong_ctx, cmd.value, k->pong_ctx_len);
 				} else if (cmd.type == ZR_CMD_ERROR) {
 					pr_escape(k->peer_error, sizeof(k->peer_error), cmd.value,
 					          cmd.value_len);

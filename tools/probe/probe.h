@@ -105,7 +105,9 @@ struct pr_conn {
 	bool noping;  /* judge by silence, not by a PING (the peer waits for a body) */
 	uint8_t *cap; /* when set: everything written is copied here */
 	size_t cap_len, cap_max;
-	uint64_t pong_seen; /* counter of PONGs (raw) or of traffic after a PING (codec) */
+	uint64_t pong_seen;    /* counter of PONGs (raw) or of traffic after a PING (codec) */
+	uint8_t pong_ctx[256]; /* the context of the last PONG (raw mode) */
+	size_t pong_ctx_len;
 };
 
 struct pr_ctx {
@@ -176,7 +178,7 @@ int pr_judge(struct pr_ctx *c, struct pr_conn *k, int expect, int accepted, unsi
  * connection, or --pid gone) or PR_DEGRADED; why says what failed. */
 int pr_live(struct pr_ctx *c, char *why, size_t cap);
 /* The context of the last PONG the raw parser saw. */
-size_t pr_last_pong(const uint8_t **ctx);
+size_t pr_last_pong(const struct pr_conn *k, const uint8_t **ctx);
 
 /* Peer memory (--pid): VmRSS in KiB, or -1. */
 long pr_rss_kib(pid_t pid);
