@@ -370,7 +370,7 @@ case_meta(struct pr_ctx *c, const struct pr_case *kc)
 	hs.ready = m;
 	hs.ready_len = n;
 	if (kc->arg == H_MSG_FIRST || kc->arg == H_ERROR_FIRST || kc->arg == H_UNKNOWN_FIRST) {
-		fr = malloc(64);
+		fr = malloc(256);
 		if (fr == NULL) {
 			free(m);
 			return PR_SKIP;
@@ -379,26 +379,15 @@ case_meta(struct pr_ctx *c, const struct pr_case *kc)
 			memcpy(fr, "\x00\x05hello", 7);
 			hs.frame_len = 7;
 		} else if (kc->arg == H_ERROR_FIRST) {
-			rc = zr_zmtp_cmd_encode(fr, 64, "ERROR", (const uint8_t *)"\x05probe", 6);
-			hs.frame_len = (size_t)rc;
+			rc = zr_zmtp_cmd_encode(fr, 256, "ERROR", (const uint8_t *)"\x05probe", 6);
+			hs.frame_len = rc > 0 ? (size_t)rc : 0;
 		} else {
 			/* An unknown command first, then the READY. */
-			uint8_t rd[128];
-			rc = zr_zmtp_cmd_encode(fr, 64, "PROBE", (const uint8_t *)"x", 1);
-			int r2 = zr_zmtp_cmd_encode(rd, sizeof(rd), "READY", m, n);
-			if (rc > 0 && r2 > 0 && (size_t)(rc + r2) <= 64 + 0u) {
-				memcpy(fr + rc, rd, (size_t)r2);
-				hs.frame_len = (size_t)(rc + r2);
-			} else {
-				uint8_t *f2 = malloc((size_t)(rc + r2));
-				if (f2 != NULL) {
-					memcpy(f2, fr, (size_t)rc);
-					memcpy(f2 + rc, rd, (size_t)r2);
-					free(fr);
-					fr = f2;
-					hs.frame_len = (size_t)(rc + r2);
-				}
-			}
+			rc = zr_zmtp_cmd_encode(fr, 256, "PROBE", (const uint8_t *)"x", 1);
+			int r2 = rc > 0 ? zr_zmtp_cmd_encode(fr + rc, 256 - (size_t)rc, "READY", m,
+			                                     n)
+			                : rc;
+			hs.frame_len = r2 > 0 ? (size_t)(rc + r2) : 0;
 		}
 		hs.frame = fr;
 	}
