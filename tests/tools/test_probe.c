@@ -412,6 +412,19 @@ Test(probe, planted_leak_on_empty_frames_is_a_violation)
 	expect_verdict("frame.empty-flood", "pass");
 }
 
+Test(probe, planted_degradation_is_degraded)
+{
+	const char *ep = peer_begin(PLANTED_PEER, "degrade", "2000", NULL);
+	int rc = RUN_PROBE(ep, "--case", "frame.reserved-0x80");
+	/* The attacking connection is still served (lenient), but a fresh
+	 * connection beside it no longer gets a handshake. */
+	expect_verdict("frame.reserved-0x80", "degraded");
+	cr_expect(strstr(probe.out, "oracle: a fresh connection's handshake failed") != NULL, "%s",
+	          probe.out);
+	cr_expect_eq(summary().degraded, 1);
+	cr_expect_eq(rc, 1);
+}
+
 /* ---- fuzzing and replay --------------------------------------------------------------- */
 
 Test(probe, fuzz_finds_the_planted_crash_and_replay_reproduces_it)

@@ -13,6 +13,8 @@ stdin closes. MODE:
     crash-ping17    exits (a crash) on a PING with a 17-octet context
     no-pong         never answers PING
     leak-empty      keeps 64 octets for every empty frame it receives, for ever
+    degrade         after a frame with reserved flag bits, serves no new
+                    connection (it accepts them and says nothing)
 """
 
 import os
@@ -25,6 +27,7 @@ MODE = sys.argv[1] if len(sys.argv) > 1 else "clean"
 HS_IVL = int(sys.argv[2]) / 1000.0 if len(sys.argv) > 2 else 5.0
 MAX_MSG = 64 << 20
 LEAK = []
+STALLED = threading.Event()
 NAME_CHARS = set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.+")
 
 
@@ -63,7 +66,9 @@ class Conn:
 
     def frame(self):
         flags = self.take(1)[0]
-        if flags & 0xF8 and MODE != "reserved-flags":
+        if flags & 0xF8 and MODE == "degrade":
+            STALLED.set()
+        elif flags & 0xF8 and MODE != "reserved-flags":
             raise Closed()
         if flags & 0x02:
             size = int.from_bytes(self.take(8), "big")
@@ -129,6 +134,10 @@ def greeting():
 def serve(sock):
     c = Conn(sock)
     c.deadline = time.monotonic() + HS_IVL
+    if STALLED.is_set():
+        time.sleep(HS_IVL)
+        sock.close()
+        return
     try:
         c.send(greeting())
         sig = c.take(11)
