@@ -3,7 +3,7 @@
 # build/release, and run the demo: `zring demo` is backpressure end to end (a
 # slow subscriber holds a fast publisher back through TCP, memory stays
 # bounded, nothing is lost; `--quick` for a short run). The codec self-check
-# against a real libzmq peer (pyzmq) is `zring probe`.
+# against a real libzmq peer (pyzmq) is `zring probe --self`.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 

@@ -1,0 +1,932 @@
+/*
+ * zring tools — `zring probe`: a conformance and robustness tester for any
+ * ZMTP 3.x peer (libzmq, JeroMQ, NetMQ, zmq.rs, embedded stacks, zring).
+ *
+ *   zring probe [options] ENDPOINT           the case catalogue
+ *   zring probe --fuzz [--seconds N] [--seed S] [--out DIR] ENDPOINT
+ *   zring probe --replay FILE ENDPOINT       play a fuzz finding back
+ *   zring probe --self [--count N]           our codec against pyzmq
+ *
+ * The runner: learn the peer (its socket type from its READY unless --type,
+ * whether it answers PING), run each case of the catalogue
+ * (probe/pr_cases.c) and, after every case, the liveness oracle (a fresh
+ * connection completes the handshake and, for a peer that answers PINGs, a
+ * PING gets its PONG). Everything goes over plain sockets with the codec of
+ * <zring/zmtp.h>; nothing here uses the engine.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include <zring/error.h>
+#include <zring/zmtp.h>
+
+#include "probe/probe.h"
+#include "zl_args.h"
+#include "zl_probe.h"
+
+static const char probe_usage[] =
+	"usage: zring probe [options] ENDPOINT\n"
+	"       zring probe --fuzz [--seconds N] [--seed S] [--out DIR] ENDPOINT\n"
+	"       zring probe --replay FILE ENDPOINT\n"
+	"       zring probe --self [--count N]\n"
+	"\n"
+	"Tests the ZMTP 3.x peer at ENDPOINT (tcp://HOST:PORT or ipc://PATH) with a\n"
+	"catalogue of named cases (greeting, metadata, framing, commands, heartbeats,\n"
+	"subscriptions, PLAIN, CURVE, resources). Each gets a verdict: pass, lenient\n"
+	"(accepted what it should refuse, harmless), violation, crash (the peer\n"
+	"stopped accepting connections), hang (no answer within the limit), degraded\n"
+	"(a fresh well-behaved connection is no longer served), or skipped.\n"
+	"\n"
+	"options:\n"
+	"  --listen          bind ENDPOINT and let the peer under test connect in\n"
+	"  --type TYPE       the peer's socket type (default: read from its READY;\n"
+	"                    needed with PLAIN and CURVE)\n"
+	"  --mechanism M     null (default), plain or curve\n"
+	"  --username U, --password P     PLAIN credentials the peer accepts\n"
+	"  --server-key Z85  CURVE: the peer's public key\n"
+	"  --public-key Z85, --secret-key Z85  CURVE: our key pair (default: a new one)\n"
+	"  --peer-handshake-ivl MS   the peer's handshake timeout (enables the\n"
+	"                    trickle, silent and slowloris cases)\n"
+	"  --peer-heartbeat-timeout MS  the peer's heartbeat timeout (enables\n"
+	"                    heartbeat.silent-peer)\n"
+	"  --pid PID         the peer's process: crash = gone, flood cases report and\n"
+	"                    bound its memory (VmRSS from /proc); 0: unknown\n"
+	"  --limit MS        how long a case waits for an answer (default 1000)\n"
+	"  --case PREFIX     run only the cases whose name starts with PREFIX\n"
+	"  --list            print the catalogue and exit\n"
+	"  --json FILE       write the report as JSON too\n"
+	"  --quiet           no table, only the summary line\n"
+	"  --fuzz            mutate valid conversations for --seconds N (default 10)\n"
+	"                    from --seed S (default: the time); every finding is\n"
+	"                    written to DIR (--out, default .) as probe-*.repro\n"
+	"  --replay FILE     play a reproducer back and judge it like a case\n"
+	"\n"
+	"exit status: 0 no violation, crash, hang or degradation; 1 some; 2 the peer\n"
+	"could not be reached; 3 a bad command line.\n";
+
+/* ---- the JSON report -------------------------------------------------------- */
+
+static void
+json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s != '\0'; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch < 0x20)
+			fprintf(f, "\\u%04x", ch);
+		else
+			fputc(ch, f);
+	}
+	fputc('"', f);
+}
+
+struct result {
+	int verdict;
+	char obs[400];
+	unsigned ms;
+};
+
+/* ---- the peer under test ------------------------------------------------------ */
+
+static int
+compatible_type(int peer)
+{
+	static const int pairs[][2] = {
+		{ZR_PAIR, ZR_PAIR},       {ZR_PUB, ZR_SUB},        {ZR_SUB, ZR_PUB},
+		{ZR_REQ, ZR_REP},         {ZR_REP, ZR_REQ},        {ZR_DEALER, ZR_DEALER},
+		{ZR_ROUTER, ZR_DEALER},   {ZR_PULL, ZR_PUSH},      {ZR_PUSH, ZR_PULL},
+		{ZR_XPUB, ZR_SUB},        {ZR_XSUB, ZR_PUB},       {ZR_SERVER, ZR_CLIENT},
+		{ZR_CLIENT, ZR_SERVER},   {ZR_RADIO, ZR_DISH},     {ZR_DISH, ZR_RADIO},
+		{ZR_GATHER, ZR_SCATTER},  {ZR_SCATTER, ZR_GATHER}, {ZR_PEER, ZR_PEER},
+		{ZR_CHANNEL, ZR_CHANNEL},
+	};
+	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
+		if (pairs[i][0] == peer)
+			return pairs[i][1];
+	return ZR_DEALER;
+}
+
+/* Learns the peer's type (NULL: from its READY), ZMTP version and whether it
+ * answers PING. Returns 0 or a negative code (unreachable). */
+static int
+learn_peer(struct pr_ctx *c, char *why, size_t cap)
+{
+	struct pr_opts *o = c->o;
+	struct pr_conn k;
+	int rc;
+
+	if (o->peer_type < 0) {
+		/* Its READY only: ours (of a type it may refuse) is never sent, so
+		 * a connecting peer just sees an unfinished handshake and
+		 * reconnects as usual. */
+		static const uint8_t nothing[1];
+		struct pr_hs hs = {.frame = nothing, .frame_len = 0};
+		rc = pr_open(c, &k, o->listen ? 10000 : 2000);
+		if (rc < 0) {
+			snprintf(why, cap, "cannot connect: %s", strerror(-rc));
+			return rc;
+		}
+		rc = pr_handshake(c, &k, &hs);
+		if (k.peer_type < 0) {
+			snprintf(why, cap, "no READY from the peer (%s)",
+			         rc == -EPIPE ? "closed" : zr_strerror(rc));
+			pr_close(&k);
+			return rc < 0 ? rc : -EPROTO;
+		}
+		o->peer_type = k.peer_type;
+		pr_close(&k);
+		if (o->listen)
+			pr_sleep_ms(50);
+	}
+	o->our_type = compatible_type(o->peer_type);
+	rc = pr_open(c, &k, o->listen ? 10000 : 2000);
+	if (rc < 0) {
+		snprintf(why, cap, "cannot connect: %s", strerror(-rc));
+		return rc;
+	}
+	rc = pr_handshake(c, &k, NULL);
+	if (rc < 0) {
+		snprintf(why, cap, "handshake as %s failed: %s%s%s", zr_socktype_name(o->our_type),
+		         rc == -EPIPE ? "closed" : zr_strerror(rc), k.got_error ? ", ERROR " : "",
+		         k.got_error ? k.peer_error : "");
+		pr_close(&k);
+		return rc;
+	}
+	c->peer_minor = k.peer_minor;
+	if (k.peer_minor >= 1) {
+		rc = pr_send_ping(&k, 0, "hello", 5);
+		c->peer_pongs = rc == 0 && pr_pump(&k, o->limit_ms, true) == 1;
+	}
+	pr_close(&k);
+	return 0;
+}
+
+static const char *
+skip_reason(const struct pr_ctx *c, const struct pr_case *k)
+{
+	const struct pr_opts *o = c->o;
+
+	if ((k->flags & PRF_NULL) && o->mechanism != ZR_MECH_NULL)
+		return "skipped: NULL mechanism only";
+	if ((k->flags & PRF_PLAIN) && o->mechanism != ZR_MECH_PLAIN)
+		return "skipped: needs --mechanism plain";
+	if ((k->flags & PRF_CURVE) && o->mechanism != ZR_MECH_CURVE)
+		return "skipped: needs --mechanism curve";
+	if ((k->flags & PRF_HSIVL) && o->peer_hs_ivl == 0)
+		return "skipped: needs --peer-handshake-ivl";
+	if ((k->flags & PRF_HBTMO) && o->peer_hb_tmo == 0)
+		return "skipped: needs --peer-heartbeat-timeout";
+	if ((k->flags & PRF_CONNECT) && o->listen)
+		return "skipped: opens connections (not with --listen)";
+	if ((k->flags & PRF_V31) && c->peer_minor < 1)
+		return "skipped: the peer speaks ZMTP 3.0";
+	return NULL;
+}
+
+static void
+summary_counts(const struct result *r, size_t n, unsigned counts[PR_VERDICTS])
+{
+	memset(counts, 0, sizeof(unsigned) * PR_VERDICTS);
+	for (size_t i = 0; i < n; i++)
+		counts[r[i].verdict]++;
+}
+
+static void
+print_summary(FILE *f, const unsigned n[PR_VERDICTS])
+{
+	fprintf(f,
+	        "probe: %u pass, %u lenient, %u violations, %u crashes, %u hangs, %u degraded"
+	        ", %u skipped\n",
+	        n[PR_PASS], n[PR_LENIENT], n[PR_VIOLATION], n[PR_CRASH], n[PR_HANG], n[PR_DEGRADED],
+	        n[PR_SKIP]);
+}
+
+static int
+exit_status(const unsigned n[PR_VERDICTS])
+{
+	return n[PR_VIOLATION] + n[PR_CRASH] + n[PR_HANG] + n[PR_DEGRADED] > 0 ? ZL_PROBE_FINDINGS
+	                                                                       : ZL_PROBE_OK;
+}
+
+static int
+write_json(const struct pr_ctx *c, const char *path, const struct pr_case *const *cases,
+           const struct result *r, size_t n, const unsigned counts[PR_VERDICTS])
+{
+	FILE *f = fopen(path, "w");
+
+	if (f == NULL) {
+		fprintf(stderr, "zring probe: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	fprintf(f, "{\n  \"endpoint\": ");
+	json_str(f, c->o->endpoint);
+	fprintf(f, ",\n  \"peer_type\": ");
+	json_str(f, zr_socktype_name(c->o->peer_type));
+	fprintf(f, ",\n  \"peer_minor\": %u,\n  \"peer_answers_ping\": %s,\n", c->peer_minor,
+	        c->peer_pongs ? "true" : "false");
+	fprintf(f, "  \"summary\": {");
+	for (int v = 0; v < PR_VERDICTS; v++)
+		fprintf(f, "%s\"%s\": %u", v ? ", " : "", pr_verdict_name(v), counts[v]);
+	fprintf(f, "},\n  \"cases\": [\n");
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "    {\"name\": ");
+		json_str(f, cases[i]->name);
+		fprintf(f, ", \"group\": ");
+		json_str(f, cases[i]->group);
+		fprintf(f, ", \"rfc\": ");
+		json_str(f, cases[i]->rfc);
+		fprintf(f, ", \"expected\": ");
+		json_str(f, cases[i]->expected);
+		fprintf(f, ", \"verdict\": \"%s\", \"ms\": %u, \"observed\": ",
+		        pr_verdict_name(r[i].verdict), r[i].ms);
+		json_str(f, r[i].obs);
+		fprintf(f, "}%s\n", i + 1 < n ? "," : "");
+	}
+	fprintf(f, "  ]\n}\n");
+	return fclose(f) == 0 ? 0 : -1;
+}
+
+static int
+run_catalogue(struct pr_ctx *c)
+{
+	const struct pr_opts *o = c->o;
+	const struct pr_case **sel = calloc(pr_case_count, sizeof(*sel));
+	struct result *res = calloc(pr_case_count, sizeof(*res));
+	bool tty = isatty(2) && !o->quiet;
+	const char *crashed = NULL;
+	unsigned counts[PR_VERDICTS];
+	size_t n = 0;
+
+	if (sel == NULL || res == NULL) {
+		free(sel);
+		free(res);
+		return ZL_PROBE_UNREACHABLE;
+	}
+	for (size_t i = 0; i < pr_case_count; i++)
+		if (o->only == NULL || strncmp(pr_cases[i].name, o->only, strlen(o->only)) == 0)
+			sel[n++] = &pr_cases[i];
+	if (!o->quiet)
+		printf("zring probe: %s, peer %s (ZMTP 3.%u, %s), %zu cases\n", o->endpoint,
+		       zr_socktype_name(o->peer_type), c->peer_minor,
+		       c->peer_pongs ? "answers PING" : "no PONG: liveness = handshake", n);
+	for (size_t i = 0; i < n; i++) {
+		const struct pr_case *k = sel[i];
+		const char *skip = skip_reason(c, k);
+		struct result *r = &res[i];
+		uint64_t t0 = pr_now_ms();
+
+		if (tty)
+			fprintf(stderr, "\r\033[K[%zu/%zu] %s ...", i + 1, n, k->name);
+		c->obs[0] = '\0';
+		if (crashed != NULL) {
+			r->verdict = PR_SKIP;
+			snprintf(r->obs, sizeof(r->obs), "not run: the peer crashed at %s",
+			         crashed);
+			continue;
+		}
+		if (skip != NULL) {
+			r->verdict = PR_SKIP;
+			snprintf(r->obs, sizeof(r->obs), "%s", skip);
+			continue;
+		}
+		r->verdict = k->fn(c, k);
+		if (o->listen)
+			pr_sleep_ms(20);
+		char why[160];
+		int live = pr_live(c, why, sizeof(why));
+		if (live != PR_PASS && r->verdict != PR_CRASH) {
+			r->verdict = live;
+			pr_obs(c, "oracle: %s", why);
+		} else if (r->verdict == PR_CRASH && live == PR_PASS) {
+			/* The case could not connect but the oracle can: transient. */
+			r->verdict = PR_DEGRADED;
+		}
+		if (r->verdict == PR_CRASH)
+			crashed = k->name;
+		r->ms = (unsigned)(pr_now_ms() - t0);
+		snprintf(r->obs, sizeof(r->obs), "%s", c->obs);
+	}
+	if (tty)
+		fprintf(stderr, "\r\033[K");
+	if (!o->quiet) {
+		const char *group = "";
+		for (size_t i = 0; i < n; i++) {
+			if (strcmp(group, sel[i]->group) != 0) {
+				group = sel[i]->group;
+				printf("\n%s\n", group);
+			}
+			printf("  %-30s %-9s %s\n", sel[i]->name, pr_verdict_name(res[i].verdict),
+			       res[i].obs);
+		}
+		printf("\n");
+	}
+	summary_counts(res, n, counts);
+	print_summary(stdout, counts);
+	if (o->json != NULL)
+		write_json(c, o->json, sel, res, n, counts);
+	free(sel);
+	free(res);
+	return exit_status(counts);
+}
+
+/* ---- fuzzing ------------------------------------------------------------------- */
+
+/* splitmix64: the fuzzer's only randomness, so a seed replays a run. */
+static uint64_t
+rnd(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+/* One unit of a conversation: a greeting, or a whole frame. */
+struct unit {
+	uint8_t b[600];
+	size_t len;
+};
+
+#define FUZZ_UNITS 24
+
+/* A valid conversation of our type, as the codec writes it. */
+static size_t
+conversation(const struct pr_ctx *c, uint64_t *s, struct unit *u)
+{
+	const char *t = zr_socktype_name(c->o->our_type);
+	size_t n = 0;
+	uint8_t p[64];
+	int pl;
+
+	zr_zmtp_greeting_encode(u[n++].b, 1, ZR_MECH_NULL, false);
+	u[0].len = ZR_ZMTP_GREETING_SIZE;
+	pl = zr_zmtp_prop_encode(p, sizeof(p), "Socket-Type", (const uint8_t *)t, strlen(t));
+	u[n].len = (size_t)zr_zmtp_cmd_encode(u[n].b, sizeof(u[n].b), "READY", p, (size_t)pl);
+	n++;
+	while (n < FUZZ_UNITS - 4) {
+		uint64_t r = rnd(s) % 6;
+		if (r < 3) {
+			/* A message of one to three frames. */
+			unsigned frames = 1 + (unsigned)(rnd(s) % 3);
+			for (unsigned f = 0; f < frames && n < FUZZ_UNITS - 4; f++) {
+				size_t len = (size_t)(rnd(s) % 300);
+				int h = zr_zmtp_frame_header(u[n].b, len,
+				                             f + 1 < frames ? ZR_ZMTP_MORE : 0);
+				memset(u[n].b + h, 'a' + (int)(rnd(s) % 26), len);
+				u[n++].len = (size_t)h + len;
+			}
+		} else if (r == 3) {
+			uint8_t d[18] = {0, (uint8_t)(rnd(s) % 100)};
+			/* The largest valid context is the interesting one. */
+			size_t cl = rnd(s) % 3 == 0 ? 16 : (size_t)(rnd(s) % 17);
+			u[n].len = (size_t)zr_zmtp_cmd_encode(u[n].b, sizeof(u[n].b), "PING", d,
+			                                      2 + cl);
+			n++;
+		} else if (r == 4) {
+			u[n].len = (size_t)zr_zmtp_cmd_encode(u[n].b, sizeof(u[n].b),
+			                                      rnd(s) & 1 ? "SUBSCRIBE" : "CANCEL",
+			                                      (const uint8_t *)"topic", rnd(s) % 6);
+			n++;
+		} else {
+			u[n].len =
+				(size_t)zr_zmtp_cmd_encode(u[n].b, sizeof(u[n].b), "PONG", NULL, 0);
+			n++;
+		}
+	}
+	return n;
+}
+
+static const uint64_t interesting[] = {0,
+                                       1,
+                                       16,
+                                       17,
+                                       127,
+                                       128,
+                                       255,
+                                       256,
+                                       65535,
+                                       65536,
+                                       1ull << 31,
+                                       1ull << 32,
+                                       (1ull << 63) - 1,
+                                       1ull << 63,
+                                       UINT64_MAX};
+
+/* Structure-aware mutations: the units are greetings and frames, so a
+ * mutation can hit a flags octet, a size field, a command name or the order
+ * of frames instead of random bytes only. */
+static void
+mutate(uint64_t *s, struct unit *u, size_t *n)
+{
+	unsigned count = 1 + (unsigned)(rnd(s) % 3);
+
+	for (unsigned m = 0; m < count; m++) {
+		size_t i = (size_t)(rnd(s) % *n);
+		struct unit *x = &u[i];
+		bool greeting = i == 0;
+		switch (rnd(s) % 12) {
+		case 10:
+		case 11: /* resize a short frame's body, its size field kept true */
+			if (!greeting && x->len >= 2 && !(x->b[0] & ZR_ZMTP_LONG)) {
+				size_t body = x->len - 2;
+				uint64_t r = rnd(s) % 3;
+				size_t nb = r == 0   ? body + 1
+				            : r == 1 ? (body > 0 ? body - 1 : 0)
+				                     : body + 1 + (size_t)(rnd(s) % 8);
+				if (nb > 255)
+					nb = 255;
+				for (size_t k = body; k < nb; k++)
+					x->b[2 + k] = (uint8_t)rnd(s);
+				x->b[1] = (uint8_t)nb;
+				x->len = 2 + nb;
+			}
+			break;
+		case 0: /* flip a bit anywhere */
+			if (x->len > 0)
+				x->b[rnd(s) % x->len] ^= (uint8_t)(1u << (rnd(s) % 8));
+			break;
+		case 1: /* the flags octet */
+			if (!greeting && x->len > 0)
+				x->b[0] = (uint8_t)rnd(s);
+			break;
+		case 2: /* the size field: an interesting value, same form */
+			if (!greeting && x->len >= 2) {
+				uint64_t v = interesting[rnd(s) % (sizeof(interesting) /
+				                                   sizeof(interesting[0]))];
+				if ((x->b[0] & ZR_ZMTP_LONG) && x->len >= 9)
+					for (int k = 0; k < 8; k++)
+						x->b[1 + k] = (uint8_t)(v >> (56 - 8 * k));
+				else
+					x->b[1] = (uint8_t)v;
+			}
+			break;
+		case 3: /* the greeting's version, mechanism or signature */
+			if (x->len == ZR_ZMTP_GREETING_SIZE && greeting) {
+				static const size_t at[] = {0, 9, 10, 11, 12, 13, 32};
+				x->b[at[rnd(s) % 7]] = (uint8_t)rnd(s);
+			}
+			break;
+		case 4: /* duplicate a unit */
+			if (*n < FUZZ_UNITS) {
+				memmove(&u[i + 1], &u[i], (*n - i) * sizeof(*u));
+				(*n)++;
+			}
+			break;
+		case 5: /* drop a unit */
+			if (*n > 1) {
+				memmove(&u[i], &u[i + 1], (*n - i - 1) * sizeof(*u));
+				(*n)--;
+			}
+			break;
+		case 6: /* swap two units */
+		{
+			size_t j = (size_t)(rnd(s) % *n);
+			struct unit t = u[i];
+			u[i] = u[j];
+			u[j] = t;
+			break;
+		}
+		case 7: /* truncate a unit */
+			if (x->len > 1)
+				x->len = 1 + (size_t)(rnd(s) % (x->len - 1));
+			break;
+		case 8: /* a command name's length octet */
+			if (!greeting && x->len > 3 && (x->b[0] & ZR_ZMTP_COMMAND))
+				x->b[2] = (uint8_t)rnd(s);
+			break;
+		default: /* append random octets */
+			for (unsigned k = 0; k < 8 && x->len < sizeof(x->b); k++)
+				x->b[x->len++] = (uint8_t)rnd(s);
+			break;
+		}
+	}
+}
+
+struct step {
+	size_t off, len;
+	unsigned sleep_ms;
+};
+
+static int
+write_repro(const char *dir, uint64_t seed, unsigned iter, int verdict, const char *why,
+            const uint8_t *b, const struct step *st, size_t nst, char *path, size_t cap)
+{
+	FILE *f;
+
+	snprintf(path, cap, "%s/probe-%llu-%u.repro", dir, (unsigned long long)seed, iter);
+	f = fopen(path, "w");
+	if (f == NULL)
+		return -errno;
+	fprintf(f, "# zring probe reproducer: zring probe --replay %s ENDPOINT\n", path);
+	fprintf(f, "# seed %llu iteration %u: %s (%s)\n", (unsigned long long)seed, iter,
+	        pr_verdict_name(verdict), why);
+	for (size_t i = 0; i < nst; i++) {
+		if (st[i].sleep_ms > 0)
+			fprintf(f, "sleep %u\n", st[i].sleep_ms);
+		fprintf(f, "write ");
+		for (size_t k = 0; k < st[i].len; k++)
+			fprintf(f, "%02x", b[st[i].off + k]);
+		fprintf(f, "\n");
+	}
+	return fclose(f) == 0 ? 0 : -EIO;
+}
+
+/* Plays steps on a fresh connection and waits a little for the peer's reaction. */
+static int
+play(struct pr_ctx *c, const uint8_t *b, const struct step *st, size_t nst)
+{
+	struct pr_conn k;
+	int rc = pr_open(c, &k, c->o->limit_ms);
+
+	if (rc < 0)
+		return rc;
+	for (size_t i = 0; i < nst && !k.closed; i++) {
+		if (st[i].sleep_ms > 0)
+			pr_sleep_ms(st[i].sleep_ms);
+		if (pr_write(&k, b + st[i].off, st[i].len, c->o->limit_ms) < 0)
+			break;
+		pr_read(&k, 0);
+		k.in_len = 0;
+	}
+	/* Long enough for the peer to act on what it got (the oracle that
+	 * follows catches what takes longer). */
+	uint64_t end = pr_now_ms() + 20;
+	while (!k.closed && pr_now_ms() < end)
+		if (pr_read(&k, 20) > 0)
+			k.in_len = 0;
+	pr_close(&k);
+	return 0;
+}
+
+static int
+run_fuzz(struct pr_ctx *c)
+{
+	const struct pr_opts *o = c->o;
+	uint64_t seed = o->seed, s = seed;
+	uint64_t end = pr_now_ms() + (uint64_t)o->seconds * 1000u;
+	unsigned iter = 0, findings = 0;
+	struct unit *u = calloc(FUZZ_UNITS + 1, sizeof(*u));
+	uint8_t *b = malloc((FUZZ_UNITS + 1) * sizeof(u->b));
+	struct step *st = calloc(FUZZ_UNITS * sizeof(u->b), sizeof(*st));
+
+	if (o->mechanism != ZR_MECH_NULL || u == NULL || b == NULL || st == NULL) {
+		free(u);
+		free(b);
+		free(st);
+		if (o->mechanism == ZR_MECH_NULL)
+			return ZL_PROBE_UNREACHABLE;
+		fprintf(stderr, "zring probe: --fuzz speaks the NULL mechanism only\n");
+		return ZL_PROBE_USAGE;
+	}
+	printf("zring probe --fuzz: %s, peer %s, seed %llu, %u s\n", o->endpoint,
+	       zr_socktype_name(o->peer_type), (unsigned long long)seed, o->seconds);
+	while (pr_now_ms() < end) {
+		size_t n = conversation(c, &s, u), len = 0, nst = 0;
+		char why[160], path[512];
+		int v;
+
+		mutate(&s, u, &n);
+		/* Lay the units out, cut into writes at unit boundaries or, now
+		 * and then, inside one. */
+		for (size_t i = 0; i < n; i++) {
+			size_t off = 0;
+			while (off < u[i].len) {
+				size_t piece = u[i].len - off;
+				if (rnd(&s) % 8 == 0 && piece > 1)
+					piece = 1 + (size_t)(rnd(&s) % (piece - 1));
+				memcpy(b + len, u[i].b + off, piece);
+				st[nst].off = len;
+				st[nst].len = piece;
+				st[nst].sleep_ms = rnd(&s) % 16 == 0 ? 2 : 0;
+				nst++;
+				len += piece;
+				off += piece;
+			}
+		}
+		iter++;
+		if (play(c, b, st, nst) < 0) {
+			v = PR_CRASH;
+			snprintf(why, sizeof(why), "the fuzz connection could not be opened");
+		} else {
+			v = pr_live(c, why, sizeof(why));
+		}
+		if (isatty(2))
+			fprintf(stderr, "\r\033[Kfuzz: %u conversations, %u findings", iter,
+			        findings);
+		if (v == PR_PASS)
+			continue;
+		findings++;
+		int rc =
+			write_repro(o->out_dir, seed, iter, v, why, b, st, nst, path, sizeof(path));
+		printf("finding: iteration %u: %s (%s): %s\n", iter, pr_verdict_name(v), why,
+		       rc == 0 ? path : strerror(-rc));
+		if (v == PR_CRASH)
+			break;
+		/* Let a degraded peer recover before the next attempt. */
+		pr_sleep_ms(500);
+	}
+	if (isatty(2))
+		fprintf(stderr, "\r\033[K");
+	printf("fuzz: %u conversations, %u findings (seed %llu)\n", iter, findings,
+	       (unsigned long long)seed);
+	free(u);
+	free(b);
+	free(st);
+	return findings > 0 ? ZL_PROBE_FINDINGS : ZL_PROBE_OK;
+}
+
+static int
+hexval(int ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+static int
+run_replay(struct pr_ctx *c)
+{
+	FILE *f = fopen(c->o->replay, "r");
+	size_t cap = 1u << 20, len = 0, nst = 0, stcap = 256;
+	uint8_t *b = malloc(cap);
+	struct step *st = malloc(stcap * sizeof(*st));
+	unsigned sleep_next = 0;
+	char *line = NULL, why[160];
+	size_t lcap = 0;
+	int v, rc = 0;
+
+	if (f == NULL || b == NULL || st == NULL) {
+		fprintf(stderr, "zring probe: %s: %s\n", c->o->replay, strerror(errno));
+		if (f != NULL)
+			fclose(f);
+		free(b);
+		free(st);
+		return ZL_PROBE_USAGE;
+	}
+	while (getline(&line, &lcap, f) > 0) {
+		if (strncmp(line, "sleep ", 6) == 0) {
+			sleep_next = (unsigned)strtoul(line + 6, NULL, 10);
+		} else if (strncmp(line, "write ", 6) == 0) {
+			const char *p = line + 6;
+			if (nst == stcap) {
+				struct step *q = realloc(st, 2 * stcap * sizeof(*st));
+				if (q == NULL) {
+					rc = -ENOMEM;
+					break;
+				}
+				st = q;
+				stcap *= 2;
+			}
+			st[nst].off = len;
+			st[nst].sleep_ms = sleep_next;
+			sleep_next = 0;
+			while (hexval(p[0]) >= 0 && hexval(p[1]) >= 0 && len < cap) {
+				b[len++] = (uint8_t)(hexval(p[0]) << 4 | hexval(p[1]));
+				p += 2;
+			}
+			st[nst].len = len - st[nst].off;
+			nst++;
+		} else if (line[0] != '#' && line[0] != '\n') {
+			rc = -EINVAL;
+			break;
+		}
+	}
+	free(line);
+	fclose(f);
+	if (rc < 0) {
+		fprintf(stderr,
+		        "zring probe: %s: not a reproducer (lines: write HEX, sleep MS, # ...)\n",
+		        c->o->replay);
+		free(b);
+		free(st);
+		return ZL_PROBE_USAGE;
+	}
+	printf("zring probe --replay %s: %zu octets in %zu writes to %s\n", c->o->replay, len, nst,
+	       c->o->endpoint);
+	if (play(c, b, st, nst) < 0) {
+		v = PR_CRASH;
+		snprintf(why, sizeof(why), "the connection could not be opened");
+	} else {
+		v = pr_live(c, why, sizeof(why));
+	}
+	free(b);
+	free(st);
+	printf("replay: %s%s%s\n", pr_verdict_name(v), v == PR_PASS ? "" : ": ", why);
+	return v == PR_PASS ? ZL_PROBE_OK : ZL_PROBE_FINDINGS;
+}
+
+/* ---- the command line ----------------------------------------------------------- */
+
+/* A literal format, so the compiler checks every call's arguments. */
+#define USAGE_ERROR(...)                                                                       \
+	(fprintf(stderr, "zring probe: " __VA_ARGS__), fprintf(stderr, "\n\n%s", probe_usage), \
+	 ZL_PROBE_USAGE)
+
+static int
+parse_key(const char *opt, const char *z85, uint8_t key[ZR_CURVE_KEY_LEN])
+{
+	if (zr_curve_key_decode(key, z85) < 0) {
+		fprintf(stderr, "zring probe: %s wants 40 Z85 characters\n", opt);
+		return -1;
+	}
+	return 0;
+}
+
+static void
+print_list(void)
+{
+	for (size_t i = 0; i < pr_case_count; i++)
+		printf("%-30s %-14s %-28s %s\n", pr_cases[i].name, pr_cases[i].group,
+		       pr_cases[i].rfc, pr_cases[i].expected);
+	printf("%zu cases\n", pr_case_count);
+}
+
+int
+zl_probe_main(int argc, char **argv)
+{
+	struct pr_opts o = {.peer_type = -1, .limit_ms = 1000, .seconds = 10, .out_dir = "."};
+	struct pr_ctx c = {.o = &o};
+	bool self = false, have_secret = false;
+	char why[256];
+	long long v;
+
+	if (argc == 0)
+		return zl_probe_self(0, argv);
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
+#define NEED_VAL()                                                 \
+	do {                                                       \
+		if (val == NULL)                                   \
+			return USAGE_ERROR("%s wants a value", a); \
+		i++;                                               \
+	} while (0)
+		if (strcmp(a, "--self") == 0) {
+			self = true;
+		} else if (strcmp(a, "--count") == 0) {
+			/* --count belongs to --self: hand the rest over as it is. */
+			return zl_probe_self(argc - i, argv + i);
+		} else if (strcmp(a, "--listen") == 0) {
+			o.listen = true;
+		} else if (strcmp(a, "--type") == 0) {
+			NEED_VAL();
+			o.peer_type = zr_socktype_parse((const uint8_t *)val, strlen(val));
+			if (o.peer_type < 0)
+				return USAGE_ERROR("unknown socket type '%s'", val);
+		} else if (strcmp(a, "--mechanism") == 0) {
+			NEED_VAL();
+			if (strcmp(val, "null") == 0)
+				o.mechanism = ZR_MECH_NULL;
+			else if (strcmp(val, "plain") == 0)
+				o.mechanism = ZR_MECH_PLAIN;
+			else if (strcmp(val, "curve") == 0)
+				o.mechanism = ZR_MECH_CURVE;
+			else
+				return USAGE_ERROR("unknown mechanism '%s' (null, plain, curve)",
+				                   val);
+		} else if (strcmp(a, "--username") == 0) {
+			NEED_VAL();
+			o.username = val;
+		} else if (strcmp(a, "--password") == 0) {
+			NEED_VAL();
+			o.password = val;
+		} else if (strcmp(a, "--server-key") == 0) {
+			NEED_VAL();
+			if (parse_key(a, val, o.server_key) < 0)
+				return ZL_PROBE_USAGE;
+			o.have_server_key = true;
+		} else if (strcmp(a, "--public-key") == 0) {
+			NEED_VAL();
+			if (parse_key(a, val, o.public_key) < 0)
+				return ZL_PROBE_USAGE;
+		} else if (strcmp(a, "--secret-key") == 0) {
+			NEED_VAL();
+			if (parse_key(a, val, o.secret_key) < 0)
+				return ZL_PROBE_USAGE;
+			have_secret = true;
+		} else if (strcmp(a, "--peer-handshake-ivl") == 0 ||
+		           strcmp(a, "--handshake-ivl") == 0) {
+			NEED_VAL();
+			if (!zl_parse_int(val, 1, 600000, &v))
+				return USAGE_ERROR("%s wants milliseconds (1..600000)", a);
+			o.peer_hs_ivl = (uint32_t)v;
+		} else if (strcmp(a, "--peer-heartbeat-timeout") == 0) {
+			NEED_VAL();
+			if (!zl_parse_int(val, 1, 600000, &v))
+				return USAGE_ERROR("%s wants milliseconds (1..600000)", a);
+			o.peer_hb_tmo = (uint32_t)v;
+		} else if (strcmp(a, "--pid") == 0) {
+			NEED_VAL();
+			if (!zl_parse_int(val, 0, 1 << 30, &v))
+				return USAGE_ERROR("--pid wants a process id, not '%s'", val);
+			o.pid = (pid_t)v;
+		} else if (strcmp(a, "--limit") == 0) {
+			NEED_VAL();
+			if (!zl_parse_int(val, 10, 600000, &v))
+				return USAGE_ERROR(
+					"--limit wants milliseconds (10..600000), not '%s'", val);
+			o.limit_ms = (uint32_t)v;
+		} else if (strcmp(a, "--case") == 0) {
+			NEED_VAL();
+			o.only = val;
+		} else if (strcmp(a, "--json") == 0) {
+			NEED_VAL();
+			o.json = val;
+		} else if (strcmp(a, "--list") == 0) {
+			o.list = true;
+		} else if (strcmp(a, "--quiet") == 0) {
+			o.quiet = true;
+		} else if (strcmp(a, "--fuzz") == 0) {
+			o.fuzz = true;
+		} else if (strcmp(a, "--seconds") == 0) {
+			NEED_VAL();
+			if (!zl_parse_int(val, 1, 86400, &v))
+				return USAGE_ERROR("--seconds wants 1..86400, not '%s'", val);
+			o.seconds = (unsigned)v;
+		} else if (strcmp(a, "--seed") == 0) {
+			NEED_VAL();
+			if (!zl_parse_int(val, 0, INT64_MAX, &v))
+				return USAGE_ERROR("--seed wants a number, not '%s'", val);
+			o.seed = (uint64_t)v;
+		} else if (strcmp(a, "--out") == 0) {
+			NEED_VAL();
+			o.out_dir = val;
+		} else if (strcmp(a, "--replay") == 0) {
+			NEED_VAL();
+			o.replay = val;
+		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			fputs(probe_usage, stdout);
+			return ZL_PROBE_OK;
+		} else if (a[0] == '-' && a[1] != '\0') {
+			return USAGE_ERROR("unknown option '%s'", a);
+		} else if (o.endpoint == NULL) {
+			o.endpoint = a;
+		} else {
+			return USAGE_ERROR("one endpoint only ('%s')", a);
+		}
+#undef NEED_VAL
+	}
+	if (self)
+		return zl_probe_self(0, argv);
+	if (o.list) {
+		print_list();
+		return ZL_PROBE_OK;
+	}
+	if (o.endpoint == NULL)
+		return USAGE_ERROR("%s", "no ENDPOINT");
+	if (o.mechanism != ZR_MECH_NULL && o.peer_type < 0)
+		return USAGE_ERROR("%s",
+		                   "--mechanism plain/curve needs --type (the peer's socket type)");
+	if (o.mechanism == ZR_MECH_PLAIN && (o.username == NULL || o.password == NULL))
+		return USAGE_ERROR("%s", "--mechanism plain needs --username and --password");
+	if (o.mechanism == ZR_MECH_CURVE) {
+		if (!o.have_server_key)
+			return USAGE_ERROR("%s", "--mechanism curve needs --server-key");
+		if (sodium_init() < 0)
+			return ZL_PROBE_UNREACHABLE;
+		if (!have_secret)
+			crypto_box_keypair(o.public_key, o.secret_key);
+	}
+	if (o.seed == 0)
+		o.seed = (uint64_t)time(NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	int rc = pr_target_init(&c, o.endpoint);
+	if (rc < 0) {
+		fprintf(stderr, "zring probe: %s: %s\n", o.endpoint,
+		        rc == -EINVAL ? "not a tcp:// or ipc:// endpoint" : strerror(-rc));
+		return rc == -EINVAL ? ZL_PROBE_USAGE : ZL_PROBE_UNREACHABLE;
+	}
+	rc = learn_peer(&c, why, sizeof(why));
+	if (rc < 0) {
+		printf("probe: cannot reach the peer at %s: %s\n", o.endpoint, why);
+		rc = ZL_PROBE_UNREACHABLE;
+	} else if (o.replay != NULL) {
+		rc = run_replay(&c);
+	} else if (o.fuzz) {
+		rc = run_fuzz(&c);
+	} else {
+		rc = run_catalogue(&c);
+	}
+	if (c.t.listen_fd >= 0)
+		close(c.t.listen_fd);
+	return rc;
+}
