@@ -1239,6 +1239,94 @@ case_initiate(struct pr_ctx *c, const struct pr_case *kc)
 	return finish(&k, v);
 }
 
+/* ---- the PLAIN server role (--listen --mechanism plain) ---------------------------- */
+
+enum {
+	PS_ERROR,    /* a well-formed ERROR "400" after HELLO */
+	PS_MISSPELT, /* libzmq's misspelt ERROR: 5E 'R' 'R' 'O' 'R', reason */
+};
+
+/*
+ * The probe refuses a connecting PLAIN client and watches how it answers:
+ * the client must close (pass); one still open after the limit is lenient
+ * (we, the sender of the ERROR, close then anyway). Whether it connects
+ * again is observed, not judged: libzmq 4.3.4 gives up after a failed
+ * handshake, which is also why no oracle runs after these cases.
+ */
+static int
+case_plain_server(struct pr_ctx *c, const struct pr_case *kc)
+{
+	struct pr_conn k, k2;
+	uint64_t t0, rx0;
+	int rc, v;
+
+	rc = pr_open(c, &k, 10000);
+	if (rc < 0)
+		return fail_open(c, rc);
+	if (kc->arg == PS_ERROR) {
+		struct pr_hs hs = {.refuse = true};
+		rc = pr_handshake(c, &k, &hs);
+		if (rc == 0) {
+			pr_obs(c, "the probe's refusal did not stop the handshake");
+			return finish(&k, PR_SKIP);
+		}
+		if (rc != -ZR_EAUTH) {
+			v = hs_failed(c, &k, rc, EXP_SERVE, PR_PASS);
+			return finish(&k, v == PR_PASS ? PR_SKIP : v);
+		}
+	} else {
+		/* Our greeting as the PLAIN server; its greeting and HELLO. */
+		static const uint8_t misspelt[] = {0x04, 9, 0x5e, 'R', 'R', 'O',
+		                                   'R',  3, '4',  '0', '0'};
+		uint8_t g[ZR_ZMTP_GREETING_SIZE];
+		const uint8_t *body;
+		size_t flen;
+		zr_zmtp_greeting_encode(g, 1, ZR_MECH_PLAIN, true);
+		rc = pr_write(&k, g, sizeof(g), LIMIT(c));
+		for (uint64_t end = pr_now_ms() + LIMIT(c);
+		     rc == 0 && k.in_len < ZR_ZMTP_GREETING_SIZE && pr_now_ms() < end;)
+			rc = pr_read(&k, 100) < 0 ? -EPIPE : 0;
+		if (rc == 0 && k.in_len < ZR_ZMTP_GREETING_SIZE)
+			rc = -ETIMEDOUT;
+		if (rc == 0) {
+			k.in_len -= ZR_ZMTP_GREETING_SIZE;
+			memmove(k.in, k.in + ZR_ZMTP_GREETING_SIZE, k.in_len);
+			rc = hb_cmd(c, &k, &body, &flen);
+		}
+		if (rc >= 0 && (rc < 6 || memcmp(body, "\x05HELLO", 6) != 0))
+			rc = -EPROTO;
+		if (rc < 0) {
+			pr_obs(c, "no HELLO from the client (%s)", strerror(-rc));
+			return finish(&k, k.closed ? PR_VIOLATION : PR_HANG);
+		}
+		k.in_len -= flen;
+		memmove(k.in, k.in + flen, k.in_len);
+		pr_write(&k, misspelt, sizeof(misspelt), LIMIT(c));
+	}
+	/* What the client does after the ERROR. */
+	t0 = pr_now_ms();
+	rx0 = k.rx_total;
+	while (!k.closed && pr_now_ms() < t0 + LIMIT(c))
+		pr_read(&k, 100);
+	if (k.closed) {
+		pr_obs(c, "closed after %llu ms (%s), %llu octets after our ERROR",
+		       (unsigned long long)(k.closed_ms - t0), k.reset ? "reset" : "EOF",
+		       (unsigned long long)(k.rx_total - rx0));
+		v = PR_PASS;
+	} else {
+		pr_obs(c, "still open %u ms after our ERROR, %llu octets sent", LIMIT(c),
+		       (unsigned long long)(k.rx_total - rx0));
+		v = kc->accepted;
+	}
+	pr_close(&k);
+	rc = pr_open(c, &k2, LIMIT(c));
+	if (rc == 0)
+		pr_obs(c, "connected again after %llu ms", (unsigned long long)(pr_now_ms() - t0));
+	else
+		pr_obs(c, "did not connect again within %u ms", LIMIT(c));
+	return finish(&k2, v);
+}
+
 /* ---- resources -------------------------------------------------------------------- */
 
 enum {
@@ -1583,6 +1671,13 @@ const struct pr_case pr_cases[] = {
 	{"curve.initiate-old-cookie", "curve", RFC26 " INITIATE",
          "a fresh HELLO, then an earlier connection's cookie: close", EXP_CUSTOM, PR_VIOLATION,
          PRF_CURVE, case_initiate, HB_OLD_COOKIE},
+	/* the PLAIN server role */
+	{"plain-server.error", "plain-server", RFC24 " ERROR",
+         "refused with ERROR \"400\": the client closes", EXP_CUSTOM, PR_LENIENT,
+         PRF_PLAIN_SERVER | PRF_NO_ORACLE, case_plain_server, PS_ERROR},
+	{"plain-server.misspelt-error", "plain-server", RFC23 " Commands",
+         "libzmq's misspelt ERROR (5E RROR): the client closes", EXP_CUSTOM, PR_LENIENT,
+         PRF_PLAIN_SERVER | PRF_NO_ORACLE, case_plain_server, PS_MISSPELT},
 	/* resources */
 	{"resource.connections", "resources", RFC23 " (robustness)",
          "200 connections open: another is still served", EXP_CUSTOM, PR_DEGRADED, PRF_CONNECT,
