@@ -278,6 +278,13 @@ Test(probe, libzmq_curve)
 	expect_verdict("curve.nonce-replayed", "pass");
 	expect_verdict("curve.nonce-out-of-order", "pass");
 	expect_verdict("curve.replayed-cookie", "pass");
+	/* Hand-built INITIATEs: each case's unaltered control must reach READY
+	 * (else it is skipped), so pass means the alteration alone was refused. */
+	expect_verdict("curve.vouch-other-short-key", "pass");
+	expect_verdict("curve.vouch-wrong-long-key", "pass");
+	expect_verdict("curve.initiate-short", "pass");
+	expect_verdict("curve.initiate-no-box", "pass");
+	expect_verdict("curve.initiate-old-cookie", "pass");
 	expect_verdict("ping.context-16", "pass");
 	expect_verdict("meta.no-socket-type", "skipped");
 	cr_expect_eq(s.violations + s.crashes + s.hangs + s.degraded, 0, "%s", probe.out);
@@ -350,7 +357,12 @@ Test(probe, zring_cat_curve)
 	int rc = RUN_PROBE_BESIDE_CAT(ep, "--mechanism", "curve", "--type", "PULL", "--server-key",
 	                              pub, "--case", "curve.");
 	struct summary s = summary();
-	cr_expect_eq(s.pass, 10, "%s", probe.out);
+	cr_expect_eq(s.pass, 15, "%s", probe.out);
+	expect_verdict("curve.vouch-other-short-key", "pass");
+	expect_verdict("curve.vouch-wrong-long-key", "pass");
+	expect_verdict("curve.initiate-short", "pass");
+	expect_verdict("curve.initiate-no-box", "pass");
+	expect_verdict("curve.initiate-old-cookie", "pass");
 	cr_expect_eq(rc, 0, "%s", probe.out);
 }
 
@@ -482,6 +494,73 @@ Test(probe, listen_for_a_connecting_peer)
 	expect_verdict("greeting.v3.1", "pass");
 	expect_verdict("greeting.v3.2", "pass");
 	cr_expect_eq(rc, 0, "%s %s", probe.out, probe.err);
+}
+
+/* A loopback endpoint nobody listens on (for --listen). */
+static const char *
+free_ep(char *ep, size_t cap)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t al = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	cr_assert(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
+	cr_assert(getsockname(fd, (struct sockaddr *)&a, &al) == 0);
+	snprintf(ep, cap, "tcp://127.0.0.1:%u", ntohs(a.sin_port));
+	close(fd);
+	return ep;
+}
+
+static const char *const plain_server_cases[] = {"plain-server.error",
+                                                 "plain-server.misspelt-error"};
+
+/* The probe as a PLAIN server: it first admits the client (the run's
+ * opening handshake, "peer PUSH"), then refuses it. A refused client may
+ * never connect again (libzmq gives up), so each case runs against its own
+ * client. */
+static void
+expect_plain_server_case(const char *name, int rc)
+{
+	cr_expect(strstr(probe.out, "peer PUSH") != NULL, "%s %s", probe.out, probe.err);
+	expect_verdict(name, "pass");
+	cr_expect(strstr(probe.out, "closed after") != NULL, "%s", probe.out);
+	cr_expect_eq(rc, 0, "%s %s", probe.out, probe.err);
+}
+
+Test(probe, listen_plain_server_refuses_libzmq_client)
+{
+	for (size_t i = 0; i < 2; i++) {
+		char ep[64];
+		const char *name = plain_server_cases[i];
+		tool_reset(&probe);
+		tool_begin(&probe, "probe", "--limit", CASE_LIMIT, "--listen",
+		           free_ep(ep, sizeof(ep)), "--mechanism", "plain", "--type", "PUSH",
+		           "--username", "probe", "--password", "secret", "--case", name, NULL);
+		peer_begin(PROBE_PEER, "PUSH", ep, "--connect", "--plain-client", "probe:secret",
+		           NULL);
+		expect_plain_server_case(name, tool_wait(&probe, PROBE_WAIT_MS));
+		zl_proc_stop(&peer, 2000);
+		memset(&peer, 0, sizeof(peer));
+		tool_kill(&probe);
+	}
+}
+
+Test(probe, listen_plain_server_refuses_zring_cat)
+{
+	for (size_t i = 0; i < 2; i++) {
+		char ep[64];
+		const char *name = plain_server_cases[i];
+		tool_reset(&probe);
+		tool_reset(&cat);
+		tool_begin(&probe, "probe", "--limit", CASE_LIMIT, "--listen",
+		           free_ep(ep, sizeof(ep)), "--mechanism", "plain", "--type", "PUSH",
+		           "--username", "probe", "--password", "secret", "--case", name, NULL);
+		tool_begin(&cat, "cat", "-w", "-c", "PUSH", ep, "-o", "PLAIN_USERNAME=probe", "-o",
+		           "PLAIN_PASSWORD=secret", NULL);
+		expect_plain_server_case(name, wait_draining_cat());
+		tool_kill(&cat);
+		tool_kill(&probe);
+	}
 }
 
 Test(probe, unreachable_peer_exits_2)

@@ -989,6 +989,344 @@ case_mech(struct pr_ctx *c, const struct pr_case *kc)
 	return finish(&k, pr_judge(c, &k, EXP_CLOSE, kc->accepted, LIMIT(c)));
 }
 
+/* ---- CURVE INITIATE abuse (RFC 26 "INITIATE") ------------------------------------ */
+
+/*
+ * These cases need an INITIATE the codec would never write, so the probe
+ * runs the client side of CurveZMQ by hand with libsodium: HELLO, WELCOME
+ * opened for S' and the cookie, then an INITIATE built from parts that can
+ * each be wrong. Every case first runs the same hand-built handshake
+ * unaltered and must see READY: otherwise the probe's own bytes are at fault
+ * and the case is skipped, so a pass always means the alteration was refused.
+ */
+
+enum {
+	HB_CLEAN,
+	HB_VOUCH_SHORT_KEY, /* the vouch names another short-term key */
+	HB_VOUCH_LONG_KEY,  /* the vouch is sealed by another long-term key */
+	HB_INIT_SHORT,      /* the sealed content one octet short of C + vouch */
+	HB_INIT_NO_BOX,     /* cookie and nonce, no box */
+	HB_OLD_COOKIE,      /* the cookie of an earlier connection */
+};
+
+struct hb_session {
+	uint8_t cn_pk[32], cn_sk[32]; /* C', c' */
+	uint8_t sn_pk[32];            /* S' */
+	uint8_t cookie[96];
+};
+
+/* The length of the whole command frame at the start of p, or 0 when it is
+ * not all there yet. *body, *len: its body. */
+static size_t
+hb_frame(const uint8_t *p, size_t n, const uint8_t **body, size_t *len)
+{
+	size_t hdr = (p[0] & 0x02u) ? 9 : 2, l = 0;
+
+	if (n < hdr)
+		return 0;
+	if (hdr == 9)
+		for (int i = 1; i < 9; i++)
+			l = (l << 8) | p[i];
+	else
+		l = p[1];
+	if (l > n - hdr)
+		return 0;
+	*body = p + hdr;
+	*len = l;
+	return hdr + l;
+}
+
+/* Waits for one whole command; returns its body length (name included) with
+ * body pointing into k->in, -EPIPE when the peer closed (or sent ERROR), or
+ * -ETIMEDOUT. The caller consumes it. */
+static int
+hb_cmd(struct pr_ctx *c, struct pr_conn *k, const uint8_t **body, size_t *frame_len)
+{
+	/* Not "\x05ERROR": E is a hex digit (libzmq's PLAIN quirk). */
+	static const uint8_t error_name[] = {5, 'E', 'R', 'R', 'O', 'R'};
+	uint64_t deadline = pr_now_ms() + LIMIT(c);
+	size_t len;
+
+	for (;;) {
+		if (k->in_len >= 2 && (*frame_len = hb_frame(k->in, k->in_len, body, &len)) > 0) {
+			if (len < 7 || memcmp(*body, error_name, 6) != 0)
+				return len > 4096 ? -EPROTO : (int)len;
+			size_t r = (*body)[6] < len - 7 ? (*body)[6] : len - 7;
+			pr_escape(k->peer_error, sizeof(k->peer_error), *body + 7, r);
+			k->got_error = true;
+			return -EPIPE;
+		}
+		if (k->in_len > 4096 + 9)
+			return -EPROTO;
+		if (pr_now_ms() >= deadline)
+			return -ETIMEDOUT;
+		if (pr_read(k, 100) < 0)
+			return -EPIPE;
+	}
+}
+
+static void
+hb_nonce(uint8_t n[24], const char *prefix16, uint64_t v)
+{
+	memcpy(n, prefix16, 16);
+	for (int i = 0; i < 8; i++)
+		n[16 + i] = (uint8_t)(v >> (56 - 8 * i));
+}
+
+/* Greeting, HELLO and WELCOME on a new connection: s gets C', c', S' and
+ * the cookie. Returns 0, or a negative errno. */
+static int
+hb_hello(struct pr_ctx *c, struct pr_conn *k, struct hb_session *s)
+{
+	const uint8_t *key = c->o->server_key;
+	uint8_t d[194], zero[64] = {0}, nonce[24], b[256], plain[128];
+	const uint8_t *body;
+	size_t flen;
+	int rc = raw_greet(c, k, ZR_MECH_CURVE);
+
+	if (rc < 0)
+		return rc;
+	crypto_box_keypair(s->cn_pk, s->cn_sk);
+	memset(d, 0, sizeof(d));
+	d[0] = 1;
+	memcpy(d + 74, s->cn_pk, 32);
+	hb_nonce(nonce, "CurveZMQHELLO---", 1);
+	memcpy(d + 106, nonce + 16, 8);
+	if (crypto_box_easy(d + 114, zero, sizeof(zero), nonce, key, s->cn_sk) != 0)
+		return -EINVAL;
+	rc = zr_zmtp_cmd_encode(b, sizeof(b), "HELLO", d, sizeof(d));
+	if (rc < 0)
+		return rc;
+	rc = pr_write(k, b, (size_t)rc, LIMIT(c));
+	if (rc < 0)
+		return rc;
+	rc = hb_cmd(c, k, &body, &flen);
+	if (rc < 0)
+		return rc;
+	/* "\x07WELCOME", a 16-octet nonce, box[S' + cookie](S->C') */
+	if (rc != 8 + 16 + 144 || memcmp(body, "\x07WELCOME", 8) != 0)
+		return -EPROTO;
+	memcpy(nonce, "WELCOME-", 8);
+	memcpy(nonce + 8, body + 8, 16);
+	if (crypto_box_open_easy(plain, body + 24, 144, nonce, key, s->cn_sk) != 0)
+		return -EBADMSG;
+	memcpy(s->sn_pk, plain, 32);
+	memcpy(s->cookie, plain + 32, 96);
+	sodium_memzero(plain, sizeof(plain));
+	k->in_len -= flen;
+	memmove(k->in, k->in + flen, k->in_len);
+	return 0;
+}
+
+/* Writes an INITIATE for session s (with cookie in place of s's) altered as
+ * how says. */
+static int
+hb_initiate(struct pr_ctx *c, struct pr_conn *k, const struct hb_session *s,
+            const uint8_t cookie[96], int how)
+{
+	const struct pr_opts *o = c->o;
+	uint8_t vplain[64], vnonce[24], plain[256], nonce[24], d[512], b[600];
+	uint8_t other_pk[32], other_sk[32];
+	const char *t = zr_socktype_name(o->our_type);
+	size_t plen = 128;
+	int ml, rc;
+
+	/* vouch = box[C' + S](C->S'), nonce "VOUCH---" + 16 random */
+	crypto_box_keypair(other_pk, other_sk);
+	memcpy(vplain, how == HB_VOUCH_SHORT_KEY ? other_pk : s->cn_pk, 32);
+	memcpy(vplain + 32, o->server_key, 32);
+	memcpy(vnonce, "VOUCH---", 8);
+	randombytes_buf(vnonce + 8, 16);
+	memcpy(plain, o->public_key, 32);
+	memcpy(plain + 32, vnonce + 8, 16);
+	rc = crypto_box_easy(plain + 48, vplain, sizeof(vplain), vnonce, s->sn_pk,
+	                     how == HB_VOUCH_LONG_KEY ? other_sk : o->secret_key);
+	sodium_memzero(other_sk, sizeof(other_sk));
+	if (rc != 0)
+		return -EINVAL;
+	ml = zr_zmtp_prop_encode(plain + 128, sizeof(plain) - 128, "Socket-Type",
+	                         (const uint8_t *)t, strlen(t));
+	if (ml < 0)
+		return ml;
+	plen += (size_t)ml;
+	if (how == HB_INIT_SHORT)
+		plen = 127;
+	memcpy(d, cookie, 96);
+	hb_nonce(nonce, "CurveZMQINITIATE", 2);
+	memcpy(d + 96, nonce + 16, 8);
+	if (crypto_box_easy(d + 104, plain, plen, nonce, s->sn_pk, s->cn_sk) != 0)
+		return -EINVAL;
+	rc = zr_zmtp_cmd_encode(b, sizeof(b), "INITIATE", d,
+	                        how == HB_INIT_NO_BOX ? 104 : 104 + 16 + plen);
+	if (rc < 0)
+		return rc;
+	return pr_write(k, b, (size_t)rc, LIMIT(c));
+}
+
+/* After an INITIATE: 1 when READY came, 0 when the peer refused (closed, or
+ * ERROR), -ETIMEDOUT when neither happened. */
+static int
+hb_answer(struct pr_ctx *c, struct pr_conn *k)
+{
+	const uint8_t *body;
+	size_t flen;
+	int rc = hb_cmd(c, k, &body, &flen);
+
+	if (rc == -EPIPE)
+		return 0;
+	if (rc == -ETIMEDOUT)
+		return rc;
+	if (rc >= 6 && memcmp(body, "\x05READY", 6) == 0)
+		return 1;
+	return 0; /* something else: not a completed handshake */
+}
+
+static int
+case_initiate(struct pr_ctx *c, const struct pr_case *kc)
+{
+	struct hb_session s0, s;
+	struct pr_conn k0, k;
+	int rc, v;
+
+	/* The control: the same hand-built handshake, unaltered, must complete.
+	 * Its cookie is the "earlier connection's" for HB_OLD_COOKIE. */
+	rc = hb_hello(c, &k0, &s0);
+	if (rc == 0)
+		rc = hb_initiate(c, &k0, &s0, s0.cookie, HB_CLEAN);
+	if (rc == 0)
+		rc = hb_answer(c, &k0);
+	if (rc != 1) {
+		if (k0.fd < 0)
+			return fail_open(c, rc);
+		pr_obs(c, "the probe's own unaltered INITIATE was not answered by READY (%s%s%s)",
+		       rc == 0 || rc == -EPIPE ? "refused"
+		       : rc == -ETIMEDOUT      ? "timeout"
+		                               : strerror(-rc),
+		       k0.got_error ? ", ERROR " : "", k0.got_error ? k0.peer_error : "");
+		return finish(&k0, PR_SKIP);
+	}
+	pr_close(&k0);
+
+	rc = hb_hello(c, &k, &s);
+	if (rc < 0) {
+		if (k.fd < 0)
+			return fail_open(c, rc);
+		return finish(&k, hs_failed(c, &k, rc, EXP_SERVE, PR_PASS));
+	}
+	rc = hb_initiate(c, &k, &s, kc->arg == HB_OLD_COOKIE ? s0.cookie : s.cookie, (int)kc->arg);
+	sodium_memzero(s0.cn_sk, sizeof(s0.cn_sk));
+	sodium_memzero(s.cn_sk, sizeof(s.cn_sk));
+	if (rc == 0)
+		rc = hb_answer(c, &k);
+	if (rc == 1) {
+		pr_obs(c, "READY: the handshake completed");
+		v = kc->accepted;
+	} else if (rc == 0 || rc == -EPIPE) {
+		/* An ERROR comes before the close: wait for the close too. */
+		for (uint64_t end = pr_now_ms() + LIMIT(c); !k.closed && pr_now_ms() < end;)
+			pr_read(&k, 100);
+		pr_obs(c, "refused (%s%s%s%s)", k.got_error ? "ERROR \"" : "",
+		       k.got_error ? k.peer_error : "", k.got_error ? "\", " : "",
+		       k.closed ? (k.reset ? "reset" : "EOF") : "still open");
+		v = k.closed || k.got_error ? PR_PASS : PR_HANG;
+	} else if (rc == -ETIMEDOUT) {
+		pr_obs(c, "no READY, no close within %u ms", LIMIT(c));
+		v = PR_HANG;
+	} else {
+		pr_obs(c, "the peer's answer did not parse (%s)", strerror(-rc));
+		v = PR_VIOLATION;
+	}
+	return finish(&k, v);
+}
+
+/* ---- the PLAIN server role (--listen --mechanism plain) ---------------------------- */
+
+enum {
+	PS_ERROR,    /* a well-formed ERROR "400" after HELLO */
+	PS_MISSPELT, /* libzmq's misspelt ERROR: 5E 'R' 'R' 'O' 'R', reason */
+};
+
+/*
+ * The probe refuses a connecting PLAIN client and watches how it answers:
+ * the client must close (pass); one still open after the limit is lenient
+ * (we, the sender of the ERROR, close then anyway). Whether it connects
+ * again is observed, not judged: libzmq 4.3.4 gives up after a failed
+ * handshake, which is also why no oracle runs after these cases.
+ */
+static int
+case_plain_server(struct pr_ctx *c, const struct pr_case *kc)
+{
+	struct pr_conn k, k2;
+	uint64_t t0, rx0;
+	int rc, v;
+
+	rc = pr_open(c, &k, 10000);
+	if (rc < 0)
+		return fail_open(c, rc);
+	if (kc->arg == PS_ERROR) {
+		struct pr_hs hs = {.refuse = true};
+		rc = pr_handshake(c, &k, &hs);
+		if (rc == 0) {
+			pr_obs(c, "the probe's refusal did not stop the handshake");
+			return finish(&k, PR_SKIP);
+		}
+		if (rc != -ZR_EAUTH) {
+			v = hs_failed(c, &k, rc, EXP_SERVE, PR_PASS);
+			return finish(&k, v == PR_PASS ? PR_SKIP : v);
+		}
+	} else {
+		/* Our greeting as the PLAIN server; its greeting and HELLO. */
+		static const uint8_t misspelt[] = {0x04, 9, 0x5e, 'R', 'R', 'O',
+		                                   'R',  3, '4',  '0', '0'};
+		uint8_t g[ZR_ZMTP_GREETING_SIZE];
+		const uint8_t *body;
+		size_t flen;
+		zr_zmtp_greeting_encode(g, 1, ZR_MECH_PLAIN, true);
+		rc = pr_write(&k, g, sizeof(g), LIMIT(c));
+		for (uint64_t end = pr_now_ms() + LIMIT(c);
+		     rc == 0 && k.in_len < ZR_ZMTP_GREETING_SIZE && pr_now_ms() < end;)
+			rc = pr_read(&k, 100) < 0 ? -EPIPE : 0;
+		if (rc == 0 && k.in_len < ZR_ZMTP_GREETING_SIZE)
+			rc = -ETIMEDOUT;
+		if (rc == 0) {
+			k.in_len -= ZR_ZMTP_GREETING_SIZE;
+			memmove(k.in, k.in + ZR_ZMTP_GREETING_SIZE, k.in_len);
+			rc = hb_cmd(c, &k, &body, &flen);
+		}
+		if (rc >= 0 && (rc < 6 || memcmp(body, "\x05HELLO", 6) != 0))
+			rc = -EPROTO;
+		if (rc < 0) {
+			pr_obs(c, "no HELLO from the client (%s)", strerror(-rc));
+			return finish(&k, k.closed ? PR_VIOLATION : PR_HANG);
+		}
+		k.in_len -= flen;
+		memmove(k.in, k.in + flen, k.in_len);
+		pr_write(&k, misspelt, sizeof(misspelt), LIMIT(c));
+	}
+	/* What the client does after the ERROR. */
+	t0 = pr_now_ms();
+	rx0 = k.rx_total;
+	while (!k.closed && pr_now_ms() < t0 + LIMIT(c))
+		pr_read(&k, 100);
+	if (k.closed) {
+		pr_obs(c, "closed after %llu ms (%s), %llu octets after our ERROR",
+		       (unsigned long long)(k.closed_ms - t0), k.reset ? "reset" : "EOF",
+		       (unsigned long long)(k.rx_total - rx0));
+		v = PR_PASS;
+	} else {
+		pr_obs(c, "still open %u ms after our ERROR, %llu octets sent", LIMIT(c),
+		       (unsigned long long)(k.rx_total - rx0));
+		v = kc->accepted;
+	}
+	pr_close(&k);
+	rc = pr_open(c, &k2, LIMIT(c));
+	if (rc == 0)
+		pr_obs(c, "connected again after %llu ms", (unsigned long long)(pr_now_ms() - t0));
+	else
+		pr_obs(c, "did not connect again within %u ms", LIMIT(c));
+	return finish(&k2, v);
+}
+
 /* ---- resources -------------------------------------------------------------------- */
 
 enum {
@@ -1318,6 +1656,28 @@ const struct pr_case pr_cases[] = {
 	{"curve.replayed-cookie", "curve", RFC26 " INITIATE",
          "a whole handshake replayed (old cookie): close", EXP_CUSTOM, PR_VIOLATION, PRF_CURVE,
          case_mech, CV_REPLAY_HS},
+	{"curve.vouch-other-short-key", "curve", RFC26 " INITIATE",
+         "a vouch naming another short-term key: close", EXP_CUSTOM, PR_VIOLATION, PRF_CURVE,
+         case_initiate, HB_VOUCH_SHORT_KEY},
+	{"curve.vouch-wrong-long-key", "curve", RFC26 " INITIATE",
+         "a vouch sealed by another long-term key: close", EXP_CUSTOM, PR_VIOLATION, PRF_CURVE,
+         case_initiate, HB_VOUCH_LONG_KEY},
+	{"curve.initiate-short", "curve", RFC26 " INITIATE",
+         "a sealed INITIATE one octet short of C + vouch: close", EXP_CUSTOM, PR_VIOLATION,
+         PRF_CURVE, case_initiate, HB_INIT_SHORT},
+	{"curve.initiate-no-box", "curve", RFC26 " INITIATE",
+         "an INITIATE of cookie and nonce only: close", EXP_CUSTOM, PR_VIOLATION, PRF_CURVE,
+         case_initiate, HB_INIT_NO_BOX},
+	{"curve.initiate-old-cookie", "curve", RFC26 " INITIATE",
+         "a fresh HELLO, then an earlier connection's cookie: close", EXP_CUSTOM, PR_VIOLATION,
+         PRF_CURVE, case_initiate, HB_OLD_COOKIE},
+	/* the PLAIN server role */
+	{"plain-server.error", "plain-server", RFC24 " ERROR",
+         "refused with ERROR \"400\": the client closes", EXP_CUSTOM, PR_LENIENT,
+         PRF_PLAIN_SERVER | PRF_NO_ORACLE, case_plain_server, PS_ERROR},
+	{"plain-server.misspelt-error", "plain-server", RFC23 " Commands",
+         "libzmq's misspelt ERROR (5E RROR): the client closes", EXP_CUSTOM, PR_LENIENT,
+         PRF_PLAIN_SERVER | PRF_NO_ORACLE, case_plain_server, PS_MISSPELT},
 	/* resources */
 	{"resource.connections", "resources", RFC23 " (robustness)",
          "200 connections open: another is still served", EXP_CUSTOM, PR_DEGRADED, PRF_CONNECT,

@@ -475,11 +475,32 @@ codec_flush(struct pr_conn *k)
 	return 0;
 }
 
+struct plain_auth {
+	const struct pr_opts *o;
+	bool refuse;
+};
+
+static int
+plain_auth(void *arg, struct zr_zmtp_auth_req *req)
+{
+	const struct plain_auth *a = arg;
+	const char *u = a->o->username, *p = a->o->password;
+
+	if (a->refuse)
+		return 400;
+	return req->username_len == strlen(u) && memcmp(req->username, u, strlen(u)) == 0 &&
+	                       req->password_len == strlen(p) &&
+	                       memcmp(req->password, p, strlen(p)) == 0
+	               ? 200
+	               : 400;
+}
+
 int
 pr_handshake(struct pr_ctx *c, struct pr_conn *k, const struct pr_hs *hs)
 {
 	const struct pr_opts *o = c->o;
 	int type = hs != NULL && hs->our_type_set ? hs->our_type : o->our_type;
+	struct plain_auth pa = {o, hs != NULL && hs->refuse};
 	struct zr_zmtp_config cfg;
 	uint64_t deadline;
 	int rc;
@@ -489,7 +510,13 @@ pr_handshake(struct pr_ctx *c, struct pr_conn *k, const struct pr_hs *hs)
 
 	zr_zmtp_config_default(&cfg, type);
 	cfg.mechanism = o->mechanism;
-	cfg.as_server = false;
+	/* A connecting PLAIN client under test needs a PLAIN server. CURVE keeps
+	 * the client role: serving it would need the server's secret key. */
+	cfg.as_server = o->listen && o->mechanism == ZR_MECH_PLAIN;
+	if (cfg.as_server) {
+		cfg.auth = plain_auth;
+		cfg.auth_arg = &pa;
+	}
 	cfg.minor = hs != NULL && hs->minor_set ? hs->minor : 1;
 	cfg.handshake_ivl_ms = 0;
 	cfg.max_msg_size = UINT64_MAX >> 1;

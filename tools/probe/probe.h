@@ -49,6 +49,11 @@ enum pr_expect {
 #define PRF_HBTMO 0x10u   /* needs --peer-heartbeat-timeout */
 #define PRF_CONNECT 0x20u /* needs to open connections (not --listen) */
 #define PRF_V31 0x40u     /* needs a ZMTP 3.1 peer */
+/* needs --listen --mechanism plain: the probe is the PLAIN server */
+#define PRF_PLAIN_SERVER 0x80u
+/* no liveness oracle after it: the case refuses the client, and a refused
+ * client may never connect again (libzmq does not) */
+#define PRF_NO_ORACLE 0x100u
 
 struct pr_opts {
 	const char *endpoint;
@@ -133,6 +138,7 @@ struct pr_hs {
 	size_t frame_len;
 	int our_type; /* -1 / 0 by default: ctx's */
 	bool our_type_set;
+	bool refuse; /* --listen --mechanism plain: refuse the client (ERROR "400") */
 };
 
 uint64_t pr_now_ms(void);
@@ -150,7 +156,9 @@ int pr_write_slow(struct pr_conn *k, const void *buf, size_t len, size_t chunk, 
  * timeout, -EPIPE once closed. */
 int pr_read(struct pr_conn *k, unsigned ms);
 
-/* The whole handshake (greeting, mechanism, READY) as our type. Returns 0,
+/* The whole handshake (greeting, mechanism, READY) as our type. With
+ * --listen and PLAIN the probe plays the PLAIN server and admits only
+ * --username with --password. Returns 0,
  * -EPIPE (the peer closed), -ETIMEDOUT, or a codec error. */
 int pr_handshake(struct pr_ctx *c, struct pr_conn *k, const struct pr_hs *hs);
 

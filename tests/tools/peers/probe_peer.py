@@ -10,6 +10,7 @@ request, a PUB publishes "tick" every 50 ms. Options:
     --connect           connect instead of bind
     --curve-server SEC  CURVE server with this Z85 secret key
     --plain-server U:P  PLAIN server; a ZAP handler admits only U with P
+    --plain-client U:P  PLAIN client with these credentials
     --handshake-ivl MS  ZMQ_HANDSHAKE_IVL
 """
 
@@ -52,6 +53,10 @@ def main(argv):
             auth.start()
             auth.configure_plain(domain="*", passwords={user: pw})
             sock.plain_server = True
+        elif opt == "--plain-client":
+            user, pw = val.split(":", 1)
+            sock.plain_username = user.encode()
+            sock.plain_password = pw.encode()
         elif opt == "--handshake-ivl":
             sock.setsockopt(zmq.HANDSHAKE_IVL, int(val))
         else:
