@@ -37,6 +37,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* clock_gettime, condattr_setclock: include this header first */
 #endif
+#include "zt_clock.h"
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <pthread.h>
@@ -78,24 +79,6 @@ struct bu_log {
 	bool hold;
 	size_t waiting; /* handler calls waiting on the hold */
 };
-
-static inline uint64_t
-bu_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static inline void
-bu_sleep_ms(int ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
 
 static inline void
 bu_log_init(struct bu_log *log)
@@ -179,7 +162,7 @@ bu__item_new(const struct zr_delivery *d)
 	it->lane = d->lane;
 	it->error = d->error;
 	it->error_text = bu__dupstr(d->error_text);
-	it->at_ms = bu_now_ms();
+	it->at_ms = zt_now_ms();
 	return it;
 }
 
@@ -305,15 +288,15 @@ bu_stat_of(const struct zr_sub_stats *st, enum bu_stat what)
 static inline bool
 bu_stats_wait(zr_subscription *sub, enum bu_stat what, uint64_t n, struct zr_sub_stats *st)
 {
-	uint64_t until = bu_now_ms() + BU_WAIT_MS;
+	uint64_t until = zt_now_ms() + BU_WAIT_MS;
 
 	for (;;) {
 		zr_subscription_stats(sub, st);
 		if (bu_stat_of(st, what) >= n)
 			return true;
-		if (bu_now_ms() >= until)
+		if (zt_now_ms() >= until)
 			return false;
-		bu_sleep_ms(10);
+		zt_sleep_ms(10);
 	}
 }
 
@@ -390,10 +373,10 @@ bu_log_count_named(struct bu_log *log, const char *name)
 static inline bool
 bu_join_within(pthread_t th, atomic_bool *done, int timeout_ms)
 {
-	uint64_t until = bu_now_ms() + (uint64_t)timeout_ms;
+	uint64_t until = zt_now_ms() + (uint64_t)timeout_ms;
 
-	while (!atomic_load(done) && bu_now_ms() < until)
-		bu_sleep_ms(10);
+	while (!atomic_load(done) && zt_now_ms() < until)
+		zt_sleep_ms(10);
 	if (!atomic_load(done))
 		return false;
 	pthread_join(th, NULL);

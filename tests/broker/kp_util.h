@@ -21,6 +21,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pipe2, vasprintf; first, before any system header */
 #endif
+#include "zt_clock.h"
 #include "tools/zl_proc.c"
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -58,15 +59,6 @@
 #define KP_SUB_PEER ZR_SOURCE_DIR "/tests/broker/peers/kp_sub.py"
 #define KP_WAIT_MS 10000 /* any single expected event */
 #define KP_BIG 65536u    /* the seed's test: 64 KiB bodies */
-
-static inline uint64_t
-kp_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* ---- payloads ------------------------------------------------------------------ */
 
@@ -473,11 +465,11 @@ kp_watch_accepts(zr_socket *s)
 static inline int
 kp_accepted_fd(zr_socket *s, int timeout_ms)
 {
-	uint64_t deadline = kp_now_ms() + (uint64_t)timeout_ms;
+	uint64_t deadline = zt_now_ms() + (uint64_t)timeout_ms;
 
 	for (;;) {
 		struct zr_event ev;
-		uint64_t now = kp_now_ms();
+		uint64_t now = zt_now_ms();
 
 		cr_assert_lt(now, deadline, "no connection was accepted within %d ms", timeout_ms);
 		if (zr_monitor_recv(s, &ev, (int)(deadline - now)) == 0 &&

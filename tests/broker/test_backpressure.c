@@ -64,12 +64,12 @@ bp_stall(struct bp_stall *s, int pattern, bool ipc)
 
 	cr_assert_eq(zr_publisher_new(pb, &s->pub), 0);
 	for (; s->taken < BP_STALL_LIMIT; s->taken++) {
-		uint64_t t0 = kp_now_ms();
+		uint64_t t0 = zt_now_ms();
 
 		/* The first also waits out connecting and the handshake. */
 		rc = bp_publish(s->pub, s->name, s->buf, s->taken, s->taken == 0 ? 10000 : 2000);
 		if (rc != 0) {
-			s->stalled_ms = kp_now_ms() - t0;
+			s->stalled_ms = zt_now_ms() - t0;
 			break;
 		}
 	}
@@ -307,7 +307,7 @@ bp_42(bool ipc)
 		/* "SENT" is libzmq's send returning; its io thread writes after. */
 		int now = kp_inq(fd);
 
-		for (uint64_t end = kp_now_ms() + 10000; now < inq + 8 * 1024 && kp_now_ms() < end;) {
+		for (uint64_t end = zt_now_ms() + 10000; now < inq + 8 * 1024 && zt_now_ms() < end;) {
 			sleep_ms(10);
 			now = kp_inq(fd);
 		}

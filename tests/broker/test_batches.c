@@ -78,10 +78,10 @@ bt_wait_accepted(struct bt *t, uint64_t n)
 static void
 bt_wait_held(struct bt *t)
 {
-	uint64_t until = bu_now_ms() + BU_WAIT_MS;
+	uint64_t until = zt_now_ms() + BU_WAIT_MS;
 
-	while (bu_log_waiting(&t->log) < 1 && bu_now_ms() < until)
-		bu_sleep_ms(5);
+	while (bu_log_waiting(&t->log) < 1 && zt_now_ms() < until)
+		zt_sleep_ms(5);
 	cr_assert_eq(bu_log_waiting(&t->log), 1, "the first batch never reached the handler");
 }
 
@@ -136,7 +136,7 @@ Test(batches, size_8_and_one_message_gives_a_batch_of_1_after_the_batch_wait)
 	bt_open(&t, 8);
 	bt_pub(&t, "warm"); /* the publisher's connection is up before timing */
 	cr_assert(bu_log_wait(&t.log, 1, BU_WAIT_MS));
-	t0 = bu_now_ms();
+	t0 = zt_now_ms();
 	bt_pub(&t, "alone");
 	cr_assert(bu_log_wait(&t.log, 2, BU_WAIT_MS), "the lone message never arrived");
 	it = bu_log_at(&t.log, 1);
@@ -166,8 +166,8 @@ Test(batches, size_1_delivers_each_message_at_once_without_the_batch_wait)
 	bt_pub(&t, "warm");
 	cr_assert(bu_log_wait(&t.log, 1, BU_WAIT_MS));
 	n = 1;
-	for (uint64_t end = bu_now_ms() + BU_WAIT_MS; best >= ZR_BATCH_WAIT_MS && bu_now_ms() < end;) {
-		uint64_t t0 = bu_now_ms();
+	for (uint64_t end = zt_now_ms() + BU_WAIT_MS; best >= ZR_BATCH_WAIT_MS && zt_now_ms() < end;) {
+		uint64_t t0 = zt_now_ms();
 
 		bt_pub(&t, "x");
 		cr_assert(bu_log_wait(&t.log, n + 1, BU_WAIT_MS), "message %zu never arrived", n);
@@ -299,12 +299,12 @@ Test(batches, a_partial_batch_is_delivered_when_the_stream_ends_at_shutdown)
 	sc.b = t.b;
 	atomic_init(&sc.done, false);
 	cr_assert_eq(pthread_create(&sc.th, NULL, shutdown_main, &sc), 0);
-	bu_sleep_ms(200);
+	zt_sleep_ms(200);
 	cr_assert(!atomic_load(&sc.done), "shutdown returned while a handler was still running");
 	bu_log_hold(&t.log, false);
-	until = bu_now_ms() + BU_WAIT_MS;
-	while (!atomic_load(&sc.done) && bu_now_ms() < until)
-		bu_sleep_ms(10);
+	until = zt_now_ms() + BU_WAIT_MS;
+	while (!atomic_load(&sc.done) && zt_now_ms() < until)
+		zt_sleep_ms(10);
 	cr_assert(atomic_load(&sc.done), "shutdown never returned");
 	pthread_join(sc.th, NULL);
 	cr_assert_eq(sc.rc, 0, "shutdown: %d", sc.rc);

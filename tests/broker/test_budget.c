@@ -56,7 +56,7 @@ Test(budget, a_channel_holds_no_more_bytes_than_its_budget_and_loses_nothing)
 	/* Reading resumes: every accepted message arrives once, in order. */
 	bu_log_hold(&log, false);
 	cr_assert(bu_log_wait(&log, (size_t)sent, 30000), "got %zu of %d", bu_log_count(&log), sent);
-	bu_sleep_ms(BU_QUIET_MS);
+	zt_sleep_ms(BU_QUIET_MS);
 	cr_assert_eq(bu_log_count(&log), (size_t)sent);
 	for (int i = 0; i < sent; i++) {
 		const struct bu_item *it = bu_log_at(&log, (size_t)i);

@@ -90,11 +90,11 @@ pub_loop_start(struct pub_loop *l, zr_publisher *p, const char *name, size_t len
 static bool
 cancel_until_done(struct pub_loop *l, int timeout_ms)
 {
-	uint64_t until = bu_now_ms() + (uint64_t)timeout_ms;
+	uint64_t until = zt_now_ms() + (uint64_t)timeout_ms;
 
-	while (!atomic_load(&l->done) && bu_now_ms() < until) {
+	while (!atomic_load(&l->done) && zt_now_ms() < until) {
 		zr_publisher_cancel(l->p);
-		bu_sleep_ms(50);
+		zt_sleep_ms(50);
 	}
 	if (!atomic_load(&l->done))
 		return false;
@@ -105,10 +105,10 @@ cancel_until_done(struct pub_loop *l, int timeout_ms)
 static bool
 wait_done(struct pub_loop *l, int timeout_ms)
 {
-	uint64_t until = bu_now_ms() + (uint64_t)timeout_ms;
+	uint64_t until = zt_now_ms() + (uint64_t)timeout_ms;
 
-	while (!atomic_load(&l->done) && bu_now_ms() < until)
-		bu_sleep_ms(10);
+	while (!atomic_load(&l->done) && zt_now_ms() < until)
+		zt_sleep_ms(10);
 	if (!atomic_load(&l->done))
 		return false;
 	pthread_join(l->th, NULL);
@@ -120,13 +120,13 @@ static void
 wait_blocked(struct pub_loop *l, uint64_t ms)
 {
 	struct zr_pub_stats st = {0};
-	uint64_t until = bu_now_ms() + 60000;
+	uint64_t until = zt_now_ms() + 60000;
 
-	while (bu_now_ms() < until && !atomic_load(&l->done)) {
+	while (zt_now_ms() < until && !atomic_load(&l->done)) {
 		zr_publisher_stats(l->p, &st);
 		if (st.blocked_now_ms >= ms)
 			return;
-		bu_sleep_ms(20);
+		zt_sleep_ms(20);
 	}
 	cr_assert_fail("the publisher never blocked: %u sent, rc %d %s, blocked_now %llu ms", l->ok,
 	               l->rc, l->err, (unsigned long long)st.blocked_now_ms);
@@ -150,7 +150,7 @@ Test(cancel, a_publish_cancelled_during_the_no_peer_retry_wait_returns_ECANCELED
 	b = bu_broker(ctx, ZR_QUEUE, ep, ZR_CONNECT);
 	cr_assert_eq(zr_publisher_new(b, &p), 0);
 	pub_loop_start(&l, p, "jobs", 4, 1);
-	bu_sleep_ms(200); /* well inside the 5 s window */
+	zt_sleep_ms(200); /* well inside the 5 s window */
 	cr_assert(cancel_until_done(&l, 4000), "a cancelled publish still waits after 4 s");
 	cr_assert_eq(l.ok, 0);
 	cr_assert_eq(l.rc, -ECANCELED, "cancelled publish: %d %s", l.rc, l.err);
@@ -323,10 +323,10 @@ Test(cancel, a_publish_cancelled_while_a_libzmq_pull_peer_stopped_reading_sends_
 	peer_seq(ans, &last);
 	cr_assert(last, "after the %u accepted messages came %.80s", l.ok, ans);
 	{
-		uint64_t until = bu_now_ms() + BU_WAIT_MS;
+		uint64_t until = zt_now_ms() + BU_WAIT_MS;
 
-		while (!atomic_load(&next.done) && bu_now_ms() < until)
-			bu_sleep_ms(10);
+		while (!atomic_load(&next.done) && zt_now_ms() < until)
+			zt_sleep_ms(10);
 	}
 	cr_assert(atomic_load(&next.done), "the next publish never returned");
 	pthread_join(next.th, NULL);
@@ -359,7 +359,7 @@ Test(cancel, a_second_publisher_of_the_same_broker_is_not_affected_by_a_cancel_o
 	cr_assert_eq(zr_publisher_new(b, &pb), 0);
 	pub_loop_start(&la, pa, "a-lost", 4, 1);
 	pub_loop_start(&lb, pb, "b-kept", 4, 1);
-	bu_sleep_ms(200);
+	zt_sleep_ms(200);
 	cr_assert(cancel_until_done(&la, 3000), "a cancelled publish still waits after 3 s");
 	cr_assert_eq(la.rc, -ECANCELED, "cancelled publish: %d %s", la.rc, la.err);
 	cr_assert(!atomic_load(&lb.done), "the other publisher's publish ended: %d %s", lb.rc,

@@ -55,7 +55,7 @@ conc_handler(const struct zr_delivery *d, void *arg)
 		pthread_mutex_unlock(&c->mu);
 	}
 	if (c->sleep_ms > 0)
-		bu_sleep_ms(c->sleep_ms);
+		zt_sleep_ms(c->sleep_ms);
 	bu_log_handler(d, &c->log); /* waits while the log is held */
 	if (d->lane < MAX_LANES)
 		atomic_fetch_sub(&c->lane_active[d->lane], 1);
@@ -174,13 +174,13 @@ Test(dispatch, workers_4_run_exactly_4_handlers_at_once_and_do_not_read_past_rea
 		snprintf(buf, sizeof buf, "m%d", i);
 		dt_pub(&t, buf);
 	}
-	until = bu_now_ms() + BU_WAIT_MS;
-	while (bu_log_waiting(&t.c.log) < 4 && bu_now_ms() < until)
-		bu_sleep_ms(10);
+	until = zt_now_ms() + BU_WAIT_MS;
+	while (bu_log_waiting(&t.c.log) < 4 && zt_now_ms() < until)
+		zt_sleep_ms(10);
 	cr_assert_eq(bu_log_waiting(&t.c.log), 4, "%zu handlers run at once, want 4",
 	             bu_log_waiting(&t.c.log));
 	wait_stats(&t, &st, BU_DEPTH, 2, "the channel never filled to read_ahead 2");
-	bu_sleep_ms(BU_QUIET_MS); /* room for a wrong fifth handler or read */
+	zt_sleep_ms(BU_QUIET_MS); /* room for a wrong fifth handler or read */
 	zr_subscription_stats(t.sub, &st);
 	cr_assert_eq(bu_log_waiting(&t.c.log), 4, "%zu handlers run at once",
 	             bu_log_waiting(&t.c.log));
@@ -293,9 +293,9 @@ shutdown_main(void *arg)
 {
 	struct shutdown_call *c = arg;
 
-	c->t0 = bu_now_ms();
+	c->t0 = zt_now_ms();
 	c->rc = zr_broker_shutdown(c->b);
-	c->t1 = bu_now_ms();
+	c->t1 = zt_now_ms();
 	atomic_store(&c->done, true);
 	return NULL;
 }
@@ -340,22 +340,22 @@ Test(dispatch, shutdown_with_busy_workers_reads_no_more_lets_the_handlers_finish
 		snprintf(buf, sizeof buf, "m%d", i);
 		dt_pub(&t, buf);
 	}
-	until = bu_now_ms() + BU_WAIT_MS;
-	while (bu_log_waiting(&t.c.log) < 2 && bu_now_ms() < until)
-		bu_sleep_ms(10);
+	until = zt_now_ms() + BU_WAIT_MS;
+	while (bu_log_waiting(&t.c.log) < 2 && zt_now_ms() < until)
+		zt_sleep_ms(10);
 	cr_assert_eq(bu_log_waiting(&t.c.log), 2, "%zu handlers busy, want 2",
 	             bu_log_waiting(&t.c.log));
 	wait_stats(&t, &st, BU_ACCEPTED, 5, "the 4 messages never reached the subscription");
 
 	shutdown_start(&sc, t.b);
-	bu_sleep_ms(300);
+	zt_sleep_ms(300);
 	cr_assert(!atomic_load(&sc.done), "shutdown returned with 2 handlers still running");
 	/* Published after reading stopped: never read. */
 	rc = zr_publish(t.p, "jobs", NULL, 0, "after", 5, 1000);
 	cr_assert_eq(rc, -ENOTCONN, "publish during shutdown: %d %s", rc, zr_publisher_error(t.p));
 	ans = et_peer_ask(push, ET_WAIT_MS, "send %s::%s", h_jobs, h_late);
 	cr_assert_str_eq(ans, "SENT");
-	bu_sleep_ms(300);
+	zt_sleep_ms(300);
 	bu_log_hold(&t.c.log, false);
 	cr_assert(shutdown_join(&sc, BU_WAIT_MS), "shutdown never returned after the handlers did");
 	cr_assert_eq(sc.rc, 0, "shutdown: %d", sc.rc);
@@ -389,9 +389,9 @@ Test(dispatch, shutdown_returns_ETIMEDOUT_when_a_handler_outlives_the_drain_time
 	bu_log_hold(&t.c.log, true);
 	dt_pub(&t, "stuck");
 	dt_pub(&t, "queued");
-	until = bu_now_ms() + BU_WAIT_MS;
-	while (bu_log_waiting(&t.c.log) < 1 && bu_now_ms() < until)
-		bu_sleep_ms(10);
+	until = zt_now_ms() + BU_WAIT_MS;
+	while (bu_log_waiting(&t.c.log) < 1 && zt_now_ms() < until)
+		zt_sleep_ms(10);
 	cr_assert_eq(bu_log_waiting(&t.c.log), 1, "the first message never reached the handler");
 	wait_stats(&t, &st, BU_ACCEPTED, 2, "the second message never reached the subscription");
 	shutdown_start(&sc, t.b);

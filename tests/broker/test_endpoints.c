@@ -242,10 +242,10 @@ Test(endpoints, an_unsubscribed_bound_endpoint_binds_again_and_the_publisher_rea
 	cr_assert_str_eq(bu_bound(b, bound, sizeof bound), ep);
 	/* The publisher's old connection died with the first subscription; keep
 	 * publishing until the new one gets a message (bounded). */
-	uint64_t until = bu_now_ms() + BU_WAIT_MS;
+	uint64_t until = zt_now_ms() + BU_WAIT_MS;
 	int sent = 0;
 
-	while (bu_log_count(&log2) == 0 && bu_now_ms() < until) {
+	while (bu_log_count(&log2) == 0 && zt_now_ms() < until) {
 		rc = zr_publish(p, "jobs", NULL, 0, "two", 3, 10000);
 		cr_assert_eq(rc, 0, "publish: %d %s", rc, zr_publisher_error(p));
 		sent++;
@@ -313,9 +313,9 @@ Test(endpoints, a_dialling_broker_takes_two_subscriptions_as_separate_sockets)
 	s2 = bu_sub(b, "b", &log2);
 	cr_assert_neq(zr_subscription_socket(s1), zr_subscription_socket(s2));
 	/* Round robin over both connections once both are up. */
-	uint64_t until = bu_now_ms() + BU_WAIT_MS;
+	uint64_t until = zt_now_ms() + BU_WAIT_MS;
 
-	while ((bu_log_count(&log1) == 0 || bu_log_count(&log2) == 0) && bu_now_ms() < until) {
+	while ((bu_log_count(&log1) == 0 || bu_log_count(&log2) == 0) && zt_now_ms() < until) {
 		cr_assert_eq(zr_send_bytes(vent, "job", 3, 0), 0);
 		sent++;
 		sleep_ms(50);
@@ -324,8 +324,8 @@ Test(endpoints, a_dialling_broker_takes_two_subscriptions_as_separate_sockets)
 	          "after %d jobs: a got %zu, b got %zu", sent, bu_log_count(&log1),
 	          bu_log_count(&log2));
 	/* Each job went to exactly one of them. */
-	until = bu_now_ms() + BU_WAIT_MS;
-	while (bu_log_count(&log1) + bu_log_count(&log2) < (size_t)sent && bu_now_ms() < until)
+	until = zt_now_ms() + BU_WAIT_MS;
+	while (bu_log_count(&log1) + bu_log_count(&log2) < (size_t)sent && zt_now_ms() < until)
 		sleep_ms(20);
 	sleep_ms(BU_QUIET_MS);
 	cr_assert_eq(bu_log_count(&log1) + bu_log_count(&log2), (size_t)sent);
@@ -353,7 +353,7 @@ Test(endpoints, a_publisher_of_a_broker_not_started_fails_with_not_connected)
 		bu_log_init(&log);
 		cr_assert_eq(zr_broker_new(ctx, ep_patterns[i], EP_LOOPBACK, ZR_BIND, &b), 0);
 		cr_assert_eq(zr_publisher_new(b, &p), 0);
-		uint64_t t0 = bu_now_ms();
+		uint64_t t0 = zt_now_ms();
 
 		if (ep_patterns[i] == ZR_RPC) {
 			cr_assert_eq(zr_request(p, "svc", NULL, 0, "q", 1, 3000, &reply),
@@ -363,7 +363,7 @@ Test(endpoints, a_publisher_of_a_broker_not_started_fails_with_not_connected)
 			cr_assert_eq(zr_publish(p, "jobs", NULL, 0, "x", 1, 3000), -ENOTCONN, "%s",
 			             ep_pattern_name(ep_patterns[i]));
 		}
-		cr_assert_lt(bu_now_ms() - t0, 2500, "%s: the refusal waited",
+		cr_assert_lt(zt_now_ms() - t0, 2500, "%s: the refusal waited",
 		             ep_pattern_name(ep_patterns[i]));
 		cr_assert_neq(zr_publisher_error(p)[0], '\0');
 		cr_assert_null(zr_publisher_socket(p));
@@ -433,14 +433,14 @@ Test(endpoints, after_shutdown_every_patterns_publisher_fails_at_once_with_not_c
 	cr_assert_eq(zr_broker_shutdown(bf), 0);
 	cr_assert_eq(zr_broker_shutdown(br), 0);
 	/* At once: well inside the 5 s no-peer window, and before the timeout. */
-	uint64_t t0 = bu_now_ms();
+	uint64_t t0 = zt_now_ms();
 
 	cr_assert_eq(zr_publish(pq, "jobs", NULL, 0, "q", 1, 3000), -ENOTCONN);
 	cr_assert_eq(zr_publish(pf, "events.x", NULL, 0, "f", 1, 3000), -ENOTCONN);
 	cr_assert_eq(zr_request(pr, "svc", NULL, 0, "ping", 4, 3000, &reply), -ENOTCONN);
 	cr_assert_null(reply);
-	cr_assert_lt(bu_now_ms() - t0, 2500, "the refusals waited %llu ms",
-	             (unsigned long long)(bu_now_ms() - t0));
+	cr_assert_lt(zt_now_ms() - t0, 2500, "the refusals waited %llu ms",
+	             (unsigned long long)(zt_now_ms() - t0));
 	/* Nothing more was delivered, and the brokers take no subscriptions. */
 	struct zr_sub_opts o = {.handler = bu_log_handler, .arg = &lq};
 	zr_subscription *late = NULL;

@@ -71,16 +71,16 @@ f_count_handler(const struct zr_delivery *d, void *arg)
 static bool
 f_count_wait(struct f_count *c, size_t numbered, size_t others, int timeout_ms)
 {
-	uint64_t until = bu_now_ms() + (uint64_t)timeout_ms;
+	uint64_t until = zt_now_ms() + (uint64_t)timeout_ms;
 	bool ok;
 
 	for (;;) {
 		pthread_mutex_lock(&c->gate.mu);
 		ok = c->numbered >= numbered && c->others >= others;
 		pthread_mutex_unlock(&c->gate.mu);
-		if (ok || bu_now_ms() >= until)
+		if (ok || zt_now_ms() >= until)
 			return ok;
-		bu_sleep_ms(10);
+		zt_sleep_ms(10);
 	}
 }
 
@@ -98,14 +98,14 @@ f_count_get(struct f_count *c, size_t *numbered, size_t *others, int *disorder)
 static uint64_t
 f_unmatched(zr_publisher *p, uint64_t want)
 {
-	uint64_t until = bu_now_ms() + BU_WAIT_MS;
+	uint64_t until = zt_now_ms() + BU_WAIT_MS;
 	struct zr_pub_stats st;
 
 	for (;;) {
 		zr_publisher_stats(p, &st);
-		if (st.unmatched >= want || bu_now_ms() >= until)
+		if (st.unmatched >= want || zt_now_ms() >= until)
 			return st.unmatched;
-		bu_sleep_ms(10);
+		zt_sleep_ms(10);
 	}
 }
 
@@ -129,7 +129,7 @@ f_watcher(zr_ctx *ctx, const char *ep, unsigned read_ahead, const char *name, st
 static void
 f_probe(zr_publisher *p, const char *probe, struct f_count **cs, size_t n, bool waiting)
 {
-	uint64_t until = bu_now_ms() + BU_WAIT_MS;
+	uint64_t until = zt_now_ms() + BU_WAIT_MS;
 
 	for (;;) {
 		bool all = true;
@@ -146,11 +146,11 @@ f_probe(zr_publisher *p, const char *probe, struct f_count **cs, size_t n, bool 
 		}
 		if (all)
 			return;
-		cr_assert_lt(bu_now_ms(), until, "a subscriber never received \"%s\"", probe);
+		cr_assert_lt(zt_now_ms(), until, "a subscriber never received \"%s\"", probe);
 		int rc = zr_publish(p, probe, NULL, 0, "p", 1, 10000);
 
 		cr_assert_eq(rc, 0, "probe: %d %s", rc, zr_publisher_error(p));
-		bu_sleep_ms(100);
+		zt_sleep_ms(100);
 	}
 }
 
@@ -283,9 +283,9 @@ Test(fanout, a_local_subscription_that_never_sends_its_filter_fails_the_first_pu
 	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
 	cr_assert_eq(listen(fd, 8), 0);
 	cr_assert_eq(zr_publisher_new(b, &p), 0);
-	uint64_t t0 = bu_now_ms();
+	uint64_t t0 = zt_now_ms();
 	int rc = zr_publish(p, "events.x", NULL, 0, "e", 1, 30000);
-	uint64_t took = bu_now_ms() - t0;
+	uint64_t took = zt_now_ms() - t0;
 
 	cr_assert(rc == -ETIMEDOUT || rc == -ENOTCONN, "publish returned %d after %llu ms", rc,
 	          (unsigned long long)took);
@@ -321,11 +321,11 @@ Test(fanout, a_remote_sub_connecting_late_misses_what_was_published_before)
 		cr_assert_eq(rc, 0, "publish: %d %s", rc, zr_publisher_error(p));
 	}
 	struct et_peer *sub = et_peer_start("SUB", "connect", ep, opts);
-	uint64_t until = bu_now_ms() + BU_WAIT_MS;
+	uint64_t until = zt_now_ms() + BU_WAIT_MS;
 	const char *got;
 
 	for (;;) {
-		cr_assert_lt(bu_now_ms(), until, "the late SUB never received anything");
+		cr_assert_lt(zt_now_ms(), until, "the late SUB never received anything");
 		rc = zr_publish(p, "news.late", NULL, 0, "l", 1, 10000);
 		cr_assert_eq(rc, 0, "publish: %d %s", rc, zr_publisher_error(p));
 		got = et_peer_ask(sub, ET_WAIT_MS, "recv 200");
@@ -399,16 +399,16 @@ Test(fanout, an_unread_matching_subscriber_holds_the_publisher_back_until_it_rea
 	 * machine: wait until the count stops moving (a fast subscriber that
 	 * is not held back never stops, and fails the check below). */
 	f_count_get(&fast, &n, &others, &disorder);
-	for (uint64_t end = bu_now_ms() + BU_WAIT_MS;;) {
-		bu_sleep_ms(BU_QUIET_MS);
+	for (uint64_t end = zt_now_ms() + BU_WAIT_MS;;) {
+		zt_sleep_ms(BU_QUIET_MS);
 		f_count_get(&fast, &n_later, &others, &disorder);
-		if (n_later == n || bu_now_ms() >= end)
+		if (n_later == n || zt_now_ms() >= end)
 			break;
 		n = n_later;
 	}
 	cr_assert_leq(n, (size_t)sent, "fast got %zu, only %ld were published", n, sent);
 	cr_assert_eq(disorder, 0);
-	bu_sleep_ms(1000);
+	zt_sleep_ms(1000);
 	f_count_get(&fast, &n_later, &others, &disorder);
 	cr_assert_eq(n_later, n, "the fast subscriber went on (%zu -> %zu) while the publisher was held",
 	             n, n_later);
@@ -458,12 +458,12 @@ Test(fanout, an_unread_subscriber_never_holds_back_messages_it_does_not_match)
 	rc = zr_publish(p, "slow.probe", NULL, 0, "p", 1, 10000); /* binds */
 	cr_assert_eq(rc, 0, "publish: %d %s", rc, zr_publisher_error(p));
 	struct et_peer *sub = et_peer_start("SUB", "connect", ep, opts);
-	uint64_t until = bu_now_ms() + BU_WAIT_MS;
+	uint64_t until = zt_now_ms() + BU_WAIT_MS;
 
 	/* Its filter arrived once it receives a probe; from then on it never
 	 * reads again. */
 	for (;;) {
-		cr_assert_lt(bu_now_ms(), until, "the SUB never received a probe");
+		cr_assert_lt(zt_now_ms(), until, "the SUB never received a probe");
 		rc = zr_publish(p, "slow.probe", NULL, 0, "p", 1, 10000);
 		cr_assert_eq(rc, 0, "publish: %d %s", rc, zr_publisher_error(p));
 		if (strcmp(et_peer_ask(sub, ET_WAIT_MS, "recv 200"), "TIMEOUT") != 0)

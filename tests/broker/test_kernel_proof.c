@@ -114,7 +114,7 @@ kp_queue_proof(bool ipc)
 #endif
 #endif
 	kp_tell(p, "press %d 500", KP_PRESSURE_MS);
-	for (uint64_t end = kp_now_ms() + KP_PRESSURE_MS; kp_now_ms() < end;) {
+	for (uint64_t end = zt_now_ms() + KP_PRESSURE_MS; zt_now_ms() < end;) {
 		size_t rss = kp_rss();
 
 		if (rss > peak)
@@ -256,8 +256,8 @@ kp_fanout_proof(bool ipc)
 	bool in[3] = {false, false, false};
 	struct kp_peer *subs[3] = {slow, fast, other};
 
-	for (uint64_t end = kp_now_ms() + 15000; !(in[0] && in[1] && in[2]);) {
-		cr_assert_lt(kp_now_ms(), end, "the SUBs' subscriptions never arrived (%d %d %d)",
+	for (uint64_t end = zt_now_ms() + 15000; !(in[0] && in[1] && in[2]);) {
+		cr_assert_lt(zt_now_ms(), end, "the SUBs' subscriptions never arrived (%d %d %d)",
 		             in[0], in[1], in[2]);
 		cr_assert_eq(zr_publish(pub, "orders.probe", NULL, 0, "p", 1, 2000), 0, "%s",
 		             zr_publisher_error(pub));
@@ -277,12 +277,12 @@ kp_fanout_proof(bool ipc)
 	uint64_t t0 = 0;
 
 	for (; k < KP_FAN_LIMIT; k++) {
-		t0 = kp_now_ms();
+		t0 = zt_now_ms();
 		rc = kp_publish_seq(pub, "orders.data", buf, k, 2000);
 		if (rc != 0)
 			break;
 	}
-	uint64_t waited = kp_now_ms() - t0;
+	uint64_t waited = zt_now_ms() - t0;
 
 	cr_assert_eq(rc, -ETIMEDOUT, "%s: %u publishes and no wait (rc %d: %s)", tr, k, rc,
 	             zr_publisher_error(pub));
@@ -321,11 +321,11 @@ kp_fanout_proof(bool ipc)
 	 * SUBs get every message once, in order; the other none. */
 	kp_tell(slow, "resume");
 	cr_assert_str_eq(kp_answer(slow, 5000), "RESUMED");
-	t0 = kp_now_ms();
+	t0 = zt_now_ms();
 	rc = kp_publish_seq(pub, "orders.data", buf, k, 10000);
 	cr_assert_eq(rc, 0, "the held publish after the SUB resumed: %d %s", rc,
 	             zr_publisher_error(pub));
-	uint64_t held_ms = kp_now_ms() - t0;
+	uint64_t held_ms = zt_now_ms() - t0;
 	unsigned total = k + 1 + KP_FAN_MORE;
 
 	for (unsigned i = k + 1; i < total; i++)

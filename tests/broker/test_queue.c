@@ -38,14 +38,14 @@ q_sock(zr_ctx *ctx, int type, const char *ep, int bind)
 static int
 q_recv_until(zr_socket *s, const char *name, const char *payload)
 {
-	uint64_t until = bu_now_ms() + BU_WAIT_MS;
+	uint64_t until = zt_now_ms() + BU_WAIT_MS;
 	int others = 0;
 
 	for (;;) {
 		zr_msg *m = NULL;
 		size_t len;
 
-		cr_assert_lt(bu_now_ms(), until, "no \"%s\" came (%d others)", name, others);
+		cr_assert_lt(zt_now_ms(), until, "no \"%s\" came (%d others)", name, others);
 		int rc = zr_recv(s, &m, 0);
 
 		cr_assert_eq(rc, 0, "recv: %d (%d others came)", rc, others);
@@ -211,9 +211,9 @@ Test(queue, a_publish_with_no_peer_ever_fails_after_the_window_with_no_connected
 	snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", free_tcp_port());
 	b = bu_broker(ctx, ZR_QUEUE, ep, ZR_CONNECT);
 	cr_assert_eq(zr_publisher_new(b, &p), 0);
-	uint64_t t0 = bu_now_ms();
+	uint64_t t0 = zt_now_ms();
 	int rc = zr_publish(p, "jobs", NULL, 0, "x", 1, 30000);
-	uint64_t took = bu_now_ms() - t0;
+	uint64_t took = zt_now_ms() - t0;
 
 	cr_assert_eq(rc, -ENOTCONN, "publish returned %d after %llu ms", rc,
 	             (unsigned long long)took);
@@ -271,9 +271,9 @@ Test(queue, a_publish_succeeds_when_a_peer_attaches_a_second_after_the_first_ref
 	b = bu_broker(ctx, ZR_QUEUE, ep, ZR_CONNECT);
 	cr_assert_eq(zr_publisher_new(b, &p), 0);
 	cr_assert_eq(pthread_create(&t, NULL, q_late_main, &late), 0);
-	uint64_t t0 = bu_now_ms();
+	uint64_t t0 = zt_now_ms();
 	int rc = zr_publish(p, "jobs", NULL, 0, "late", 4, 30000);
-	uint64_t took = bu_now_ms() - t0;
+	uint64_t took = zt_now_ms() - t0;
 
 	cr_assert_eq(pthread_join(t, NULL), 0);
 	cr_assert_not_null(late.s, "the late peer could not bind %s", ep);
@@ -376,7 +376,7 @@ Test(queue, the_no_peer_window_starts_at_the_first_refusal_not_at_the_call)
 	/* The publish under test waits on back-pressure for 6 s (one that got
 	 * through meanwhile only shows the peer was not full yet: try again) ... */
 	char late[32];
-	uint64_t give_up = bu_now_ms() + 40000;
+	uint64_t give_up = zt_now_ms() + 40000;
 
 	for (int attempt = 0;; attempt++) {
 		snprintf(late, sizeof late, "late.%d", attempt);
@@ -389,7 +389,7 @@ Test(queue, the_no_peer_window_starts_at_the_first_refusal_not_at_the_call)
 			break;
 		cr_assert_eq(pthread_join(t, NULL), 0);
 		cr_assert_eq(g.rc, 0, "publish %s: %d %s", late, g.rc, zr_publisher_error(p));
-		cr_assert_lt(bu_now_ms(), give_up,
+		cr_assert_lt(zt_now_ms(), give_up,
 		             "the peer never filled up (%d fills, then %d more got through)",
 		             filled, attempt + 1);
 	}
@@ -453,14 +453,14 @@ Test(queue, two_dialling_consumers_split_a_binding_producers_jobs_each_exactly_o
 	enum { JOBS_MAX = 500 };
 	static int seen[JOBS_MAX];
 	int sent = 1;
-	uint64_t until = bu_now_ms() + BU_WAIT_MS;
+	uint64_t until = zt_now_ms() + BU_WAIT_MS;
 
 	memset(seen, 0, sizeof seen);
 	while (sent < 6 || bu_log_count(&log[0]) == 0 || bu_log_count(&log[1]) == 0) {
 		char job[8];
 		int n = snprintf(job, sizeof job, "%d", sent);
 
-		cr_assert(sent < JOBS_MAX && bu_now_ms() < until,
+		cr_assert(sent < JOBS_MAX && zt_now_ms() < until,
 		          "after %d jobs: %zu + %zu arrived, one consumer got none", sent,
 		          bu_log_count(&log[0]), bu_log_count(&log[1]));
 		rc = zr_publish(p, "jobs", NULL, 0, job, (size_t)n, 10000);
@@ -469,7 +469,7 @@ Test(queue, two_dialling_consumers_split_a_binding_producers_jobs_each_exactly_o
 		if (sent >= 6)
 			sleep_ms(20);
 	}
-	while (bu_log_count(&log[0]) + bu_log_count(&log[1]) < (size_t)sent && bu_now_ms() < until)
+	while (bu_log_count(&log[0]) + bu_log_count(&log[1]) < (size_t)sent && zt_now_ms() < until)
 		sleep_ms(20);
 	sleep_ms(BU_QUIET_MS);
 	cr_assert_eq(bu_log_count(&log[0]) + bu_log_count(&log[1]), (size_t)sent,

@@ -158,12 +158,12 @@ rpc_close(struct rpc *t)
 static int
 rs_replies_within(struct responder *r, int want, int timeout_ms)
 {
-	uint64_t until = bu_now_ms() + (uint64_t)timeout_ms;
+	uint64_t until = zt_now_ms() + (uint64_t)timeout_ms;
 	int n;
 
 	while ((n = atomic_load(&r->replies)) < want && atomic_load(&r->reply_fail) == 0 &&
-	       bu_now_ms() < until)
-		bu_sleep_ms(1);
+	       zt_now_ms() < until)
+		zt_sleep_ms(1);
 	return n;
 }
 
@@ -187,10 +187,10 @@ req_do(struct req_call *c)
 {
 	struct zr_header h = {"correlation-id", c->cid};
 
-	c->t0 = bu_now_ms();
+	c->t0 = zt_now_ms();
 	c->rc = zr_request(c->p, "greeter", c->cid != NULL ? &h : NULL, c->cid != NULL ? 1 : 0,
 	                   c->payload, strlen(c->payload), c->timeout_ms, &c->reply);
-	c->t1 = bu_now_ms();
+	c->t1 = zt_now_ms();
 	snprintf(c->err, sizeof c->err, "%s", c->rc != 0 ? zr_publisher_error(c->p) : "");
 	return c->rc;
 }
@@ -368,15 +368,15 @@ late_reply_case(bool by_cancel)
 	rpc_open(&t, 1, RS_ECHO);
 	bu_log_hold(&t.rs.log, true);
 	req_start(&one, t.req, "one", "dup", by_cancel ? 30000 : RPC_GIVE_UP_MS);
-	until = bu_now_ms() + BU_WAIT_MS;
-	while (bu_log_waiting(&t.rs.log) < 1 && bu_now_ms() < until)
-		bu_sleep_ms(10);
+	until = zt_now_ms() + BU_WAIT_MS;
+	while (bu_log_waiting(&t.rs.log) < 1 && zt_now_ms() < until)
+		zt_sleep_ms(10);
 	cr_assert_eq(bu_log_waiting(&t.rs.log), 1, "the request never reached the responder");
 	if (by_cancel) {
-		until = bu_now_ms() + 5000;
-		while (!atomic_load(&one.done) && bu_now_ms() < until) {
+		until = zt_now_ms() + 5000;
+		while (!atomic_load(&one.done) && zt_now_ms() < until) {
 			zr_publisher_cancel(t.req);
-			bu_sleep_ms(50);
+			zt_sleep_ms(50);
 		}
 		cr_assert(req_join(&one, 1000), "a cancelled request still waits after 5 s");
 		cr_assert_eq(one.rc, -ECANCELED, "cancelled request: %d %s", one.rc, one.err);
@@ -561,7 +561,7 @@ raw_request_case(bool wrong_first)
 	frames_free(f, n);
 	if (wrong_first) {
 		raw_reply(&r, id, "other", "wrong");
-		bu_sleep_ms(300);
+		zt_sleep_ms(300);
 		cr_assert(!atomic_load(&c.done), "a reply with another correlation-id ended the wait");
 	}
 	raw_reply(&r, id, "abc", "right");
@@ -798,13 +798,13 @@ Test(rpc, after_shutdown_a_surviving_requester_with_a_30_s_timeout_fails_within_
 	bu_log_hold(&t.rs.log, true);
 	req_start(&waiting, p2, "held", NULL, 30000);
 	{
-		uint64_t until = bu_now_ms() + BU_WAIT_MS;
+		uint64_t until = zt_now_ms() + BU_WAIT_MS;
 
-		while (bu_log_waiting(&t.rs.log) < 1 && bu_now_ms() < until)
-			bu_sleep_ms(10);
+		while (bu_log_waiting(&t.rs.log) < 1 && zt_now_ms() < until)
+			zt_sleep_ms(10);
 	}
 	cr_assert_eq(bu_log_waiting(&t.rs.log), 1, "the held request never reached the responder");
-	t0 = bu_now_ms();
+	t0 = zt_now_ms();
 	rc = zr_broker_shutdown(t.cli);
 	cr_assert_eq(rc, 0, "shutting down an idle requester broker: %d", rc);
 	cr_assert(req_join(&waiting, 5000), "a waiting request still waits 5 s after shutdown");

@@ -88,15 +88,15 @@ shutdown_case(int pattern)
 
 	idle_open(&t, pattern);
 	cr_assert_eq(zr_publisher_new(t.b, &fresh), 0);
-	t0 = bu_now_ms();
+	t0 = zt_now_ms();
 	rc = zr_broker_shutdown(t.b);
-	dt = bu_now_ms() - t0;
+	dt = zt_now_ms() - t0;
 	cr_assert_eq(rc, 0, "shutdown of an idle broker (pattern %d): %d", pattern, rc);
 	cr_assert_lt(dt, ZR_DRAIN_DEFAULT_MS - 1000, "an idle shutdown took %llu ms",
 	             (unsigned long long)dt);
 
 	/* Surviving handles fail at once with -ENOTCONN. */
-	t0 = bu_now_ms();
+	t0 = zt_now_ms();
 	if (pattern == ZR_RPC) {
 		rc = zr_request(t.p, "jobs", NULL, 0, "ping", 4, 30000, &reply);
 		cr_assert_eq(rc, -ENOTCONN, "request after shutdown: %d %s", rc, zr_publisher_error(t.p));
@@ -107,7 +107,7 @@ shutdown_case(int pattern)
 	}
 	cr_assert_eq(rc, -ENOTCONN, "publish after shutdown: %d %s", rc, zr_publisher_error(t.p));
 	cr_assert_neq(zr_publisher_error(t.p)[0], '\0', "no error text");
-	cr_assert_lt(bu_now_ms() - t0, ZR_SEND_RETRY_WINDOW_MS, "the refusal waited");
+	cr_assert_lt(zt_now_ms() - t0, ZR_SEND_RETRY_WINDOW_MS, "the refusal waited");
 	o = (struct zr_sub_opts){.handler = bu_log_handler, .arg = &t.log};
 	rc = zr_subscribe(t.b, "more", &o, &sub2);
 	cr_assert_eq(rc, -ENOTCONN, "subscribe after shutdown: %d %s", rc, zr_broker_error(t.b));
@@ -153,12 +153,12 @@ Test(shutdown, a_dialling_broker_never_used_shuts_down_at_once)
 	cr_assert_eq(zr_ctx_new(&ctx), 0);
 	b = bu_broker(ctx, ZR_QUEUE, "tcp://127.0.0.1:9", ZR_CONNECT);
 	cr_assert_eq(zr_publisher_new(b, &p), 0);
-	t0 = bu_now_ms();
+	t0 = zt_now_ms();
 	cr_assert_eq(zr_broker_shutdown(b), 0);
-	cr_assert_lt(bu_now_ms() - t0, ZR_DRAIN_DEFAULT_MS - 1000);
+	cr_assert_lt(zt_now_ms() - t0, ZR_DRAIN_DEFAULT_MS - 1000);
 	rc = zr_publish(p, "jobs", NULL, 0, "x", 1, 30000);
 	cr_assert_eq(rc, -ENOTCONN, "publish after shutdown: %d %s", rc, zr_publisher_error(p));
-	cr_assert_lt(bu_now_ms() - t0, ZR_SEND_RETRY_WINDOW_MS, "the refusal waited");
+	cr_assert_lt(zt_now_ms() - t0, ZR_SEND_RETRY_WINDOW_MS, "the refusal waited");
 	zr_broker_free(b);
 	zr_ctx_free(ctx);
 }

@@ -56,10 +56,10 @@ z_curve_client(zr_socket *s, const struct keys *me, const char *server_pub)
 static inline bool
 mon_wait(zr_socket *s, int type, struct zr_event *ev, int timeout_ms)
 {
-	uint64_t deadline = et_now_ms() + (uint64_t)timeout_ms;
+	uint64_t deadline = zt_now_ms() + (uint64_t)timeout_ms;
 
 	for (;;) {
-		uint64_t now = et_now_ms();
+		uint64_t now = zt_now_ms();
 
 		if (now >= deadline)
 			return false;

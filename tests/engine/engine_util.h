@@ -17,6 +17,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pipe2, vasprintf; first, before any system header */
 #endif
+#include "zt_clock.h"
 #include "tools/zl_proc.c"
 #include <criterion/criterion.h>
 
@@ -48,24 +49,6 @@
 #define ET_WAIT_MS 15000 /* any single expected event: generous, only failing runs wait it out */
 #define ET_QUIET_MS 400  /* "nothing arrives" windows */
 #define ET_LINE_MAX (1u << 20)
-
-static inline uint64_t
-et_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static inline void
-et_sleep_ms(int ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
 
 /* ---- generated frames and tokens ------------------------------------------ */
 
@@ -292,7 +275,7 @@ et_peer_kill(struct et_peer *p)
 static inline bool
 et_peer_readline(struct et_peer *p, int timeout_ms)
 {
-	uint64_t deadline = et_now_ms() + (uint64_t)timeout_ms;
+	uint64_t deadline = zt_now_ms() + (uint64_t)timeout_ms;
 
 	for (;;) {
 		char *nl = p->len > 0 ? memchr(p->buf, '\n', p->len) : NULL;
@@ -309,7 +292,7 @@ et_peer_readline(struct et_peer *p, int timeout_ms)
 				cr_assert_fail("pyzmq peer: %s", p->line);
 			return true;
 		}
-		uint64_t now = et_now_ms();
+		uint64_t now = zt_now_ms();
 
 		if (now >= deadline)
 			return false;
@@ -662,13 +645,13 @@ static inline void
 et_sync2(struct et_side *a, struct et_side *b, const char *probe, const char *probe_in,
          const char *fence, const char *fence_in)
 {
-	uint64_t deadline = et_now_ms() + ET_WAIT_MS;
+	uint64_t deadline = zt_now_ms() + ET_WAIT_MS;
 	char *p = et_canon(probe_in != NULL ? probe_in : probe);
 	char *f = et_canon(fence_in != NULL ? fence_in : fence);
 	bool got = false;
 
 	while (!got) {
-		cr_assert_lt(et_now_ms(), deadline, "%s never received a probe from %s", b->name, a->name);
+		cr_assert_lt(zt_now_ms(), deadline, "%s never received a probe from %s", b->name, a->name);
 		et_send(a, probe);
 		char *r = et_recv(b, 50);
 

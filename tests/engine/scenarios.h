@@ -213,7 +213,7 @@ sc_pub_sub(struct et_side *a, struct et_side *b)
 static inline void
 sc_expect_pumped(struct et_side *a, const char *want, struct et_side *pump)
 {
-	uint64_t deadline = et_now_ms() + ET_WAIT_MS;
+	uint64_t deadline = zt_now_ms() + ET_WAIT_MS;
 	char *w = et_canon(want);
 
 	for (;;) {
@@ -224,7 +224,7 @@ sc_expect_pumped(struct et_side *a, const char *want, struct et_side *pump)
 			free(got);
 			break;
 		}
-		cr_assert_lt(et_now_ms(), deadline, "%s: nothing received, want [%s]", a->name, w);
+		cr_assert_lt(zt_now_ms(), deadline, "%s: nothing received, want [%s]", a->name, w);
 		if (pump->p != NULL)
 			et_expect_none(pump, 10);
 	}

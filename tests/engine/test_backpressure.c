@@ -129,7 +129,7 @@ bp_zring_push(bool ipc)
 		}
 		cr_assert_eq(rc, -EAGAIN, "zr_send: %s", zr_strerror(rc));
 		stuck++;
-		et_sleep_ms(100);
+		zt_sleep_ms(100);
 	}
 	cr_log_info("zring PUSH (SNDHWM 10, %s) -> libzmq PULL (RCVHWM 10): -EAGAIN after %u messages",
 	            ipc ? "ipc" : "tcp", sent);

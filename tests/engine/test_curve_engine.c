@@ -657,7 +657,7 @@ Test(engine_curve, heartbeats_keep_an_idle_curve_link)
 	cr_assert_eq(zr_connect(push, ep), 0);
 	cr_assert_eq(zr_send_bytes(push, "a", 1, 0), 0);
 	zr_msg_free(z_expect_msg(pull, "61"));
-	et_sleep_ms(2000);
+	zt_sleep_ms(2000);
 	cr_assert_eq(zr_send_bytes(push, "b", 1, 0), 0);
 	zr_msg_free(z_expect_msg(pull, "62"));
 	cr_assert_eq(mon_count(pull, ZR_EVENT_DISCONNECTED), 0);
@@ -773,7 +773,7 @@ Test(engine_curve, big_multipart_messages_through_a_slow_receiver)
 	et_zopt_int(pull, ZR_RCVTIMEO, 20000);
 	for (int i = 0; i < 24; i++) {
 		if (i % 4 == 0)
-			et_sleep_ms(20); /* let the receiver fill up and stop reading */
+			zt_sleep_ms(20); /* let the receiver fill up and stop reading */
 		zr_msg_free(z_expect_msg(pull, b.text[i]));
 	}
 	pthread_join(th, NULL);
@@ -1142,7 +1142,7 @@ Test(engine_curve, disconnect_during_the_handshake_then_connect_elsewhere)
 	z_curve_client(push, &cli, srv.pub);
 	cr_assert_eq(zr_connect(push, mute_ep), 0);
 	cr_assert(mon_wait(push, ZR_EVENT_CONNECTED, &ev, ET_WAIT_MS));
-	et_sleep_ms(50); /* HELLO out, no WELCOME ever */
+	zt_sleep_ms(50); /* HELLO out, no WELCOME ever */
 	cr_assert_eq(zr_disconnect(push, mute_ep), 0);
 	cr_assert_eq(zr_connect(push, ep), 0);
 	cr_assert_eq(zr_send_bytes(push, "elsewhere", 9, 0), 0);

@@ -17,6 +17,7 @@
 
 #include <zring/zring.h>
 
+#include "zt_clock.h"
 #include "pyspawn.h"
 #include "sock_helpers.h"
 
@@ -39,23 +40,14 @@ peer_start(int port)
 	return pyspawn(peer_script, p);
 }
 
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static int
 next_event(zr_socket *s, int type, int timeout_ms)
 {
 	struct zr_event ev;
-	uint64_t end = now_ms() + (uint64_t)timeout_ms;
+	uint64_t end = zt_now_ms() + (uint64_t)timeout_ms;
 
-	while (now_ms() < end) {
-		if (zr_monitor_recv(s, &ev, (int)(end - now_ms())) == 0 && ev.type == type)
+	while (zt_now_ms() < end) {
+		if (zr_monitor_recv(s, &ev, (int)(end - zt_now_ms())) == 0 && ev.type == type)
 			return 0;
 	}
 	return -ETIMEDOUT;
@@ -88,9 +80,9 @@ Test(engine_heartbeat, a_frozen_libzmq_peer_is_dropped_within_the_timeout_and_co
 	cr_assert_eq(next_event(req, ZR_EVENT_DISCONNECTED, 2 * timeout), -ETIMEDOUT);
 
 	cr_assert_eq(kill(peer, SIGSTOP), 0);
-	t0 = now_ms();
+	t0 = zt_now_ms();
 	cr_assert_eq(next_event(req, ZR_EVENT_DISCONNECTED, 15000), 0, "the frozen peer was never dropped");
-	dt = now_ms() - t0;
+	dt = zt_now_ms() - t0;
 	/* Detected after the first unanswered PING times out: one interval to
 	 * send it plus the timeout, and a loaded machine may add to that; the
 	 * bound only says the timeout, not some later failure, dropped it. */

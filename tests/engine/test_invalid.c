@@ -103,12 +103,12 @@ iv_push_never_drains(struct et_side *push)
 {
 	int rc = 0, n = 0;
 
-	for (uint64_t end = et_now_ms() + ET_QUIET_MS; et_now_ms() < end && n < 1000;) {
+	for (uint64_t end = zt_now_ms() + ET_QUIET_MS; zt_now_ms() < end && n < 1000;) {
 		rc = zr_send_bytes(push->z, "A", 1, ZR_DONTWAIT);
 		if (rc == 0)
 			n++;
 		else
-			et_sleep_ms(20);
+			zt_sleep_ms(20);
 	}
 	cr_assert_eq(rc, -EAGAIN, "a zring PUSH facing %s took %d messages",
 	             "an incompatible peer", n);

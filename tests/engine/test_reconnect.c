@@ -53,14 +53,14 @@ rc_kill_and_restart(bool ipc, int restarts)
 		et_peers_stop(); /* SIGKILL */
 		/* Sends while the peer is away are accepted (queued). */
 		cr_assert_eq(zr_send_bytes(push.z, "lost?", 5, ZR_DONTWAIT), 0);
-		et_sleep_ms(150);
+		zt_sleep_ms(150);
 		pull.p = et_peer_start("PULL", "bind", ep, NULL);
 		/* Probes until one gets through the new connection; whatever was
 		 * queued meanwhile ("lost?") may come first and is skipped too. */
-		uint64_t deadline = et_now_ms() + ET_WAIT_MS;
+		uint64_t deadline = zt_now_ms() + ET_WAIT_MS;
 
 		for (;;) {
-			cr_assert_lt(et_now_ms(), deadline, "no message reached the restarted peer");
+			cr_assert_lt(zt_now_ms(), deadline, "no message reached the restarted peer");
 			et_send(&push, "70726f6265");
 			const char *r = et_peer_ask(pull.p, 100, "recv 100");
 

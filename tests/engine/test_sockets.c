@@ -40,14 +40,14 @@ so_raw_connect(const char *ep)
 static uint64_t
 so_wait_closed(int fd, int limit_ms)
 {
-	uint64_t t0 = et_now_ms();
+	uint64_t t0 = zt_now_ms();
 	uint8_t buf[256];
 	struct pollfd p = {.fd = fd, .events = POLLIN};
 
 	for (;;) {
-		cr_assert_lt(et_now_ms() - t0, (uint64_t)limit_ms, "zring did not drop the connection");
+		cr_assert_lt(zt_now_ms() - t0, (uint64_t)limit_ms, "zring did not drop the connection");
 		if (poll(&p, 1, 100) > 0 && read(fd, buf, sizeof buf) <= 0)
-			return et_now_ms() - t0;
+			return zt_now_ms() - t0;
 	}
 }
 
@@ -76,7 +76,7 @@ Test(sockets, a_bound_pair_ignores_a_second_peer)
 	et_expect(&z, "31");
 	p2.p = et_peer_start("PAIR", "connect", ep, NULL);
 	et_send(&p2, "32");
-	et_sleep_ms(300);
+	zt_sleep_ms(300);
 	for (int i = 0; i < 6; i++)
 		et_send(&z, "41");
 	/* All six reach the first peer (each awaited), then no more. */
@@ -122,7 +122,7 @@ Test(sockets, a_sub_subscribes_and_cancels_on_a_live_connection)
 	x.p = et_peer_start("XPUB", "bind", "tcp://127.0.0.1:*", NULL);
 	sub.z = et_zopen(0, ZR_SUB);
 	cr_assert_eq(zr_connect(sub.z, x.p->line + 9), 0);
-	et_sleep_ms(200);
+	zt_sleep_ms(200);
 	cr_assert_eq(zr_setsockopt(sub.z, ZR_SUBSCRIBE, "A", 1), 0);
 	et_expect(&x, "0141");
 	cr_assert_eq(zr_setsockopt(sub.z, ZR_UNSUBSCRIBE, "A", 1), 0);
@@ -149,7 +149,7 @@ Test(sockets, a_sub_counts_repeated_subscriptions)
 	et_expect(&sub, "4278");
 	et_expect_none(&sub, ET_QUIET_MS);
 	cr_assert_eq(zr_setsockopt(sub.z, ZR_UNSUBSCRIBE, "B", 1), 0);
-	et_sleep_ms(200);
+	zt_sleep_ms(200);
 	et_send(&pub, "4279");
 	et_expect_none(&sub, ET_QUIET_MS);
 }
@@ -207,11 +207,11 @@ Test(sockets, linger_bounds_the_wait_for_a_peer_that_never_comes)
 	cr_assert_eq(zr_setsockopt(s, ZR_LINGER, &linger, sizeof linger), 0);
 	cr_assert_eq(zr_connect(s, ep), 0);
 	cr_assert_eq(zr_send_bytes(s, "x", 1, 0), 0); /* queued: a connecter has its pipe */
-	uint64_t t0 = et_now_ms();
+	uint64_t t0 = zt_now_ms();
 
 	zr_socket_close(s);
 	zr_ctx_free(c);
-	uint64_t dt = et_now_ms() - t0;
+	uint64_t dt = zt_now_ms() - t0;
 
 	cr_assert(dt >= 250 && dt < 3000, "zr_ctx_free took %llu ms with LINGER 300",
 	          (unsigned long long)dt);
@@ -227,7 +227,7 @@ Test(sockets, a_push_connected_before_the_peer_binds_delivers_when_it_does)
 	push.z = et_zopen(0, ZR_PUSH);
 	cr_assert_eq(zr_connect(push.z, ep), 0);
 	cr_assert_eq(zr_send_bytes(push.z, "early", 5, 0), 0); /* queued: a connecter has its pipe */
-	et_sleep_ms(400);
+	zt_sleep_ms(400);
 	pull.p = et_peer_start("PULL", "bind", ep, NULL);
 	et_expect(&pull, "6561726c79");
 }
@@ -488,22 +488,22 @@ static void
 so_wait_calls(struct so_call *calls, size_t ncalls, zr_socket **socks, const unsigned *want,
               size_t nsocks)
 {
-	uint64_t deadline = et_now_ms() + ET_WAIT_MS;
+	uint64_t deadline = zt_now_ms() + ET_WAIT_MS;
 
 	for (size_t i = 0; i < ncalls; i++) {
 		while (!atomic_load(&calls[i].started)) {
-			cr_assert_lt(et_now_ms(), deadline, "thread %zu never made its call", i);
-			et_sleep_ms(1);
+			cr_assert_lt(zt_now_ms(), deadline, "thread %zu never made its call", i);
+			zt_sleep_ms(1);
 		}
 	}
 	for (size_t i = 0; i < nsocks; i++) {
 		while (so_calls_in(socks[i]) < want[i]) {
-			cr_assert_lt(et_now_ms(), deadline, "socket %zu shows %u calls, want %u", i,
+			cr_assert_lt(zt_now_ms(), deadline, "socket %zu shows %u calls, want %u", i,
 			             so_calls_in(socks[i]), want[i]);
-			et_sleep_ms(1);
+			zt_sleep_ms(1);
 		}
 	}
-	et_sleep_ms(100);
+	zt_sleep_ms(100);
 }
 
 /* zring.h: blocking calls in other threads return -ETERM on zr_ctx_free, and

@@ -239,7 +239,7 @@ pub_sub(bool zring_pub_server)
 	et_expect(sub, "6e65777332:6d6f7265");
 	et_expect(sub, "6e6577732d656e64");
 
-	et_sleep_ms(2000);
+	zt_sleep_ms(2000);
 	et_send(pub, "77656174686572");
 	et_send(pub, "6e6577732d6166746572"); /* news-after */
 	et_expect(sub, "6e6577732d6166746572");

@@ -65,11 +65,11 @@ publisher(zr_broker *b)
 static void
 wait_until(atomic_uint *n, unsigned want, const char *what)
 {
-	uint64_t until = st_now_ms() + ST_WAIT_MS;
+	uint64_t until = zt_now_ms() + ST_WAIT_MS;
 
 	while (atomic_load(n) < want) {
-		ST_CHECK(st_now_ms() < until, "%s: %u of %u", what, atomic_load(n), want);
-		st_sleep_ms(2);
+		ST_CHECK(zt_now_ms() < until, "%s: %u of %u", what, atomic_load(n), want);
+		zt_sleep_ms(2);
 	}
 }
 
@@ -345,7 +345,7 @@ cancel_run(void)
 	k.payload = calloc(1, BIGMSG);
 	ST_CHECK(k.payload != NULL, "calloc");
 	for (int r = 0; r < CANCEL_ROUNDS; r++) {
-		uint64_t until = st_now_ms() + ST_WAIT_MS;
+		uint64_t until = zt_now_ms() + ST_WAIT_MS;
 
 		gate_set(&g, true);
 		k.ok = 0;
@@ -355,10 +355,10 @@ cancel_run(void)
 		/* Cancel does nothing while no publish waits: keep at it until the
 		 * publisher, having filled every buffer, waited and gave up. */
 		while (!atomic_load(&k.done)) {
-			ST_CHECK(st_now_ms() < until,
+			ST_CHECK(zt_now_ms() < until,
 			         "cancel round %d: the publisher never returned", r);
 			zr_publisher_cancel(k.p);
-			st_sleep_ms(2);
+			zt_sleep_ms(2);
 		}
 		st_join(k.th);
 		ST_CHECK(k.rc == -ECANCELED, "cancel round %d: publish returned %s", r,
@@ -367,7 +367,7 @@ cancel_run(void)
 		gate_set(&g, false);
 		wait_until(&g.handled, total, "cancel: handled after the release");
 	}
-	st_sleep_ms(50);
+	zt_sleep_ms(50);
 	ST_CHECK(atomic_load(&g.handled) == total, "cancel: %u handled, %u published",
 	         atomic_load(&g.handled), total);
 	zr_broker_free(b);
@@ -510,7 +510,7 @@ shutdown_run(int round)
 	 * reached its responder. */
 	wait_until(&t.handled, 50, "shutdown: handled before the shutdown");
 	wait_until(&asked, 1, "shutdown: the request");
-	st_sleep_ms(round * 5);
+	zt_sleep_ms(round * 5);
 	atomic_store(&shut, 1);
 	rc = zr_broker_shutdown(q);
 	ST_CHECK(rc == 0, "shutdown of the queue broker: %s", zr_strerror(rc));
@@ -597,13 +597,13 @@ watch_pub_main(void *arg)
 	struct watch *wa = arg;
 	zr_publisher *p = publisher(wa->pubb);
 	uint8_t *buf = malloc(ST_MAXLEN);
-	uint64_t until = st_now_ms() + ST_WAIT_MS;
+	uint64_t until = zt_now_ms() + ST_WAIT_MS;
 
 	ST_CHECK(buf != NULL, "malloc");
 	while (atomic_load(&wa->w[0].probes) == 0 || atomic_load(&wa->w[1].probes) == 0) {
-		ST_CHECK(st_now_ms() < until, "watchers never saw a probe");
+		ST_CHECK(zt_now_ms() < until, "watchers never saw a probe");
 		ST_OK(zr_publish(p, "w.probe", NULL, 0, "p", 1, ST_WAIT_MS));
-		st_sleep_ms(5);
+		zt_sleep_ms(5);
 	}
 	for (uint32_t i = 0; i < NQ; i++) {
 		size_t len = st_payload(buf, 0, i);
@@ -629,7 +629,7 @@ watch_churn_main(void *arg)
 			subscribe(wa->churnb, "w",
 		                  &(struct zr_sub_opts){.handler = nop_handler, .workers = 2});
 
-		st_sleep_ms(3);
+		zt_sleep_ms(3);
 		zr_unsubscribe(sub);
 		wa->churns++;
 	}
@@ -666,7 +666,7 @@ watch_finish(struct watch *wa)
 	ST_CHECK(wa->churns > 0, "the churning subscriber never subscribed");
 	for (int i = 0; i < 2; i++) {
 		wait_until(&wa->w[i].t.handled, NQ, "watcher");
-		st_sleep_ms(20);
+		zt_sleep_ms(20);
 		tally_check(&wa->w[i].t, 1, NQ, "watcher");
 		zr_broker_free(wa->w[i].b);
 	}
@@ -689,7 +689,7 @@ main(void)
 	uint64_t unmatched = 0, t0;
 
 	st_start("broker");
-	t0 = st_now_ms();
+	t0 = zt_now_ms();
 	ST_OK(zr_ctx_new(&ctx));
 
 	bq = broker(ZR_QUEUE);
@@ -745,18 +745,18 @@ main(void)
 	/* The handler counts after zr_reply returns: the reply may be there first. */
 	wait_until(&rs.answered, NREQUESTERS * NREQ, "rpc: answered");
 	for (int i = 0; i < 2; i++) {
-		uint64_t until = st_now_ms() + ST_WAIT_MS;
+		uint64_t until = zt_now_ms() + ST_WAIT_MS;
 
 		/* Counted by the io thread a moment after the publish returned. */
 		for (;;) {
 			zr_publisher_stats(uf[i].p, &ps);
-			if (ps.unmatched >= NQ / 2 || st_now_ms() >= until)
+			if (ps.unmatched >= NQ / 2 || zt_now_ms() >= until)
 				break;
-			st_sleep_ms(2);
+			zt_sleep_ms(2);
 		}
 		unmatched += ps.unmatched;
 	}
-	st_sleep_ms(50); /* a duplicate would show now */
+	zt_sleep_ms(50); /* a duplicate would show now */
 	ST_CHECK(atomic_load(&rs.answered) == NREQUESTERS * NREQ, "rpc: %u answered",
 	         atomic_load(&rs.answered));
 	tally_check(&tq, 3, NQ, "queue");
@@ -773,6 +773,6 @@ main(void)
 	zr_broker_free(br);
 	zr_ctx_free(ctx);
 	printf("broker: every count exact, %u subscribe/unsubscribe cycles (%llu ms)\n", wa.churns,
-	       (unsigned long long)(st_now_ms() - t0));
+	       (unsigned long long)(zt_now_ms() - t0));
 	return 0;
 }

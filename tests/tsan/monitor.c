@@ -113,7 +113,7 @@ churner_main(void *arg)
 		zr_socket *d = st_socket(ctx_churn, ZR_DEALER);
 		struct counts own = {0};
 		char msg[16];
-		uint64_t until = st_now_ms() + ST_WAIT_MS;
+		uint64_t until = zt_now_ms() + ST_WAIT_MS;
 
 		ST_OK(zr_socket_monitor(d, ZR_EVENT_ALL));
 		ST_OK(zr_connect(d, ep[r % 2]));
@@ -122,7 +122,7 @@ churner_main(void *arg)
 			struct zr_event ev;
 			int rc;
 
-			ST_CHECK(st_now_ms() < until, "churner %u: no handshake", ch->id);
+			ST_CHECK(zt_now_ms() < until, "churner %u: no handshake", ch->id);
 			rc = zr_monitor_recv(d, &ev, 50);
 			ST_CHECK(rc == 0 || rc == -EAGAIN, "churner monitor: %s", zr_strerror(rc));
 			if (rc == 0)
@@ -147,7 +147,7 @@ main(void)
 	uint64_t t0, until;
 
 	st_start("monitor");
-	t0 = st_now_ms();
+	t0 = zt_now_ms();
 	ST_OK(zr_ctx_new(&ctx_hub));
 	ST_OK(zr_ctx_new(&ctx_churn));
 	hub = st_socket(ctx_hub, ZR_ROUTER);
@@ -167,10 +167,10 @@ main(void)
 	st_join(hub_th);
 	/* Every connection goes once its message went out and the churner's
 	 * socket closed: wait for the last DISCONNECTED. */
-	until = st_now_ms() + ST_WAIT_MS;
-	while (atomic_load(&rd.n.disconnected) < TOTAL && st_now_ms() < until)
-		st_sleep_ms(5);
-	st_sleep_ms(100); /* an extra event would show now */
+	until = zt_now_ms() + ST_WAIT_MS;
+	while (atomic_load(&rd.n.disconnected) < TOTAL && zt_now_ms() < until)
+		zt_sleep_ms(5);
+	zt_sleep_ms(100); /* an extra event would show now */
 	atomic_store(&rd.stop, 1);
 	st_join(rd.th);
 	ST_CHECK(atomic_load(&rd.n.accepted) == TOTAL, "monitor: %u ACCEPTED, want %d",
@@ -184,6 +184,6 @@ main(void)
 	zr_ctx_free(ctx_churn);
 	zr_ctx_free(ctx_hub);
 	printf("monitor: %d connections, every event and message counted once (%llu ms)\n", TOTAL,
-	       (unsigned long long)(st_now_ms() - t0));
+	       (unsigned long long)(zt_now_ms() - t0));
 	return 0;
 }

@@ -290,12 +290,12 @@ pub_main(void *arg)
 	struct actor *a = arg;
 	struct fanout *f = &fan[a->t];
 	uint8_t *buf = st_buf();
-	uint64_t until = st_now_ms() + ST_WAIT_MS;
+	uint64_t until = zt_now_ms() + ST_WAIT_MS;
 
 	while (atomic_load(&f->ready) < 2) {
-		ST_CHECK(st_now_ms() < until, "pub: subscribers never saw a warm-up message");
+		ST_CHECK(zt_now_ms() < until, "pub: subscribers never saw a warm-up message");
 		ST_OK(zr_send_bytes(a->s, "w", 1, 0));
-		st_sleep_ms(2);
+		zt_sleep_ms(2);
 	}
 	for (uint32_t i = 0; i < N; i++) {
 		size_t len = st_payload(buf, a->id, i);
@@ -683,7 +683,7 @@ main(int argc, char **argv)
 	uint64_t t0;
 
 	st_start("sockets");
-	t0 = st_now_ms();
+	t0 = zt_now_ms();
 	ST_OK(zr_ctx_new(&ctx_bind));
 	ST_OK(zr_ctx_new(&ctx_conn));
 	for (int t = ST_TCP; t <= ST_IPC; t++) {
@@ -706,6 +706,6 @@ main(int argc, char **argv)
 	zr_ctx_free(ctx_conn);
 	zr_ctx_free(ctx_bind);
 	printf("sockets: %zu app threads, all counts exact (%llu ms)\n", n,
-	       (unsigned long long)(st_now_ms() - t0));
+	       (unsigned long long)(zt_now_ms() - t0));
 	return 0;
 }

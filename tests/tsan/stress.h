@@ -19,6 +19,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include "zt_clock.h"
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -67,24 +68,6 @@ st_fail(const char *file, int line, const char *fmt, ...)
 		int st_rc_ = (call);                                                      \
 		ST_CHECK(st_rc_ >= 0, "%s: %d (%s)", #call, st_rc_, zr_strerror(st_rc_)); \
 	} while (0)
-
-static inline uint64_t
-st_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static inline void
-st_sleep_ms(int ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
 
 /* Arms the watchdog: SIGALRM's default action ends the process (non-zero). */
 static inline void

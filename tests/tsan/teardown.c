@@ -86,11 +86,11 @@ calls_in(zr_socket *s)
 static void
 wait_calls(zr_socket *s, unsigned want)
 {
-	uint64_t until = st_now_ms() + ST_WAIT_MS;
+	uint64_t until = zt_now_ms() + ST_WAIT_MS;
 
 	while (calls_in(s) < want) {
-		ST_CHECK(st_now_ms() < until, "socket shows %u calls, want %u", calls_in(s), want);
-		st_sleep_ms(1);
+		ST_CHECK(zt_now_ms() < until, "socket shows %u calls, want %u", calls_in(s), want);
+		zt_sleep_ms(1);
 	}
 }
 
@@ -175,7 +175,7 @@ flood_main(void *arg)
 		if (rc == 0)
 			atomic_fetch_add(&f->sent, 1);
 		else
-			st_sleep_ms(1);
+			zt_sleep_ms(1);
 	}
 	return NULL;
 }
@@ -243,10 +243,10 @@ round_run(int round, enum st_transport t)
 	wait_calls(lonely_push, 1);
 	wait_calls(dealer, 2);
 	/* The flood reaches the victim's PULL: its io thread is reading. */
-	for (uint64_t until = st_now_ms() + ST_WAIT_MS; atomic_load(&flood.sent) < 200;) {
-		ST_CHECK(st_now_ms() < until, "round %d: the flood never reached the victim",
+	for (uint64_t until = zt_now_ms() + ST_WAIT_MS; atomic_load(&flood.sent) < 200;) {
+		ST_CHECK(zt_now_ms() < until, "round %d: the flood never reached the victim",
 		         round);
-		st_sleep_ms(1);
+		zt_sleep_ms(1);
 	}
 	/* Messages that outlive their context: each holds its connection's
 	 * properties (a reference the io thread shares out in blocks). */
@@ -337,7 +337,7 @@ main(void)
 	uint64_t t0;
 
 	st_start("teardown");
-	t0 = st_now_ms();
+	t0 = zt_now_ms();
 	ST_OK(zr_ctx_new(&survivor));
 	for (int r = 0; r < ROUNDS; r++)
 		round_run(r, r % 4 < 2 ? ST_TCP : ST_IPC);
@@ -353,6 +353,6 @@ main(void)
 		st_join(lf[i].th);
 	printf("teardown: %d rounds, every blocked call -ETERM, every burst delivered; %d contexts "
 	       "side by side (%llu ms)\n",
-	       ROUNDS, 4 * LIVES, (unsigned long long)(st_now_ms() - t0));
+	       ROUNDS, 4 * LIVES, (unsigned long long)(zt_now_ms() - t0));
 	return 0;
 }
