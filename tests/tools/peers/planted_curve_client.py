@@ -12,6 +12,8 @@ connects again whenever a connection ends, until stdin closes. MODE:
     accept-bad-welcome  a WELCOME whose box does not open is taken anyway:
                         the client answers it with an INITIATE
     accept-replay       takes a MESSAGE whose nonce is not above the last
+    crash-flags         exits (a crash) on a MESSAGE whose plaintext flags
+                        octet has a reserved bit set
 Boxes go through libsodium (ctypes), the library the codec uses.
 """
 
@@ -149,6 +151,8 @@ def session(mode, sock, server_key):
         if plain is None:
             raise Closed()
         peer_nonce = max(n, peer_nonce)
+        if mode == "crash-flags" and len(plain) > 0 and plain[0] & 0xFC:
+            os._exit(1)
         if len(plain) >= 8 and plain[0] & 0x02 and plain[1:6] == b"\x04PING":
             n8 = nonce.to_bytes(8, "big")
             nonce += 1
