@@ -53,8 +53,8 @@ get_u64(const uint8_t *p)
 }
 
 int
-pr_cv_message(const struct pr_cv *s, uint64_t n, const uint8_t *plain, size_t plen,
-              uint8_t *body, size_t cap)
+pr_cv_message(const struct pr_cv *s, uint64_t n, const uint8_t *plain, size_t plen, uint8_t *body,
+              size_t cap)
 {
 	uint8_t nonce[24];
 
@@ -323,7 +323,8 @@ cs_ready(struct pr_ctx *c, struct pr_conn *k, struct cs *st, long how)
 		return ml;
 	nonce_make(nonce, "CurveZMQREADY---", st->s.nonce++);
 	memcpy(d, nonce + 16, 8);
-	if (crypto_box_easy(d + 8, meta, (unsigned long long)ml, nonce, st->s.peer_pk, st->s.my_sk) != 0)
+	if (crypto_box_easy(d + 8, meta, (unsigned long long)ml, nonce, st->s.peer_pk,
+	                    st->s.my_sk) != 0)
 		return -EINVAL;
 	if (how == CS_READY_BAD_BOX)
 		d[8] ^= 0x80;
@@ -386,7 +387,8 @@ cs_watch(struct pr_ctx *c, struct pr_conn *k, const struct pr_cv *s, unsigned ms
 		size_t len, flen;
 		uint8_t flags;
 
-		while (k->in_len > 0 && (flen = frame_at(k->in, k->in_len, &body, &len, &flags)) > 0) {
+		while (k->in_len > 0 &&
+		       (flen = frame_at(k->in, k->in_len, &body, &len, &flags)) > 0) {
 			/* MESSAGE comes in a data frame (libzmq) or a command frame
 			 * (RFC 26); anything else in a data frame is clear text. */
 			bool message = len >= 8 && memcmp(body, "\x07MESSAGE", 8) == 0;
@@ -401,7 +403,8 @@ cs_watch(struct pr_ctx *c, struct pr_conn *k, const struct pr_cv *s, unsigned ms
 				                 ? pr_cv_open(s, body, len, plain, sizeof(plain))
 				                 : -EBADMSG;
 				pr_consume(k, flen);
-				if (pl >= 6 && (plain[0] & 0x02) && memcmp(plain + 1, "\x04PONG", 5) == 0)
+				if (pl >= 6 && (plain[0] & 0x02) &&
+				    memcmp(plain + 1, "\x04PONG", 5) == 0)
 					return W_PONG;
 				continue;
 			}
@@ -487,7 +490,7 @@ cs_control(struct pr_ctx *c)
 		return -1;
 	}
 	pr_obs(c, "skipped: the probe's own unaltered handshake was not answered (%s%s)",
-	       rc < 0           ? err_text(rc)
+	       rc < 0          ? err_text(rc)
 	       : w == W_CLOSED ? "closed after READY"
 	       : w == W_CMD    ? "after READY: "
 	                       : "no PONG to a PING after READY",
@@ -516,8 +519,7 @@ pr_case_curve_server(struct pr_ctx *c, const struct pr_case *kc)
 	if (rc == 0 && kc->arg == CS_ERROR_WELCOME) {
 		rc = put_cmd(&k, "ERROR", error400, sizeof(error400));
 	} else if (rc == 0) {
-		rc = cs_welcome(c, &k, &st,
-		                kc->arg <= CS_WELCOME_OTHER_KEY ? kc->arg : (long)-1);
+		rc = cs_welcome(c, &k, &st, kc->arg <= CS_WELCOME_OTHER_KEY ? kc->arg : (long)-1);
 	}
 	if (rc < 0) {
 		pr_obs(c, "skipped: the client's second handshake failed before WELCOME (%s)",

@@ -188,13 +188,25 @@ conversation(uint64_t *s, bool curve, struct unit *u)
 	}
 	/* The last message must end. */
 	if (more)
-		u[n - 1].b[0] &= (uint8_t)~(curve ? 0x01u : ZR_ZMTP_MORE);
+		u[n - 1].b[0] &= (uint8_t) ~(curve ? 0x01u : ZR_ZMTP_MORE);
 	return n;
 }
 
-static const uint64_t interesting[] = {
-	0, 1, 16, 17, 127, 128, 255, 256, 65535, 65536, 1ull << 31, 1ull << 32, (1ull << 63) - 1,
-	1ull << 63, UINT64_MAX};
+static const uint64_t interesting[] = {0,
+                                       1,
+                                       16,
+                                       17,
+                                       127,
+                                       128,
+                                       255,
+                                       256,
+                                       65535,
+                                       65536,
+                                       1ull << 31,
+                                       1ull << 32,
+                                       (1ull << 63) - 1,
+                                       1ull << 63,
+                                       UINT64_MAX};
 
 /* Structure-aware mutations. hdr is the octets before a unit's body: the
  * frame header (PLAIN, 2 in short form) or the plaintext's flags octet
@@ -223,7 +235,9 @@ mutate(uint64_t *s, bool curve, struct unit *u, size_t *n)
 			if (x->len >= hdr && (curve || hdr == 2)) {
 				size_t body = x->len - hdr, nb;
 				uint64_t r = rnd(s) % 3;
-				nb = r == 0 ? body + 1 : r == 1 ? (body > 0 ? body - 1 : 0) : body + 1 + (size_t)(rnd(s) % 8);
+				nb = r == 0   ? body + 1
+				     : r == 1 ? (body > 0 ? body - 1 : 0)
+				              : body + 1 + (size_t)(rnd(s) % 8);
 				if (nb > 255)
 					nb = 255;
 				for (size_t k = body; k < nb; k++)
@@ -262,7 +276,8 @@ mutate(uint64_t *s, bool curve, struct unit *u, size_t *n)
 			break;
 		case 8: /* PLAIN: a size field; CURVE: a PING context length past 16 */
 			if (!curve && x->len >= 2) {
-				uint64_t v = interesting[rnd(s) % (sizeof(interesting) / sizeof(interesting[0]))];
+				uint64_t v = interesting[rnd(s) % (sizeof(interesting) /
+				                                   sizeof(interesting[0]))];
 				if (hdr == 9 && x->len >= 9)
 					for (int k = 0; k < 8; k++)
 						x->b[1 + k] = (uint8_t)(v >> (56 - 8 * k));
@@ -464,7 +479,8 @@ write_repro(const struct pr_ctx *c, const char *path, unsigned iter, int verdict
 
 	if (f == NULL)
 		return -errno;
-	fprintf(f, "# zring probe reproducer: zring probe --mechanism %s%s ... --replay %s ENDPOINT\n",
+	fprintf(f,
+	        "# zring probe reproducer: zring probe --mechanism %s%s ... --replay %s ENDPOINT\n",
 	        o->mechanism == ZR_MECH_CURVE ? "curve" : "plain", o->listen ? " --listen" : "",
 	        path);
 	fprintf(f, "# seed %" PRIu64 " iteration %u: %s (%s)\n", o->seed, iter,

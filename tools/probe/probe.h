@@ -223,8 +223,7 @@ int pr_cv_message(const struct pr_cv *s, uint64_t n, const uint8_t *plain, size_
                   uint8_t *body, size_t cap);
 /* Opens a MESSAGE body from the peer into plain; returns the plaintext
  * length (flags octet included), or -EBADMSG. */
-int pr_cv_open(const struct pr_cv *s, const uint8_t *body, size_t len, uint8_t *plain,
-               size_t cap);
+int pr_cv_open(const struct pr_cv *s, const uint8_t *body, size_t len, uint8_t *plain, size_t cap);
 /* Opens k (connect, or accept under --listen) and runs the whole handshake
  * by hand in the run's role (--listen: server). Leaves the session ready for
  * traffic; returns 0 or a negative errno. */
