@@ -51,13 +51,14 @@ static const char probe_usage[] =
 	"\n"
 	"options:\n"
 	"  --listen          bind ENDPOINT and let the peer under test connect in\n"
-	"                    (with --mechanism plain: the probe is the PLAIN server)\n"
+	"                    (with --mechanism plain or curve: the probe is the server)\n"
 	"  --type TYPE       the peer's socket type (default: read from its READY;\n"
 	"                    needed with PLAIN and CURVE)\n"
 	"  --mechanism M     null (default), plain or curve\n"
 	"  --username U, --password P     PLAIN credentials the peer accepts\n"
 	"  --server-key Z85  CURVE: the peer's public key\n"
-	"  --public-key Z85, --secret-key Z85  CURVE: our key pair (default: a new one)\n"
+	"  --public-key Z85, --secret-key Z85  CURVE: our key pair (default: a new one);\n"
+	"                    with --listen the server's (its public key is printed)\n"
 	"  --peer-handshake-ivl MS   the peer's handshake timeout (enables the\n"
 	"                    trickle, silent and slowloris cases)\n"
 	"  --peer-heartbeat-timeout MS  the peer's heartbeat timeout (enables\n"
@@ -191,6 +192,10 @@ skip_reason(const struct pr_ctx *c, const struct pr_case *k)
 		return "skipped: needs --listen --mechanism plain";
 	if ((k->flags & PRF_CURVE) && o->mechanism != ZR_MECH_CURVE)
 		return "skipped: needs --mechanism curve";
+	if ((k->flags & PRF_CURVE) && o->listen)
+		return "skipped: plays the CURVE client (not with --listen)";
+	if ((k->flags & PRF_CURVE_SERVER) && (!o->listen || o->mechanism != ZR_MECH_CURVE))
+		return "skipped: needs --listen --mechanism curve";
 	if ((k->flags & PRF_HSIVL) && o->peer_hs_ivl == 0)
 		return "skipped: needs --peer-handshake-ivl";
 	if ((k->flags & PRF_HBTMO) && o->peer_hb_tmo == 0)
@@ -903,12 +908,20 @@ zl_probe_main(int argc, char **argv)
 	if (o.mechanism == ZR_MECH_PLAIN && (o.username == NULL || o.password == NULL))
 		return USAGE_ERROR("%s", "--mechanism plain needs --username and --password");
 	if (o.mechanism == ZR_MECH_CURVE) {
-		if (!o.have_server_key)
+		if (!o.have_server_key && !o.listen)
 			return USAGE_ERROR("%s", "--mechanism curve needs --server-key");
 		if (sodium_init() < 0)
 			return ZL_PROBE_UNREACHABLE;
 		if (!have_secret)
 			crypto_box_keypair(o.public_key, o.secret_key);
+		else
+			crypto_scalarmult_base(o.public_key, o.secret_key);
+		if (o.listen) {
+			/* The client under test is configured with this key. */
+			char z85[ZR_CURVE_KEY_Z85_LEN + 1];
+			zr_curve_key_encode(z85, o.public_key);
+			fprintf(stderr, "zring probe: CURVE server public key %s\n", z85);
+		}
 	}
 	if (o.seed == 0)
 		o.seed = (uint64_t)time(NULL);
@@ -925,9 +938,9 @@ zl_probe_main(int argc, char **argv)
 		printf("probe: cannot reach the peer at %s: %s\n", o.endpoint, why);
 		rc = ZL_PROBE_UNREACHABLE;
 	} else if (o.replay != NULL) {
-		rc = run_replay(&c);
+		rc = o.mechanism != ZR_MECH_NULL ? pr_replay_mech(&c) : run_replay(&c);
 	} else if (o.fuzz) {
-		rc = run_fuzz(&c);
+		rc = o.mechanism != ZR_MECH_NULL ? pr_fuzz_mech(&c) : run_fuzz(&c);
 	} else {
 		rc = run_catalogue(&c);
 	}

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "tools/zl_proc.c"
+#include "zmtp/base.h"
 
 #include "tools/tool_proc.h"
 
@@ -43,6 +44,7 @@
 
 #define PROBE_PEER ZR_SOURCE_DIR "/tests/tools/peers/probe_peer.py"
 #define PLANTED_PEER ZR_SOURCE_DIR "/tests/tools/peers/planted_peer.py"
+#define PLANTED_CURVE_CLIENT ZR_SOURCE_DIR "/tests/tools/peers/planted_curve_client.py"
 /* A whole catalogue against a slow (Python) peer. */
 #define PROBE_WAIT_MS 120000
 /* Every case's answer limit: generous, the machine is shared and loaded
@@ -561,6 +563,263 @@ Test(probe, listen_plain_server_refuses_zring_cat)
 		tool_kill(&cat);
 		tool_kill(&probe);
 	}
+}
+
+/* ---- the probe as the server of a PLAIN or CURVE client ------------------------------- */
+
+/* What libzmq 4.3 does with each abuse, as measured; zring refuses all. */
+struct server_case {
+	const char *name;
+	const char *libzmq;
+};
+
+static const struct server_case plain_client_cases[] = {
+	{"plain-server.welcome-garbage", "pass"},
+	{"plain-server.reason-overrun", "pass"},
+	/* libzmq checks Socket-Type only when it is there */
+	{"plain-server.ready-no-type", "lenient"},
+	{"plain-server.ready-first", "pass"},
+};
+
+static const struct server_case curve_client_cases[] = {
+	{"curve-server.welcome-short", "pass"},     {"curve-server.welcome-bad-box", "pass"},
+	{"curve-server.welcome-other-key", "pass"}, {"curve-server.error-for-welcome", "pass"},
+	{"curve-server.ready-bad-box", "pass"},     {"curve-server.ready-short", "pass"},
+	{"curve-server.ready-no-type", "lenient"},  {"curve-server.error-for-ready", "pass"},
+	{"curve-server.nonce-replayed", "pass"},    {"curve-server.nonce-backwards", "pass"},
+	{"curve-server.nonce-of-ready", "pass"},    {"curve-server.message-bad-box", "pass"},
+};
+
+/* Starts `zring probe --listen EP --mechanism M --type PUSH ARGS...`; with
+ * CURVE, key gets the server public key it prints for the client. */
+#define BEGIN_LISTEN(ep, mech, ...)                                                             \
+	tool_begin(&probe, "probe", "--limit", CASE_LIMIT, "--listen", ep, "--mechanism", mech, \
+	           "--type", "PUSH", __VA_ARGS__, NULL)
+#define CURVE_KEY_TAG "zring probe: CURVE server public key "
+
+/* A refused libzmq or zring client gives up (no reconnection after a failed
+ * handshake), so every case gets its own client process. */
+Test(probe, listen_curve_server_libzmq_client)
+{
+	for (size_t i = 0; i < ZR_ARRAY_LEN(curve_client_cases); i++) {
+		const struct server_case *sc = &curve_client_cases[i];
+		char ep[64], key[64];
+		tool_reset(&probe);
+		BEGIN_LISTEN(free_ep(ep, sizeof(ep)), "curve", "--case", sc->name);
+		tool_stderr_after(&probe, CURVE_KEY_TAG, key, sizeof(key), WAIT_MS);
+		peer_begin(PROBE_PEER, "PUSH", ep, "--connect", "--curve-client", key, NULL);
+		int rc = tool_wait(&probe, PROBE_WAIT_MS);
+		/* The run's opening handshake is the codec's server role. */
+		cr_expect(strstr(probe.out, "peer PUSH (ZMTP 3.1") != NULL, "%s %s", probe.out,
+		          probe.err);
+		expect_verdict(sc->name, sc->libzmq);
+		cr_expect_eq(rc, 0, "%s", probe.out);
+		zl_proc_stop(&peer, 2000);
+		memset(&peer, 0, sizeof(peer));
+		tool_kill(&probe);
+	}
+}
+
+Test(probe, listen_curve_server_zring_cat_client)
+{
+	char pub[64], sec[64], o_pub[96], o_sec[96], o_srv[96];
+	tool_begin(&cat, "keygen", NULL);
+	cr_assert_eq(tool_wait(&cat, WAIT_MS), 0);
+	cr_assert(sscanf(cat.out, "public: %40s\nsecret: %40s\n", pub, sec) == 2);
+	snprintf(o_pub, sizeof(o_pub), "CURVE_PUBLICKEY=%s", pub);
+	snprintf(o_sec, sizeof(o_sec), "CURVE_SECRETKEY=%s", sec);
+	for (size_t i = 0; i < ZR_ARRAY_LEN(curve_client_cases); i++) {
+		const char *name = curve_client_cases[i].name;
+		char ep[64], key[64];
+		tool_reset(&probe);
+		tool_reset(&cat);
+		BEGIN_LISTEN(free_ep(ep, sizeof(ep)), "curve", "--case", name);
+		tool_stderr_after(&probe, CURVE_KEY_TAG, key, sizeof(key), WAIT_MS);
+		snprintf(o_srv, sizeof(o_srv), "CURVE_SERVERKEY=%s", key);
+		tool_begin(&cat, "cat", "-w", "-c", "PUSH", ep, "-o", o_srv, "-o", o_pub, "-o",
+		           o_sec, NULL);
+		int rc = wait_draining_cat();
+		expect_verdict(name, "pass");
+		cr_expect_eq(rc, 0, "%s", probe.out);
+		tool_kill(&cat);
+		tool_kill(&probe);
+	}
+}
+
+/* A client that connects again after every refusal takes the whole group in
+ * one run; its planted defects must come out as violations. */
+Test(probe, listen_curve_server_planted_clients)
+{
+	char ep[64], key[64];
+
+	BEGIN_LISTEN(free_ep(ep, sizeof(ep)), "curve", "--case", "curve-server.");
+	tool_stderr_after(&probe, CURVE_KEY_TAG, key, sizeof(key), WAIT_MS);
+	peer_begin(PLANTED_CURVE_CLIENT, "clean", ep, key, NULL);
+	int rc = tool_wait(&probe, PROBE_WAIT_MS);
+	for (size_t i = 0; i < ZR_ARRAY_LEN(curve_client_cases); i++)
+		expect_verdict(curve_client_cases[i].name, curve_client_cases[i].libzmq);
+	cr_expect_eq(rc, 0, "%s", probe.out);
+	zl_proc_stop(&peer, 2000);
+	memset(&peer, 0, sizeof(peer));
+
+	/* It opens a WELCOME box that does not open... and carries on. */
+	tool_reset(&probe);
+	BEGIN_LISTEN(free_ep(ep, sizeof(ep)), "curve", "--case", "curve-server.welcome");
+	tool_stderr_after(&probe, CURVE_KEY_TAG, key, sizeof(key), WAIT_MS);
+	peer_begin(PLANTED_CURVE_CLIENT, "accept-bad-welcome", ep, key, NULL);
+	rc = tool_wait(&probe, PROBE_WAIT_MS);
+	expect_verdict("curve-server.welcome-short", "pass");
+	expect_verdict("curve-server.welcome-bad-box", "violation");
+	expect_verdict("curve-server.welcome-other-key", "violation");
+	cr_expect(strstr(probe.out, "answered with INITIATE") != NULL, "%s", probe.out);
+	cr_expect_eq(rc, 1, "%s", probe.out);
+	zl_proc_stop(&peer, 2000);
+	memset(&peer, 0, sizeof(peer));
+
+	/* It takes a MESSAGE whose nonce is not above the last. */
+	tool_reset(&probe);
+	BEGIN_LISTEN(free_ep(ep, sizeof(ep)), "curve", "--case", "curve-server.nonce-replayed");
+	tool_stderr_after(&probe, CURVE_KEY_TAG, key, sizeof(key), WAIT_MS);
+	peer_begin(PLANTED_CURVE_CLIENT, "accept-replay", ep, key, NULL);
+	rc = tool_wait(&probe, PROBE_WAIT_MS);
+	expect_verdict("curve-server.nonce-replayed", "violation");
+	cr_expect_eq(rc, 1, "%s", probe.out);
+}
+
+Test(probe, listen_plain_server_abuses_libzmq_client)
+{
+	for (size_t i = 0; i < ZR_ARRAY_LEN(plain_client_cases); i++) {
+		const struct server_case *sc = &plain_client_cases[i];
+		char ep[64];
+		tool_reset(&probe);
+		BEGIN_LISTEN(free_ep(ep, sizeof(ep)), "plain", "--username", "probe", "--password",
+		             "secret", "--case", sc->name);
+		peer_begin(PROBE_PEER, "PUSH", ep, "--connect", "--plain-client", "probe:secret",
+		           NULL);
+		int rc = tool_wait(&probe, PROBE_WAIT_MS);
+		cr_expect(strstr(probe.out, "peer PUSH") != NULL, "%s %s", probe.out, probe.err);
+		expect_verdict(sc->name, sc->libzmq);
+		cr_expect_eq(rc, 0, "%s", probe.out);
+		zl_proc_stop(&peer, 2000);
+		memset(&peer, 0, sizeof(peer));
+		tool_kill(&probe);
+	}
+}
+
+Test(probe, listen_plain_server_abuses_zring_cat)
+{
+	for (size_t i = 0; i < ZR_ARRAY_LEN(plain_client_cases); i++) {
+		const char *name = plain_client_cases[i].name;
+		char ep[64];
+		tool_reset(&probe);
+		tool_reset(&cat);
+		BEGIN_LISTEN(free_ep(ep, sizeof(ep)), "plain", "--username", "probe", "--password",
+		             "secret", "--case", name);
+		tool_begin(&cat, "cat", "-w", "-c", "PUSH", ep, "-o", "PLAIN_USERNAME=probe", "-o",
+		           "PLAIN_PASSWORD=secret", NULL);
+		int rc = wait_draining_cat();
+		expect_verdict(name, "pass");
+		cr_expect_eq(rc, 0, "%s", probe.out);
+		tool_kill(&cat);
+		tool_kill(&probe);
+	}
+}
+
+/* ---- fuzzing under PLAIN and CURVE -------------------------------------------------------- */
+
+/* The number of conversations that got past the handshake ("(N after a
+ * completed handshake)"): a fuzzer that never did tested nothing. */
+static unsigned
+fuzz_shook(void)
+{
+	const char *p = strstr(probe.out, "conversations (");
+	unsigned n = 0;
+	cr_assert(p != NULL && sscanf(p, "conversations (%u", &n) == 1, "%s", probe.out);
+	return n;
+}
+
+Test(probe, fuzz_plain_and_curve_against_zring_cat_find_nothing)
+{
+	char pub[64], sec[64], secopt[96];
+	tool_begin(&cat, "keygen", NULL);
+	cr_assert_eq(tool_wait(&cat, WAIT_MS), 0);
+	cr_assert(sscanf(cat.out, "public: %40s\nsecret: %40s\n", pub, sec) == 2);
+	snprintf(secopt, sizeof(secopt), "CURVE_SECRETKEY=%s", sec);
+
+	tool_begin(&cat, "cat", "-r", "-b", "PULL", "tcp://127.0.0.1:*", "-o", "CURVE_SERVER=1",
+	           "-o", secopt, NULL);
+	const char *ep = cat_bound();
+	int rc = RUN_PROBE_BESIDE_CAT("--fuzz", "--seconds", "5", "--seed", "11", "--out", "/tmp",
+	                              "--mechanism", "curve", "--type", "PULL", "--server-key", pub,
+	                              ep);
+	cr_expect(strstr(probe.out, ", CURVE, seed 11") != NULL, "%s", probe.out);
+	cr_expect(strstr(probe.out, " 0 findings") != NULL, "%s", probe.out);
+	cr_expect(fuzz_shook() > 0, "%s", probe.out);
+	cr_expect_eq(rc, 0, "%s", probe.out);
+	tool_kill(&cat);
+
+	tool_reset(&cat);
+	tool_begin(&cat, "cat", "-r", "-b", "PULL", "tcp://127.0.0.1:*", "-o", "PLAIN_SERVER=1",
+	           "--allow-plain", "probe:secret", NULL);
+	ep = cat_bound();
+	rc = RUN_PROBE_BESIDE_CAT("--fuzz", "--seconds", "5", "--seed", "11", "--out", "/tmp",
+	                          "--mechanism", "plain", "--type", "PULL", "--username", "probe",
+	                          "--password", "secret", ep);
+	cr_expect(strstr(probe.out, ", PLAIN, seed 11") != NULL, "%s", probe.out);
+	cr_expect(strstr(probe.out, " 0 findings") != NULL, "%s", probe.out);
+	cr_expect(fuzz_shook() > 0, "%s", probe.out);
+	cr_expect_eq(rc, 0, "%s", probe.out);
+}
+
+/* Under --listen the fuzzer is the CURVE server of a planted client that
+ * exits on a reserved flag bit inside a box: only a mutation of the
+ * plaintext, boxed again with a true nonce, reaches it. */
+Test(probe, fuzz_curve_finds_the_planted_client_crash_and_replay_reproduces_it)
+{
+	char dir[] = "/tmp/zring-probe-fuzz-XXXXXX";
+	char ep[64], key[64], path[512], line[600];
+	cr_assert(mkdtemp(dir) != NULL);
+
+	BEGIN_LISTEN(free_ep(ep, sizeof(ep)), "curve", "--fuzz", "--seconds", "60", "--seed", "3",
+	             "--out", dir);
+	tool_stderr_after(&probe, CURVE_KEY_TAG, key, sizeof(key), WAIT_MS);
+	peer_begin(PLANTED_CURVE_CLIENT, "crash-flags", ep, key, NULL);
+	int rc = tool_wait(&probe, PROBE_WAIT_MS);
+	cr_assert_eq(rc, 1, "the fuzzer found nothing: %s", probe.out);
+	const char *f = strstr(probe.out, "finding: ");
+	cr_assert(f != NULL, "%s", probe.out);
+	cr_expect(strstr(f, ": crash (") != NULL, "%s", probe.out);
+	const char *at = strstr(f, dir);
+	cr_assert(at != NULL && sscanf(at, "%511s", path) == 1, "%s", probe.out);
+	zl_proc_stop(&peer, 2000);
+	memset(&peer, 0, sizeof(peer));
+
+	/* The reproducer (handshake, then box lines) crashes a fresh defective
+	 * client, and not a clean one. */
+	static const char *const modes[] = {"crash-flags", "clean"};
+	for (int i = 0; i < 2; i++) {
+		tool_reset(&probe);
+		BEGIN_LISTEN(free_ep(ep, sizeof(ep)), "curve", "--replay", path);
+		tool_stderr_after(&probe, CURVE_KEY_TAG, key, sizeof(key), WAIT_MS);
+		peer_begin(PLANTED_CURVE_CLIENT, modes[i], ep, key, NULL);
+		rc = tool_wait(&probe, PROBE_WAIT_MS);
+		cr_expect(strstr(probe.out, i == 0 ? "replay: crash" : "replay: pass") != NULL,
+		          "%s: %s", modes[i], probe.out);
+		cr_expect_eq(rc, i == 0 ? 1 : 0, "%s", probe.out);
+		zl_proc_stop(&peer, 2000);
+		memset(&peer, 0, sizeof(peer));
+	}
+	FILE *rf = fopen(path, "r");
+	char text[4096];
+	size_t n = rf != NULL ? fread(text, 1, sizeof(text) - 1, rf) : 0;
+	if (rf != NULL)
+		fclose(rf);
+	text[n] = '\0';
+	cr_expect(strstr(text, "\nhandshake\n") != NULL && strstr(text, "\nbox ") != NULL, "%s",
+	          text);
+
+	snprintf(line, sizeof(line), "rm -rf '%s'", dir);
+	cr_expect_eq(system(line), 0);
 }
 
 Test(probe, unreachable_peer_exits_2)

@@ -1036,11 +1036,8 @@ hb_frame(const uint8_t *p, size_t n, const uint8_t **body, size_t *len)
 	return hdr + l;
 }
 
-/* Waits for one whole command; returns its body length (name included) with
- * body pointing into k->in, -EPIPE when the peer closed (or sent ERROR), or
- * -ETIMEDOUT. The caller consumes it. */
-static int
-hb_cmd(struct pr_ctx *c, struct pr_conn *k, const uint8_t **body, size_t *frame_len)
+int
+pr_cmd_wait(struct pr_ctx *c, struct pr_conn *k, const uint8_t **body, size_t *frame_len)
 {
 	/* Not "\x05ERROR": E is a hex digit (libzmq's PLAIN quirk). */
 	static const uint8_t error_name[] = {5, 'E', 'R', 'R', 'O', 'R'};
@@ -1100,7 +1097,7 @@ hb_hello(struct pr_ctx *c, struct pr_conn *k, struct hb_session *s)
 	rc = pr_write(k, b, (size_t)rc, LIMIT(c));
 	if (rc < 0)
 		return rc;
-	rc = hb_cmd(c, k, &body, &flen);
+	rc = pr_cmd_wait(c, k, &body, &flen);
 	if (rc < 0)
 		return rc;
 	/* "\x07WELCOME", a 16-octet nonce, box[S' + cookie](S->C') */
@@ -1170,7 +1167,7 @@ hb_answer(struct pr_ctx *c, struct pr_conn *k)
 {
 	const uint8_t *body;
 	size_t flen;
-	int rc = hb_cmd(c, k, &body, &flen);
+	int rc = pr_cmd_wait(c, k, &body, &flen);
 
 	if (rc == -EPIPE)
 		return 0;
@@ -1179,6 +1176,34 @@ hb_answer(struct pr_ctx *c, struct pr_conn *k)
 	if (rc >= 6 && memcmp(body, "\x05READY", 6) == 0)
 		return 1;
 	return 0; /* something else: not a completed handshake */
+}
+
+/* The client role of the whole handshake by hand, for the fuzzer: it opens
+ * k, and s gets c', S' and our next short nonce (HELLO took 1, INITIATE 2). */
+int
+pr_cv_client(struct pr_ctx *c, struct pr_conn *k, struct pr_cv *s)
+{
+	struct hb_session h;
+	const uint8_t *body;
+	size_t flen;
+	int rc = hb_hello(c, k, &h);
+
+	if (rc == 0)
+		rc = hb_initiate(c, k, &h, h.cookie, HB_CLEAN);
+	if (rc == 0)
+		rc = pr_cmd_wait(c, k, &body, &flen);
+	if (rc >= 0 && (rc < 6 || memcmp(body, "\x05READY", 6) != 0))
+		rc = -EPROTO;
+	if (rc >= 0) {
+		pr_consume(k, flen);
+		memcpy(s->my_sk, h.cn_sk, sizeof(s->my_sk));
+		memcpy(s->peer_pk, h.sn_pk, sizeof(s->peer_pk));
+		s->nonce = 3;
+		s->server = false;
+		rc = 0;
+	}
+	sodium_memzero(h.cn_sk, sizeof(h.cn_sk));
+	return rc;
 }
 
 static int
@@ -1291,7 +1316,7 @@ case_plain_server(struct pr_ctx *c, const struct pr_case *kc)
 		if (rc == 0) {
 			k.in_len -= ZR_ZMTP_GREETING_SIZE;
 			memmove(k.in, k.in + ZR_ZMTP_GREETING_SIZE, k.in_len);
-			rc = hb_cmd(c, &k, &body, &flen);
+			rc = pr_cmd_wait(c, &k, &body, &flen);
 		}
 		if (rc >= 0 && (rc < 6 || memcmp(body, "\x05HELLO", 6) != 0))
 			rc = -EPROTO;
@@ -1416,6 +1441,8 @@ case_res(struct pr_ctx *c, const struct pr_case *kc)
 #define RFC37 "RFC 37"
 #define RFC24 "RFC 24"
 #define RFC26 "RFC 26"
+/* A CURVE server case: a refused client may not come back (no oracle). */
+#define CSF (PRF_CURVE_SERVER | PRF_NO_ORACLE)
 
 const struct pr_case pr_cases[] = {
 	/* greeting */
@@ -1678,6 +1705,55 @@ const struct pr_case pr_cases[] = {
 	{"plain-server.misspelt-error", "plain-server", RFC23 " Commands",
          "libzmq's misspelt ERROR (5E RROR): the client closes", EXP_CUSTOM, PR_LENIENT,
          PRF_PLAIN_SERVER | PRF_NO_ORACLE, case_plain_server, PS_MISSPELT},
+	{"plain-server.welcome-garbage", "plain-server", RFC23 " Framing",
+         "WELCOME, then octets that are no frame: the client closes", EXP_CUSTOM, PR_LENIENT,
+         PRF_PLAIN_SERVER | PRF_NO_ORACLE, pr_case_plain_client, PC_WELCOME_GARBAGE},
+	{"plain-server.reason-overrun", "plain-server", RFC23 " Error Handling",
+         "ERROR whose reason runs past the frame: the client closes", EXP_CUSTOM, PR_LENIENT,
+         PRF_PLAIN_SERVER | PRF_NO_ORACLE, pr_case_plain_client, PC_ERROR_OVERRUN},
+	{"plain-server.ready-no-type", "plain-server", RFC23 " Metadata",
+         "READY without Socket-Type: the client closes", EXP_CUSTOM, PR_LENIENT,
+         PRF_PLAIN_SERVER | PRF_NO_ORACLE, pr_case_plain_client, PC_READY_NO_TYPE},
+	{"plain-server.ready-first", "plain-server", RFC24 " Handshake",
+         "READY right after HELLO, no WELCOME: the client closes", EXP_CUSTOM, PR_VIOLATION,
+         PRF_PLAIN_SERVER | PRF_NO_ORACLE, pr_case_plain_client, PC_READY_BEFORE_WELCOME},
+	/* the CURVE server role */
+	{"curve-server.welcome-short", "curve-server", RFC26 " WELCOME",
+         "a WELCOME one octet short: the client closes", EXP_CUSTOM, PR_VIOLATION, CSF,
+         pr_case_curve_server, CS_WELCOME_SHORT},
+	{"curve-server.welcome-bad-box", "curve-server", RFC26 " WELCOME",
+         "a WELCOME box with one bit flipped: the client closes", EXP_CUSTOM, PR_VIOLATION, CSF,
+         pr_case_curve_server, CS_WELCOME_BAD_BOX},
+	{"curve-server.welcome-other-key", "curve-server", RFC26 " WELCOME",
+         "a WELCOME sealed by another server key: the client closes", EXP_CUSTOM, PR_VIOLATION, CSF,
+         pr_case_curve_server, CS_WELCOME_OTHER_KEY},
+	{"curve-server.error-for-welcome", "curve-server", RFC26 " ERROR",
+         "ERROR instead of WELCOME: the client closes", EXP_CUSTOM, PR_VIOLATION, CSF,
+         pr_case_curve_server, CS_ERROR_WELCOME},
+	{"curve-server.ready-bad-box", "curve-server", RFC26 " READY",
+         "a READY box that does not open: the client closes", EXP_CUSTOM, PR_VIOLATION, CSF,
+         pr_case_curve_server, CS_READY_BAD_BOX},
+	{"curve-server.ready-short", "curve-server", RFC26 " READY",
+         "a READY of name and nonce, no box: the client closes", EXP_CUSTOM, PR_VIOLATION, CSF,
+         pr_case_curve_server, CS_READY_SHORT},
+	{"curve-server.ready-no-type", "curve-server", RFC23 " Metadata",
+         "a boxed READY without Socket-Type: the client closes", EXP_CUSTOM, PR_LENIENT, CSF,
+         pr_case_curve_server, CS_READY_NO_TYPE},
+	{"curve-server.error-for-ready", "curve-server", RFC26 " ERROR",
+         "ERROR instead of READY: the client closes", EXP_CUSTOM, PR_VIOLATION, CSF,
+         pr_case_curve_server, CS_ERROR_READY},
+	{"curve-server.nonce-replayed", "curve-server", RFC26 " MESSAGE",
+         "the same MESSAGE (a PING) twice: the client closes", EXP_CUSTOM, PR_VIOLATION, CSF,
+         pr_case_curve_server, CS_MSG_REPLAY},
+	{"curve-server.nonce-backwards", "curve-server", RFC26 " MESSAGE",
+         "nonce N+2, then N+1: the client closes", EXP_CUSTOM, PR_VIOLATION, CSF,
+         pr_case_curve_server, CS_MSG_BACKWARDS},
+	{"curve-server.nonce-of-ready", "curve-server", RFC26 " MESSAGE",
+         "a MESSAGE reusing READY's short nonce: the client closes", EXP_CUSTOM, PR_VIOLATION, CSF,
+         pr_case_curve_server, CS_MSG_READY_NONCE},
+	{"curve-server.message-bad-box", "curve-server", RFC26 " MESSAGE",
+         "a MESSAGE box that does not open: the client closes", EXP_CUSTOM, PR_VIOLATION, CSF,
+         pr_case_curve_server, CS_MSG_BAD_BOX},
 	/* resources */
 	{"resource.connections", "resources", RFC23 " (robustness)",
          "200 connections open: another is still served", EXP_CUSTOM, PR_DEGRADED, PRF_CONNECT,

@@ -342,6 +342,18 @@ after_ready(struct pr_conn *k)
 	}
 }
 
+void
+pr_mark_ready(struct pr_conn *k)
+{
+	after_ready(k);
+}
+
+void
+pr_consume(struct pr_conn *k, size_t n)
+{
+	consume(k, n < k->in_len ? n : k->in_len);
+}
+
 static int
 ready_props(uint8_t *out, size_t cap, int type)
 {
@@ -510,10 +522,11 @@ pr_handshake(struct pr_ctx *c, struct pr_conn *k, const struct pr_hs *hs)
 
 	zr_zmtp_config_default(&cfg, type);
 	cfg.mechanism = o->mechanism;
-	/* A connecting PLAIN client under test needs a PLAIN server. CURVE keeps
-	 * the client role: serving it would need the server's secret key. */
-	cfg.as_server = o->listen && o->mechanism == ZR_MECH_PLAIN;
-	if (cfg.as_server) {
+	/* A connecting client under test needs a server: PLAIN admits only
+	 * --username with --password, CURVE every client (our key pair is the
+	 * server's, its public half given to the client). */
+	cfg.as_server = o->listen;
+	if (cfg.as_server && o->mechanism == ZR_MECH_PLAIN) {
 		cfg.auth = plain_auth;
 		cfg.auth_arg = &pa;
 	}
@@ -529,7 +542,8 @@ pr_handshake(struct pr_ctx *c, struct pr_conn *k, const struct pr_hs *hs)
 	} else {
 		cfg.curve_public_key = o->public_key;
 		cfg.curve_secret_key = o->secret_key;
-		cfg.curve_server_key = o->server_key;
+		if (!o->listen)
+			cfg.curve_server_key = o->server_key;
 	}
 	rc = zr_zmtp_init(&k->z, &cfg, pr_now_ms());
 	if (rc < 0)

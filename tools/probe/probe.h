@@ -20,6 +20,8 @@
 
 #include <zring/zmtp.h>
 
+struct pr_case;
+
 enum pr_verdict {
 	PR_PASS,      /* the peer did what the RFC says */
 	PR_LENIENT,   /* it accepted what it should refuse, harmlessly */
@@ -54,6 +56,8 @@ enum pr_expect {
 /* no liveness oracle after it: the case refuses the client, and a refused
  * client may never connect again (libzmq does not) */
 #define PRF_NO_ORACLE 0x100u
+/* needs --listen --mechanism curve: the probe is the CURVE server */
+#define PRF_CURVE_SERVER 0x200u
 
 struct pr_opts {
 	const char *endpoint;
@@ -64,6 +68,7 @@ struct pr_opts {
 	const char *username, *password;
 	bool have_server_key, have_client_keys;
 	uint8_t server_key[ZR_CURVE_KEY_LEN];
+	/* ours; under --listen --mechanism curve the server's long-term pair */
 	uint8_t public_key[ZR_CURVE_KEY_LEN], secret_key[ZR_CURVE_KEY_LEN];
 	uint32_t peer_hs_ivl; /* ms; 0 unknown */
 	uint32_t peer_hb_tmo; /* ms; 0 unknown */
@@ -120,7 +125,8 @@ struct pr_ctx {
 	struct pr_target t;
 	bool peer_pongs; /* a fresh connection's PING is answered (the oracle uses it) */
 	uint8_t peer_minor;
-	char obs[320]; /* what the running case observed */
+	bool client_gone; /* --listen: the client under test stopped connecting */
+	char obs[320];    /* what the running case observed */
 	uint64_t t0;
 };
 
@@ -187,6 +193,74 @@ int pr_judge(struct pr_ctx *c, struct pr_conn *k, int expect, int accepted, unsi
 int pr_live(struct pr_ctx *c, char *why, size_t cap);
 /* The context of the last PONG the raw parser saw. */
 size_t pr_last_pong(const struct pr_conn *k, const uint8_t **ctx);
+
+/* Marks a connection whose handshake the caller ran by hand as ready, so
+ * that pr_pump and pr_settle parse what follows (clear frames). */
+void pr_mark_ready(struct pr_conn *k);
+
+/* Waits up to the case limit for one whole frame (a command: the caller
+ * checks); returns its body length (name included) with *body pointing into
+ * k->in and *frame_len the octets to consume, -EPIPE when the peer closed
+ * (or sent ERROR), -ETIMEDOUT, or -EPROTO past 4 KiB. */
+int pr_cmd_wait(struct pr_ctx *c, struct pr_conn *k, const uint8_t **body, size_t *frame_len);
+void pr_consume(struct pr_conn *k, size_t n);
+
+/*
+ * A CurveZMQ session run by hand (probe/pr_curve.c): the probe holds the
+ * short-term keys, so it can box what the codec never would (a chosen
+ * nonce, a damaged box, any plaintext flags).
+ */
+struct pr_cv {
+	uint8_t my_sk[ZR_CURVE_KEY_LEN];   /* our short-term secret key (c' or s') */
+	uint8_t peer_pk[ZR_CURVE_KEY_LEN]; /* the peer's short-term public key (S' or C') */
+	uint64_t nonce;                    /* our next short nonce */
+	bool server;                       /* we are the CurveZMQ server */
+};
+
+/* The body of a MESSAGE command ("\x07MESSAGE", nonce, box of plain) with
+ * short nonce n. Returns its length or -ENOBUFS/-EINVAL. */
+int pr_cv_message(const struct pr_cv *s, uint64_t n, const uint8_t *plain, size_t plen,
+                  uint8_t *body, size_t cap);
+/* Opens a MESSAGE body from the peer into plain; returns the plaintext
+ * length (flags octet included), or -EBADMSG. */
+int pr_cv_open(const struct pr_cv *s, const uint8_t *body, size_t len, uint8_t *plain, size_t cap);
+/* Opens k (connect, or accept under --listen) and runs the whole handshake
+ * by hand in the run's role (--listen: server). Leaves the session ready for
+ * traffic; returns 0 or a negative errno. */
+int pr_cv_handshake(struct pr_ctx *c, struct pr_conn *k, struct pr_cv *s);
+/* The client role by hand (probe/pr_cases.c). */
+int pr_cv_client(struct pr_ctx *c, struct pr_conn *k, struct pr_cv *s);
+
+/* Cases of the server roles (probe/pr_curve.c). */
+int pr_case_curve_server(struct pr_ctx *c, const struct pr_case *k);
+int pr_case_plain_client(struct pr_ctx *c, const struct pr_case *k);
+
+enum {
+	CS_WELCOME_SHORT,     /* WELCOME one octet short */
+	CS_WELCOME_BAD_BOX,   /* a WELCOME box with one bit flipped */
+	CS_WELCOME_OTHER_KEY, /* a WELCOME sealed by another long-term key */
+	CS_ERROR_WELCOME,     /* ERROR instead of WELCOME */
+	CS_READY_BAD_BOX,     /* a READY box that does not open */
+	CS_READY_SHORT,       /* READY of name and nonce only */
+	CS_READY_NO_TYPE,     /* READY metadata without Socket-Type */
+	CS_ERROR_READY,       /* ERROR instead of READY */
+	CS_MSG_REPLAY,        /* the same MESSAGE twice */
+	CS_MSG_BACKWARDS,     /* nonce N+2, then N+1 */
+	CS_MSG_READY_NONCE,   /* the first MESSAGE reuses READY's short nonce */
+	CS_MSG_BAD_BOX,       /* a MESSAGE box that does not open */
+};
+
+enum {
+	PC_WELCOME_GARBAGE,     /* WELCOME, then octets that are no frame */
+	PC_ERROR_OVERRUN,       /* ERROR whose reason length runs past the frame */
+	PC_READY_NO_TYPE,       /* READY without Socket-Type */
+	PC_READY_BEFORE_WELCOME /* READY right after HELLO */
+};
+
+/* --fuzz and --replay under PLAIN and CURVE (probe/pr_fuzz.c): exit statuses
+ * of zl_probe.h. */
+int pr_fuzz_mech(struct pr_ctx *c);
+int pr_replay_mech(struct pr_ctx *c);
 
 /* Peer memory (--pid): VmRSS in KiB, or -1. */
 long pr_rss_kib(pid_t pid);

@@ -11,6 +11,8 @@ request, a PUB publishes "tick" every 50 ms. Options:
     --curve-server SEC  CURVE server with this Z85 secret key
     --plain-server U:P  PLAIN server; a ZAP handler admits only U with P
     --plain-client U:P  PLAIN client with these credentials
+    --curve-client PUB  CURVE client of the server with this Z85 public key
+                        (its own key pair is made for the run)
     --handshake-ivl MS  ZMQ_HANDSHAKE_IVL
 """
 
@@ -57,6 +59,11 @@ def main(argv):
             user, pw = val.split(":", 1)
             sock.plain_username = user.encode()
             sock.plain_password = pw.encode()
+        elif opt == "--curve-client":
+            pub, sec = zmq.curve_keypair()
+            sock.curve_serverkey = val.encode()
+            sock.curve_publickey = pub
+            sock.curve_secretkey = sec
         elif opt == "--handshake-ivl":
             sock.setsockopt(zmq.HANDSHAKE_IVL, int(val))
         else:
