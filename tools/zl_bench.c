@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "zl_clock.h"
 #include "zl_proc.h"
 
 #define BENCH_READY_MS 10000   /* receiver's READY line */
@@ -414,15 +415,6 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 	return 0;
 }
 
-static double
-mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int
 cmp_double(const void *x, const void *y)
 {
@@ -693,7 +685,7 @@ zl_bench_main(int argc, char **argv)
 			continue;
 		if (scenario_count(sc, &o) == 0)
 			continue; /* full mode only */
-		double started = mono_s();
+		uint64_t started = zl_now_ns();
 		int pairs = sc->pairs_max > 0 && sc->pairs_max < o.pairs ? sc->pairs_max : o.pairs;
 		for (int pair = 0; pair < pairs; pair++) {
 			for (int lib = 0; lib < LIB_N; lib++) {
@@ -715,7 +707,7 @@ zl_bench_main(int argc, char **argv)
 		struct bench_samples *z = &samples[s][LIB_ZR], *q = &samples[s][LIB_ZMQ];
 		printf("\n%s (%lu %s, %d/%d zring and %d/%d libzmq runs good, %.0f s)\n", sc->name,
 		       scenario_count(sc, &o), scenario_unit(sc),
-		       z->n, pairs, q->n, pairs, mono_s() - started);
+		       z->n, pairs, q->n, pairs, (double)(zl_now_ns() - started) * 1e-9);
 		printf("  %-20s %30s %30s %8s\n", "", "zring median [min-max]",
 		       "libzmq median [min-max]", "ratio");
 		for (int k = 0; k < BENCH_METRICS_MAX; k++) {

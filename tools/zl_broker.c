@@ -40,6 +40,7 @@
 
 #include "zl_args.h"
 #include "zl_broker.h"
+#include "zl_clock.h"
 #include "zl_text.h"
 
 static const char subscribe_usage_text[] =
@@ -565,16 +566,6 @@ struct sub_state {
 	zr_publisher *replier; /* rpc */
 };
 
-static void
-sub_sleep_ms(long long ms)
-{
-	struct timespec ts = {.tv_sec = (time_t)(ms / 1000),
-	                      .tv_nsec = (long)(ms % 1000) * 1000000};
-
-	while (ms > 0 && nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
-
 /* Under the lock. */
 static void
 sub_finish(struct sub_state *s, int status)
@@ -686,7 +677,7 @@ sub_handler_cb(const struct zr_delivery *d, void *arg)
 	}
 	if (sub_is_done(s))
 		return;
-	sub_sleep_ms(s->a->handler_ms);
+	zl_sleep_ms((uint64_t)s->a->handler_ms);
 	pthread_mutex_lock(&s->lock);
 	if (!s->done) {
 		sub_print(d, s->a->raw);
@@ -718,7 +709,7 @@ sub_batch_cb(const struct zr_delivery *const *batch, size_t n, void *arg)
 	pthread_mutex_unlock(&s->lock);
 	if (good == 0 || sub_is_done(s))
 		return;
-	sub_sleep_ms((long long)s->a->handler_ms * (long long)good);
+	zl_sleep_ms((uint64_t)s->a->handler_ms * good);
 	pthread_mutex_lock(&s->lock);
 	if (!s->done) {
 		printf("batch %zu\n", good);

@@ -46,6 +46,7 @@
 
 #include <zring.h>
 
+#include "zl_clock.h"
 #include "zl_demo.h"
 
 /* Defaults: a phase floods for 7 s; with 2 ms handlers and 16 KiB messages
@@ -150,22 +151,6 @@ demo_rate(double per_s)
 	else
 		snprintf(r.s, sizeof r.s, "%.24s msg/s", demo_count((uint64_t)(per_s + 0.5)).s);
 	return r;
-}
-
-static uint64_t
-demo_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static void
-demo_sleep_ms(unsigned ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
 }
 
 static uint64_t
@@ -328,7 +313,7 @@ demo_handler_cb(const struct zr_delivery *d, void *arg)
 	struct demo_sink *k = arg;
 	demo_sink_take(k, d);
 	if (k->delay_ms)
-		demo_sleep_ms(k->delay_ms);
+		zl_sleep_ms(k->delay_ms);
 }
 
 static void
@@ -342,7 +327,7 @@ demo_batch_cb(const struct zr_delivery *const *batch, size_t n, void *arg)
 		k->max_batch = n;
 	pthread_mutex_unlock(&k->mu);
 	if (k->delay_ms)
-		demo_sleep_ms(k->delay_ms);
+		zl_sleep_ms(k->delay_ms);
 }
 
 /* ---- the producer thread ---- */
@@ -450,18 +435,18 @@ demo_producer_stop(struct demo_producer *p)
 	if (!p->started)
 		return;
 	atomic_store(&p->stop, true);
-	uint64_t t0 = demo_now_ms();
+	uint64_t t0 = zl_now_ms();
 	bool shut = false;
 	while (!atomic_load(&p->done)) {
 		zr_publisher_cancel(p->pub);
-		if (!shut && demo_now_ms() - t0 > DEMO_STOP_MS) {
+		if (!shut && zl_now_ms() - t0 > DEMO_STOP_MS) {
 			fprintf(stderr,
 			        "zring demo: the producer did not stop when cancelled; shutting "
 			        "its broker down\n");
 			zr_broker_shutdown(p->broker);
 			shut = true;
 		}
-		demo_sleep_ms(5);
+		zl_sleep_ms(5);
 	}
 	pthread_join(p->thread, NULL);
 	p->started = false;
@@ -578,9 +563,9 @@ static int
 demo_event_fd(zr_socket *s, int type)
 {
 	struct zr_event ev;
-	uint64_t until = demo_now_ms() + DEMO_EVENT_MS;
+	uint64_t until = zl_now_ms() + DEMO_EVENT_MS;
 	for (;;) {
-		uint64_t now = demo_now_ms();
+		uint64_t now = zl_now_ms();
 		if (now >= until)
 			return -1;
 		if (zr_monitor_recv(s, &ev, (int)(until - now)) < 0)
@@ -807,7 +792,7 @@ typedef void (*demo_show_fn)(void *ctx, uint64_t now, bool draining);
 static int
 demo_drain(struct demo_sink *const *sinks, size_t n, uint64_t sent, demo_show_fn show, void *ctx)
 {
-	uint64_t last_total = UINT64_MAX, last_change = demo_now_ms();
+	uint64_t last_total = UINT64_MAX, last_change = zl_now_ms();
 	for (;;) {
 		uint64_t total = 0;
 		bool all = true;
@@ -817,7 +802,7 @@ demo_drain(struct demo_sink *const *sinks, size_t n, uint64_t sent, demo_show_fn
 			if (u < sent)
 				all = false;
 		}
-		uint64_t now = demo_now_ms();
+		uint64_t now = zl_now_ms();
 		show(ctx, now, true);
 		if (all)
 			return 0;
@@ -827,7 +812,7 @@ demo_drain(struct demo_sink *const *sinks, size_t n, uint64_t sent, demo_show_fn
 		} else if (now - last_change > DEMO_DRAIN_IDLE_MS) {
 			return -ETIMEDOUT;
 		}
-		demo_sleep_ms(DEMO_SAMPLE_MS);
+		zl_sleep_ms(DEMO_SAMPLE_MS);
 	}
 }
 
@@ -972,32 +957,32 @@ demo_queue_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *p
 		       q.kv.rcv_fd < 0 ? "no ACCEPTED event for the receiver"
 		                       : "the sender's end of the connection was not found");
 
-	q.t0 = demo_now_ms();
+	q.t0 = zl_now_ms();
 	if ((rc = demo_producer_start(&prod)) < 0) {
 		fprintf(stderr, "zring demo: producer thread: %s\n", strerror(-rc));
 		goto out;
 	}
-	while (demo_now_ms() - q.t0 < o->duration_ms && !atomic_load(&prod.done)) {
-		demo_sleep_ms(DEMO_SAMPLE_MS);
-		demo_queue_show(&q, demo_now_ms(), false);
+	while (zl_now_ms() - q.t0 < o->duration_ms && !atomic_load(&prod.done)) {
+		zl_sleep_ms(DEMO_SAMPLE_MS);
+		demo_queue_show(&q, zl_now_ms(), false);
 	}
 	demo_producer_stop(&prod);
 	if (prod.rc < 0)
 		demo_fail(r, "the producer failed: %s (%s)", prod.err, zr_strerror(prod.rc));
-	uint64_t flood_ms = demo_now_ms() - q.t0;
+	uint64_t flood_ms = zl_now_ms() - q.t0;
 	struct demo_sink *sinks[] = {&sink};
 	uint64_t sent = atomic_load(&prod.sent);
 	/* Where the messages published but not yet handled wait, at the stop. */
-	demo_queue_show(&q, demo_now_ms(), true);
+	demo_queue_show(&q, zl_now_ms(), true);
 	uint64_t backlog = sent - atomic_load(&sink.unique);
 	uint64_t in_chan = q.st.depth + q.st.in_flight;
 	uint64_t in_rx = (q.kv.rcvq + o->size / 2) / o->size;
 	uint64_t in_tx = (q.kv.sndq + o->size / 2) / o->size;
 	uint64_t in_app = backlog > in_chan + in_rx + in_tx ? backlog - in_chan - in_rx - in_tx : 0;
 	int drc = demo_drain(sinks, 1, sent, demo_queue_show, &q);
-	demo_queue_show(&q, demo_now_ms(), true);
+	demo_queue_show(&q, zl_now_ms(), true);
 	demo_progress_end(pr);
-	uint64_t total_ms = demo_now_ms() - q.t0;
+	uint64_t total_ms = zl_now_ms() - q.t0;
 	/* the fds belong to the io thread: no more sampling past this point */
 	q.kv.rcv_fd = q.kv.snd_fd = -1;
 
@@ -1226,9 +1211,9 @@ demo_fanout_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *
 	 * filter arrived, its messages are dropped as unmatched (the slow-joiner
 	 * effect). Warm-up messages until every subscriber saw one; only what is
 	 * published after that counts. */
-	uint64_t until = demo_now_ms() + DEMO_WARMUP_MS;
+	uint64_t until = zl_now_ms() + DEMO_WARMUP_MS;
 	bool joined = false;
-	while (!joined && demo_now_ms() < until) {
+	while (!joined && zl_now_ms() < until) {
 		rc = zr_publish(pub, "orders.warmup", NULL, 0, "", 0, DEMO_WARMUP_MS);
 		if (rc == 0)
 			rc = zr_publish(pub, "audit.warmup", NULL, 0, "", 0, DEMO_WARMUP_MS);
@@ -1237,7 +1222,7 @@ demo_fanout_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *
 			        zr_publisher_error(pub), zr_strerror(rc));
 			goto out;
 		}
-		demo_sleep_ms(20);
+		zl_sleep_ms(20);
 		joined = true;
 		for (int i = 0; i < DEMO_NSUB; i++)
 			if (atomic_load(&sink[i].warm) == 0)
@@ -1252,27 +1237,27 @@ demo_fanout_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *
 	struct zr_pub_stats base;
 	zr_publisher_stats(pub, &base);
 
-	f.t0 = demo_now_ms();
+	f.t0 = zl_now_ms();
 	if ((rc = demo_producer_start(&prod)) < 0) {
 		fprintf(stderr, "zring demo: producer thread: %s\n", strerror(-rc));
 		goto out;
 	}
-	while (demo_now_ms() - f.t0 < o->duration_ms && !atomic_load(&prod.done)) {
-		demo_sleep_ms(DEMO_SAMPLE_MS);
-		demo_fanout_show(&f, demo_now_ms(), false);
+	while (zl_now_ms() - f.t0 < o->duration_ms && !atomic_load(&prod.done)) {
+		zl_sleep_ms(DEMO_SAMPLE_MS);
+		demo_fanout_show(&f, zl_now_ms(), false);
 	}
 	demo_producer_stop(&prod);
 	if (prod.rc < 0)
 		demo_fail(r, "the publisher failed: %s (%s)", prod.err, zr_strerror(prod.rc));
-	uint64_t flood_ms = demo_now_ms() - f.t0;
+	uint64_t flood_ms = zl_now_ms() - f.t0;
 	uint64_t sent = atomic_load(&prod.sent);
 	struct demo_sink *drain[] = {&sink[DEMO_SLOW], &sink[DEMO_FAST]};
 	int drc = demo_drain(drain, 2, sent, demo_fanout_show, &f);
 	/* the audit subscriber gets a moment to show anything that was misrouted */
-	demo_sleep_ms(DEMO_SAMPLE_MS);
-	demo_fanout_show(&f, demo_now_ms(), true);
+	zl_sleep_ms(DEMO_SAMPLE_MS);
+	demo_fanout_show(&f, zl_now_ms(), true);
 	demo_progress_end(pr);
-	uint64_t total_ms = demo_now_ms() - f.t0;
+	uint64_t total_ms = zl_now_ms() - f.t0;
 
 	zr_publisher_stats(pub, &f.ps);
 	for (int i = 0; i < DEMO_NSUB; i++) {

@@ -151,7 +151,7 @@ learn_peer(struct pr_ctx *c, char *why, size_t cap)
 		o->peer_type = k.peer_type;
 		pr_close(&k);
 		if (o->listen)
-			pr_sleep_ms(50);
+			zl_sleep_ms(50);
 	}
 	o->our_type = compatible_type(o->peer_type);
 	rc = pr_open(c, &k, o->listen ? 10000 : 2000);
@@ -292,7 +292,7 @@ run_catalogue(struct pr_ctx *c)
 		const struct pr_case *k = sel[i];
 		const char *skip = skip_reason(c, k);
 		struct result *r = &res[i];
-		uint64_t t0 = pr_now_ms();
+		uint64_t t0 = zl_now_ms();
 
 		if (tty)
 			fprintf(stderr, "\r\033[K[%zu/%zu] %s ...", i + 1, n, k->name);
@@ -310,7 +310,7 @@ run_catalogue(struct pr_ctx *c)
 		}
 		r->verdict = k->fn(c, k);
 		if (o->listen)
-			pr_sleep_ms(20);
+			zl_sleep_ms(20);
 		char why[160];
 		int live = (k->flags & PRF_NO_ORACLE) ? PR_PASS : pr_live(c, why, sizeof(why));
 		if (live != PR_PASS && r->verdict != PR_CRASH) {
@@ -322,7 +322,7 @@ run_catalogue(struct pr_ctx *c)
 		}
 		if (r->verdict == PR_CRASH)
 			crashed = k->name;
-		r->ms = (unsigned)(pr_now_ms() - t0);
+		r->ms = (unsigned)(zl_now_ms() - t0);
 		snprintf(r->obs, sizeof(r->obs), "%s", c->obs);
 	}
 	if (tty)
@@ -561,7 +561,7 @@ play(struct pr_ctx *c, const uint8_t *b, const struct step *st, size_t nst)
 		return rc;
 	for (size_t i = 0; i < nst && !k.closed; i++) {
 		if (st[i].sleep_ms > 0)
-			pr_sleep_ms(st[i].sleep_ms);
+			zl_sleep_ms(st[i].sleep_ms);
 		if (pr_write(&k, b + st[i].off, st[i].len, c->o->limit_ms) < 0)
 			break;
 		pr_read(&k, 0);
@@ -569,8 +569,8 @@ play(struct pr_ctx *c, const uint8_t *b, const struct step *st, size_t nst)
 	}
 	/* Long enough for the peer to act on what it got (the oracle that
 	 * follows catches what takes longer). */
-	uint64_t end = pr_now_ms() + 20;
-	while (!k.closed && pr_now_ms() < end)
+	uint64_t end = zl_now_ms() + 20;
+	while (!k.closed && zl_now_ms() < end)
 		if (pr_read(&k, 20) > 0)
 			k.in_len = 0;
 	pr_close(&k);
@@ -582,7 +582,7 @@ run_fuzz(struct pr_ctx *c)
 {
 	const struct pr_opts *o = c->o;
 	uint64_t seed = o->seed, s = seed;
-	uint64_t end = pr_now_ms() + (uint64_t)o->seconds * 1000u;
+	uint64_t end = zl_now_ms() + (uint64_t)o->seconds * 1000u;
 	unsigned iter = 0, findings = 0;
 	struct unit *u = calloc(FUZZ_UNITS + 1, sizeof(*u));
 	uint8_t *b = malloc((FUZZ_UNITS + 1) * sizeof(u->b));
@@ -599,7 +599,7 @@ run_fuzz(struct pr_ctx *c)
 	}
 	printf("zring probe --fuzz: %s, peer %s, seed %llu, %u s\n", o->endpoint,
 	       zr_socktype_name(o->peer_type), (unsigned long long)seed, o->seconds);
-	while (pr_now_ms() < end) {
+	while (zl_now_ms() < end) {
 		size_t n = conversation(c, &s, u), len = 0, nst = 0;
 		char why[160], path[512];
 		int v;
@@ -642,7 +642,7 @@ run_fuzz(struct pr_ctx *c)
 		if (v == PR_CRASH)
 			break;
 		/* Let a degraded peer recover before the next attempt. */
-		pr_sleep_ms(500);
+		zl_sleep_ms(500);
 	}
 	if (isatty(2))
 		fprintf(stderr, "\r\033[K");
