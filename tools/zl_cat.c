@@ -9,12 +9,13 @@
  * exists, so a usage error never leaves a half-made socket behind and always
  * exits 1 with one line on stderr.
  *
- * Every wait (a send, a receive, stdin, the first handshake before LINGER)
- * runs in slices of CAT_WATCH_MS, and between slices the socket's monitor is
- * read: a handshake that failed is printed on stderr at once ("handshake
- * failed: ..."), so a wrong key or a refused password reads as what it is and
- * not as a hang. The monitor has no descriptor to poll and belongs to the
- * socket's thread (zring.h), hence the slices rather than a second thread.
+ * Every wait (a receive, stdin, the first handshake before LINGER) is one
+ * poll(2) over what it waits for and the socket's monitor (zr_monitor_fd): a
+ * handshake that failed is printed on stderr at once ("handshake failed:
+ * ..."), so a wrong key or a refused password reads as what it is and not as
+ * a hang. A send is the exception: zring.h has no descriptor for room to
+ * send, so a blocked send waits in slices of CAT_SEND_SLICE_MS and the
+ * monitor is read between them.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -30,13 +31,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <zring.h>
 
 #include "zl_args.h"
 #include "zl_cat.h"
+#include "zl_clock.h"
 #include "zl_text.h"
 
 static const char cat_usage_text[] =
@@ -1050,11 +1051,11 @@ cat_print(const struct cat_args *a, const zr_msg *m)
 /* ---- waiting, with an eye on the handshakes --------------------------------- */
 
 /*
- * How long one wait lasts before the monitor is read again: a failed
- * handshake shows on stderr at most this late. Each wait still ends the
- * moment its own event (a message, room to send, a line of stdin) comes.
+ * How long a blocked send waits before the monitor is read again: a failed
+ * handshake shows on stderr at most this late. The send still ends the
+ * moment there is room.
  */
-#define CAT_WATCH_MS 100
+#define CAT_SEND_SLICE_MS 100
 
 /* stdin, read with read(2) so that its descriptor can be polled: stdio could
  * hold a line in its buffer while poll says there is nothing. */
@@ -1068,6 +1069,8 @@ struct cat_in {
 struct cat_run {
 	const struct cat_args *a;
 	zr_socket *s;
+	int sock_fd; /* zr_socket_fd: readable when a message may be received */
+	int mon_fd;  /* zr_monitor_fd: readable when an event may be read */
 	int send_ms;                    /* the user's SNDTIMEO (-o or --timeout), -1: for ever */
 	int recv_ms;                    /* the user's RCVTIMEO */
 	int linger_ms;                  /* the user's LINGER, after --timeout's cap */
@@ -1083,10 +1086,7 @@ struct cat_run {
 static long long
 cat_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (long long)zl_now_ms();
 }
 
 /* A deadline ms from now, or -1 for none. */
@@ -1096,14 +1096,19 @@ cat_deadline(int ms)
 	return ms < 0 ? -1 : cat_now_ms() + ms;
 }
 
-/* The next wait: CAT_WATCH_MS, or less when the deadline is nearer. */
+/* The ms left until deadline (0 once passed), at most cap; -1 (for ever)
+ * when there is neither. */
 static int
-cat_slice(long long deadline)
+cat_left(long long deadline, int cap)
 {
 	if (deadline < 0)
-		return CAT_WATCH_MS;
+		return cap;
 	long long left = deadline - cat_now_ms();
-	return left <= 0 ? 0 : left < CAT_WATCH_MS ? (int)left : CAT_WATCH_MS;
+	if (left <= 0)
+		return 0;
+	if (cap >= 0 && left > cap)
+		return cap;
+	return left > INT_MAX ? INT_MAX : (int)left;
 }
 
 static bool
@@ -1158,20 +1163,19 @@ cat_event_quiet(const struct zr_event *ev)
 }
 
 /*
- * Reads what the monitor has, waiting up to wait_ms for the first event.
- * Returns 0, or ZL_CAT_ENDPOINT when a connecting socket has been refused
+ * Reads every event the monitor has, which also re-arms zr_monitor_fd (it
+ * turns readable again only after a read found nothing). Returns 0, or ZL_CAT_ENDPOINT when a connecting socket has been refused
  * by every endpoint: the peer's ERROR (an authenticator's status, or a
  * failed check such as a CURVE box that did not open) is final for those
  * credentials (RFC 23), and waiting on would only hang.
  */
 static int
-cat_watch(struct cat_run *r, int wait_ms)
+cat_watch(struct cat_run *r)
 {
 	const struct cat_args *a = r->a;
 	struct zr_event ev;
 
-	while (zr_monitor_recv(r->s, &ev, wait_ms) == 0) {
-		wait_ms = 0;
+	while (zr_monitor_recv(r->s, &ev, 0) == 0) {
 		if (ev.type == ZR_EVENT_HANDSHAKE_SUCCEEDED)
 			r->handshaken = true;
 		if (cat_event_quiet(&ev))
@@ -1199,38 +1203,82 @@ cat_watch(struct cat_run *r, int wait_ms)
 	return 0;
 }
 
-/* zr_send in slices; see the return convention above. */
+/* What a wait watches besides the monitor. */
+#define CAT_WAIT_SOCKET 1 /* a message to receive */
+#define CAT_WAIT_STDIN 2  /* input, or its end */
+
+/*
+ * One poll over the monitor and what `what` names, until one of them is
+ * readable, a signal comes or the deadline (-1: none) passes. Both zring
+ * descriptors must have been re-armed first (a zr_recv and a zr_monitor_recv
+ * that found nothing), or this could sleep past what is already there.
+ * Returns the CAT_WAIT_* bits of what is readable (0: only the monitor, a
+ * signal or the deadline), or -errno.
+ */
+static int
+cat_wait(const struct cat_run *r, int what, long long deadline)
+{
+	struct pollfd p[3] = {{.fd = r->mon_fd, .events = POLLIN}};
+	int bits[3] = {0};
+	nfds_t n = 1;
+	int ready = 0;
+
+	if (what & CAT_WAIT_SOCKET) {
+		bits[n] = CAT_WAIT_SOCKET;
+		p[n++] = (struct pollfd){.fd = r->sock_fd, .events = POLLIN};
+	}
+	if (what & CAT_WAIT_STDIN) {
+		bits[n] = CAT_WAIT_STDIN;
+		p[n++] = (struct pollfd){.fd = STDIN_FILENO, .events = POLLIN};
+	}
+	if (poll(p, n, cat_left(deadline, -1)) < 0)
+		return errno == EINTR ? 0 : -errno;
+	for (nfds_t i = 1; i < n; i++)
+		if (p[i].revents != 0) /* POLLHUP and POLLERR too: read(2) says what */
+			ready |= bits[i];
+	return ready;
+}
+
+/* zr_send in slices (there is no descriptor for room); see the return
+ * convention above. */
 static int
 cat_send(struct cat_run *r, zr_msg **m)
 {
 	long long deadline = cat_deadline(r->send_ms);
 
 	for (;;) {
-		int rc = cat_watch(r, 0);
+		int rc = cat_watch(r);
 
 		if (rc != 0)
 			return rc;
-		cat_setopt_int(r->s, ZR_SNDTIMEO, cat_slice(deadline));
+		cat_setopt_int(r->s, ZR_SNDTIMEO, cat_left(deadline, CAT_SEND_SLICE_MS));
 		rc = zr_send(r->s, m, 0);
 		if (rc != -EAGAIN || cat_passed(deadline))
 			return rc;
 	}
 }
 
-/* zr_recv in slices; see the return convention above. */
+/*
+ * The next message, within the user's RCVTIMEO; see the return convention
+ * above. zr_socket_fd turns readable only after a zr_recv found nothing, so
+ * every round tries first and polls after: a message that came while the
+ * last one was printed is taken at once, never waited for.
+ */
 static int
 cat_recv(struct cat_run *r, zr_msg **m)
 {
 	long long deadline = cat_deadline(r->recv_ms);
 
 	for (;;) {
-		int rc = cat_watch(r, 0);
+		int rc = cat_watch(r);
 
 		if (rc != 0)
 			return rc;
-		cat_setopt_int(r->s, ZR_RCVTIMEO, cat_slice(deadline));
-		rc = zr_recv(r->s, m, 0);
+		rc = zr_recv(r->s, m, ZR_DONTWAIT);
 		if (rc != -EAGAIN || cat_passed(deadline))
+			return rc;
+		rc = cat_wait(r, CAT_WAIT_SOCKET, deadline);
+		if (rc < 0)
 			return rc;
 	}
 }
@@ -1274,16 +1322,14 @@ cat_in_next(struct cat_run *r, char **line, size_t *len)
 			in->buf = p;
 			in->cap = cap;
 		}
-		struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
-		int rc = poll(&p, 1, CAT_WATCH_MS);
-		if (rc < 0 && errno != EINTR)
-			return -errno;
-		if (rc <= 0) {
-			rc = cat_watch(r, 0);
-			if (rc != 0)
-				return rc;
-			continue;
-		}
+		int rc = cat_watch(r);
+		if (rc != 0)
+			return rc;
+		rc = cat_wait(r, CAT_WAIT_STDIN, -1);
+		if (rc < 0)
+			return rc;
+		if (rc == 0)
+			continue; /* the monitor or a signal: read it, then wait again */
 		ssize_t got = read(STDIN_FILENO, in->buf + in->end, in->cap - in->end);
 		if (got < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
@@ -1363,8 +1409,12 @@ cat_settle(struct cat_run *r)
 	if (r->linger_ms == 0 || r->a->type == ZR_PUB || r->a->type == ZR_XPUB ||
 	    r->a->type == ZR_ROUTER)
 		return 0;
-	while (rc == 0 && !r->handshaken && !cat_passed(deadline))
-		rc = cat_watch(r, cat_slice(deadline));
+	while (rc == 0 && !r->handshaken && !cat_passed(deadline)) {
+		rc = cat_watch(r);
+		/* A failed poll (no memory) ends the wait: the close lingers still. */
+		if (rc == 0 && !r->handshaken && cat_wait(r, 0, deadline) < 0)
+			break;
+	}
 	if (rc == 0 && deadline >= 0) {
 		long long left = deadline - cat_now_ms();
 		cat_setopt_int(r->s, ZR_LINGER, left > 0 ? (int)left : 0);
@@ -1434,6 +1484,8 @@ cat_run_init(struct cat_run *r, const struct cat_args *a, zr_socket *s)
 		return ZL_CAT_ENDPOINT;
 	}
 	r->s = s;
+	r->sock_fd = zr_socket_fd(s);
+	r->mon_fd = zr_monitor_fd(s);
 	len = sizeof r->send_ms;
 	if (zr_getsockopt(s, ZR_SNDTIMEO, &r->send_ms, &len) < 0)
 		r->send_ms = a->timeout_ms;
