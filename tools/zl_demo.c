@@ -46,6 +46,7 @@
 
 #include <zring.h>
 
+#include "zl_args.h"
 #include "zl_clock.h"
 #include "zl_demo.h"
 
@@ -69,7 +70,7 @@
 #define DEMO_METRICS_EVERY 8 /* fan-out: every 8th message is "metrics.cpu" */
 #define DEMO_TAIL_XOR UINT64_C(0x5a17c0ffee5a17c0)
 
-static const char demo_usage_text[] =
+static const char demo_usage_head[] =
 	"usage: zring demo [options]\n"
 	"\n"
 	"Backpressure, end to end, in one process on loopback. A producer floods a\n"
@@ -80,15 +81,37 @@ static const char demo_usage_text[] =
 	"was lost or duplicated, the channel never held more than read_ahead and the\n"
 	"TCP window was seen closed.\n"
 	"\n"
-	"options:\n"
-	"  --read-ahead N   messages a subscription reads ahead of its handler (64)\n"
-	"  --handler-ms MS  the slow handlers' delay per call, ms (2)\n"
-	"  --workers N      queue phase: handlers side by side (1: in order)\n"
-	"  --batch N        queue phase: batches of up to N (the delay is per batch)\n"
-	"  --duration S     seconds each phase floods (7; fractions allowed)\n"
-	"  --size BYTES     payload size (16384; 16 to 4194304)\n"
-	"  --quick          short phases (1.5 s), for CI\n"
-	"  --help           print this help\n";
+	"options:\n";
+
+enum demo_opt {
+	DEMO_ARG_READ_AHEAD,
+	DEMO_ARG_HANDLER_MS,
+	DEMO_ARG_WORKERS,
+	DEMO_ARG_BATCH,
+	DEMO_ARG_DURATION,
+	DEMO_ARG_SIZE,
+	DEMO_ARG_QUICK,
+	DEMO_ARG_HELP,
+};
+
+static const struct zl_opt demo_opts[] = {
+	{DEMO_ARG_READ_AHEAD, "read-ahead", 0, "N",
+	 "messages a subscription reads ahead of its handler (64)"},
+	{DEMO_ARG_HANDLER_MS, "handler-ms", 0, "MS", "the slow handlers' delay per call, ms (2)"},
+	{DEMO_ARG_WORKERS, "workers", 0, "N", "queue phase: handlers side by side (1: in order)"},
+	{DEMO_ARG_BATCH, "batch", 0, "N", "queue phase: batches of up to N (the delay is per batch)"},
+	{DEMO_ARG_DURATION, "duration", 0, "S", "seconds each phase floods (7; fractions allowed)"},
+	{DEMO_ARG_SIZE, "size", 0, "BYTES", "payload size (16384; 16 to 4194304)"},
+	{DEMO_ARG_QUICK, "quick", 0, NULL, "short phases (1.5 s), for CI"},
+	{DEMO_ARG_HELP, "help", 'h', NULL, "print this help"},
+};
+
+static void
+demo_usage_print(FILE *f)
+{
+	fputs(demo_usage_head, f);
+	zl_args_help(f, ZL_OPTS(demo_opts));
+}
 
 struct demo_opts {
 	unsigned read_ahead;
@@ -1331,103 +1354,77 @@ static int
 demo_usage(const char *fmt, ...)
 {
 	va_list ap;
+
 	va_start(ap, fmt);
-	fprintf(stderr, "zring demo: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n\n");
+	zl_verror("zring demo: ", "\n\n", fmt, ap);
 	va_end(ap);
-	fputs(demo_usage_text, stderr);
+	demo_usage_print(stderr);
 	return 1;
 }
 
-/* "--name V" or "--name=V": the value, or NULL when argv[*i] is not --name. */
-static const char *
-demo_opt_value(int argc, char **argv, int *i, const char *name, bool *missing)
-{
-	size_t n = strlen(name);
-	const char *a = argv[*i];
-	if (strncmp(a, name, n) != 0)
-		return NULL;
-	if (a[n] == '=')
-		return a + n + 1;
-	if (a[n] != '\0')
-		return NULL;
-	if (*i + 1 >= argc) {
-		*missing = true;
-		return NULL;
-	}
-	return argv[++*i];
-}
-
+/* A whole number in [lo, hi] for option `what`; 0, or 1 (said). */
 static int
-demo_parse_uint(const char *s, unsigned long long lo, unsigned long long hi,
-                unsigned long long *out)
+demo_parse_uint(const char *what, const char *s, long long lo, long long hi, long long *out)
 {
-	char *end;
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end || v < lo || v > hi)
-		return -EINVAL;
-	*out = v;
-	return 0;
+	if (zl_parse_int(s, lo, hi, out))
+		return 0;
+	return demo_usage("--%s wants a number from %lld to %lld, not '%s'", what, lo, hi, s);
 }
 
 static int
 demo_parse(int argc, char **argv, struct demo_opts *o, bool *help)
 {
-	for (int i = 0; i < argc; i++) {
-		const char *v;
-		bool missing = false;
-		unsigned long long u;
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+	struct zl_args p;
+	const char *v;
+	long long u = 0;
+	int id, rc = 0;
+
+	zl_args_init(&p, ZL_OPTS(demo_opts), argc, argv);
+	while (rc == 0 && (id = zl_args_next(&p, &v)) != ZL_ARG_END) {
+		switch (id) {
+		case DEMO_ARG_HELP:
 			*help = true;
-			return 0;
-		} else if (strcmp(argv[i], "--quick") == 0) {
+			break;
+		case DEMO_ARG_QUICK:
 			o->duration_ms = DEMO_QUICK_MS;
-		} else if ((v = demo_opt_value(argc, argv, &i, "--read-ahead", &missing))) {
-			if (demo_parse_uint(v, 1, 1000000, &u) < 0)
-				return demo_usage(
-					"--read-ahead wants a number from 1 to 1000000, not '%s'",
-					v);
+			break;
+		case DEMO_ARG_READ_AHEAD:
+			rc = demo_parse_uint("read-ahead", v, 1, 1000000, &u);
 			o->read_ahead = (unsigned)u;
-		} else if ((v = demo_opt_value(argc, argv, &i, "--handler-ms", &missing))) {
-			if (demo_parse_uint(v, 0, 10000, &u) < 0)
-				return demo_usage(
-					"--handler-ms wants a number from 0 to 10000, not '%s'", v);
+			break;
+		case DEMO_ARG_HANDLER_MS:
+			rc = demo_parse_uint("handler-ms", v, 0, 10000, &u);
 			o->handler_ms = (unsigned)u;
-		} else if ((v = demo_opt_value(argc, argv, &i, "--workers", &missing))) {
-			if (demo_parse_uint(v, 1, 256, &u) < 0)
-				return demo_usage(
-					"--workers wants a number from 1 to 256, not '%s'", v);
+			break;
+		case DEMO_ARG_WORKERS:
+			rc = demo_parse_uint("workers", v, 1, 256, &u);
 			o->workers = (unsigned)u;
-		} else if ((v = demo_opt_value(argc, argv, &i, "--batch", &missing))) {
-			if (demo_parse_uint(v, 1, 100000, &u) < 0)
-				return demo_usage(
-					"--batch wants a number from 1 to 100000, not '%s'", v);
+			break;
+		case DEMO_ARG_BATCH:
+			rc = demo_parse_uint("batch", v, 1, 100000, &u);
 			o->batch = (unsigned)u;
-		} else if ((v = demo_opt_value(argc, argv, &i, "--size", &missing))) {
-			if (demo_parse_uint(v, DEMO_SIZE_MIN, DEMO_SIZE_MAX, &u) < 0)
-				return demo_usage("--size wants a number of bytes from 16 to "
-				                  "4194304, not '%s'",
-				                  v);
+			break;
+		case DEMO_ARG_SIZE:
+			rc = demo_parse_uint("size", v, DEMO_SIZE_MIN, DEMO_SIZE_MAX, &u);
 			o->size = (size_t)u;
-		} else if ((v = demo_opt_value(argc, argv, &i, "--duration", &missing))) {
+			break;
+		case DEMO_ARG_DURATION: {
 			char *end;
 			errno = 0;
 			double d = strtod(v, &end);
 			if (errno || *end || !(d >= 0.1 && d <= 3600.0))
-				return demo_usage(
-					"--duration wants seconds from 0.1 to 3600, not '%s'", v);
+				return demo_usage("--duration wants seconds from 0.1 to 3600, not '%s'",
+				                  v);
 			o->duration_ms = (uint64_t)(d * 1000.0 + 0.5);
-		} else if (missing) {
-			return demo_usage("%s wants a value", argv[i]);
-		} else {
-			return demo_usage("unknown option '%s'", argv[i]);
+			break;
+		}
+		case ZL_ARG_ERROR:
+			return demo_usage("%s", p.error);
+		default:
+			return demo_usage("unexpected argument '%s'", v);
 		}
 	}
-	return 0;
+	return rc;
 }
 
 int
@@ -1446,7 +1443,7 @@ zl_demo_main(int argc, char **argv)
 	if (rc != 0)
 		return rc;
 	if (help) {
-		fputs(demo_usage_text, stdout);
+		demo_usage_print(stdout);
 		return 0;
 	}
 
