@@ -812,6 +812,34 @@ demo_check_depth(struct demo_result *r, const char *label, const struct zr_sub_s
  * DEMO_DRAIN_IDLE_MS without progress. Returns 0 or -ETIMEDOUT. */
 typedef void (*demo_show_fn)(void *ctx, uint64_t now, bool draining);
 
+/*
+ * A phase's flood: the producer runs for duration_ms (or until it stops by
+ * itself) while the progress shows every DEMO_SAMPLE_MS; *t0 is set to its
+ * start first, as the show functions read it. Returns 0, or a negative code
+ * when the producer thread did not start (said on stderr).
+ */
+static int
+demo_flood(struct demo_producer *prod, uint64_t duration_ms, uint64_t *t0, demo_show_fn show,
+           void *ctx, struct demo_result *r, const char *who)
+{
+	int rc;
+
+	*t0 = zl_now_ms();
+	rc = demo_producer_start(prod);
+	if (rc < 0) {
+		fprintf(stderr, "zring demo: producer thread: %s\n", strerror(-rc));
+		return rc;
+	}
+	while (zl_now_ms() - *t0 < duration_ms && !atomic_load(&prod->done)) {
+		zl_sleep_ms(DEMO_SAMPLE_MS);
+		show(ctx, zl_now_ms(), false);
+	}
+	demo_producer_stop(prod);
+	if (prod->rc < 0)
+		demo_fail(r, "the %s failed: %s (%s)", who, prod->err, zr_strerror(prod->rc));
+	return 0;
+}
+
 static int
 demo_drain(struct demo_sink *const *sinks, size_t n, uint64_t sent, demo_show_fn show, void *ctx)
 {
@@ -980,18 +1008,9 @@ demo_queue_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *p
 		       q.kv.rcv_fd < 0 ? "no ACCEPTED event for the receiver"
 		                       : "the sender's end of the connection was not found");
 
-	q.t0 = zl_now_ms();
-	if ((rc = demo_producer_start(&prod)) < 0) {
-		fprintf(stderr, "zring demo: producer thread: %s\n", strerror(-rc));
+	rc = demo_flood(&prod, o->duration_ms, &q.t0, demo_queue_show, &q, r, "producer");
+	if (rc < 0)
 		goto out;
-	}
-	while (zl_now_ms() - q.t0 < o->duration_ms && !atomic_load(&prod.done)) {
-		zl_sleep_ms(DEMO_SAMPLE_MS);
-		demo_queue_show(&q, zl_now_ms(), false);
-	}
-	demo_producer_stop(&prod);
-	if (prod.rc < 0)
-		demo_fail(r, "the producer failed: %s (%s)", prod.err, zr_strerror(prod.rc));
 	uint64_t flood_ms = zl_now_ms() - q.t0;
 	struct demo_sink *sinks[] = {&sink};
 	uint64_t sent = atomic_load(&prod.sent);
@@ -1260,18 +1279,9 @@ demo_fanout_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *
 	struct zr_pub_stats base;
 	zr_publisher_stats(pub, &base);
 
-	f.t0 = zl_now_ms();
-	if ((rc = demo_producer_start(&prod)) < 0) {
-		fprintf(stderr, "zring demo: producer thread: %s\n", strerror(-rc));
+	rc = demo_flood(&prod, o->duration_ms, &f.t0, demo_fanout_show, &f, r, "publisher");
+	if (rc < 0)
 		goto out;
-	}
-	while (zl_now_ms() - f.t0 < o->duration_ms && !atomic_load(&prod.done)) {
-		zl_sleep_ms(DEMO_SAMPLE_MS);
-		demo_fanout_show(&f, zl_now_ms(), false);
-	}
-	demo_producer_stop(&prod);
-	if (prod.rc < 0)
-		demo_fail(r, "the publisher failed: %s (%s)", prod.err, zr_strerror(prod.rc));
 	uint64_t flood_ms = zl_now_ms() - f.t0;
 	uint64_t sent = atomic_load(&prod.sent);
 	struct demo_sink *drain[] = {&sink[DEMO_SLOW], &sink[DEMO_FAST]};
