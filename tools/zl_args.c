@@ -37,8 +37,7 @@ zl_args_error(struct zl_args *p, const char *fmt, ...)
 /* The value of an option that takes one: what follows it in the same
  * argument (attached), else the next argument. */
 static int
-zl_args_value(struct zl_args *p, const struct zl_opt *o, const char *attached,
-              const char **value)
+zl_args_value(struct zl_args *p, const struct zl_opt *o, const char *attached, const char **value)
 {
 	if (attached != NULL) {
 		*value = attached;
@@ -60,7 +59,8 @@ zl_args_find(const struct zl_opt *opts, size_t nopts, const char *option)
 	for (size_t i = 0; i < nopts; i++) {
 		const struct zl_opt *o = &opts[i];
 
-		if (lng ? o->name != NULL && strlen(o->name) == len && strncmp(o->name, name, len) == 0
+		if (lng ? o->name != NULL && strlen(o->name) == len &&
+		                    strncmp(o->name, name, len) == 0
 		        : o->letter != 0 && o->letter == name[0])
 			return &opts[i];
 	}

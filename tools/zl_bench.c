@@ -563,14 +563,16 @@ enum bench_opt {
 
 static const struct zl_opt bench_opts[] = {
 	{BENCH_ARG_QUICK, "quick", 0, NULL,
-	 "fewer messages and 3 pairs instead of 5, no idle-connection\n"
-	 "scenarios (under 2 minutes)"},
-	{BENCH_ARG_SMOKE, "smoke", 0, NULL, "tiny counts, one pair: checks every program pair works"},
+         "fewer messages and 3 pairs instead of 5, no idle-connection\n"
+         "scenarios (under 2 minutes)"},
+	{BENCH_ARG_SMOKE, "smoke", 0, NULL,
+         "tiny counts, one pair: checks every program pair works"},
 	{BENCH_ARG_ONLY, "only", 0, "TEXT",
-	 "only the scenarios whose name contains TEXT (any case),\n"
-	 "e.g. --only curve"},
+         "only the scenarios whose name contains TEXT (any case),\n"
+         "e.g. --only curve"},
 	{BENCH_ARG_OUT, "out", 0, "DIR", "where the CSV files go"},
-	{BENCH_ARG_BIN, "bin", 0, "DIR", "where bench_zr and bench_zmq are (default: the build's bench/)"},
+	{BENCH_ARG_BIN, "bin", 0, "DIR",
+         "where bench_zr and bench_zmq are (default: the build's bench/)"},
 	{BENCH_ARG_HELP, "help", 'h', NULL, "print this help"},
 };
 
@@ -762,8 +764,8 @@ zl_bench_main(int argc, char **argv)
 
 		struct bench_samples *z = &samples[s][LIB_ZR], *q = &samples[s][LIB_ZMQ];
 		printf("\n%s (%lu %s, %d/%d zring and %d/%d libzmq runs good, %.0f s)\n", sc->name,
-		       scenario_count(sc, &o), scenario_unit(sc),
-		       z->n, pairs, q->n, pairs, (double)(zl_now_ns() - started) * 1e-9);
+		       scenario_count(sc, &o), scenario_unit(sc), z->n, pairs, q->n, pairs,
+		       (double)(zl_now_ns() - started) * 1e-9);
 		printf("  %-20s %30s %30s %8s\n", "", "zring median [min-max]",
 		       "libzmq median [min-max]", "ratio");
 		for (int k = 0; k < BENCH_METRICS_MAX; k++) {

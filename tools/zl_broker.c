@@ -83,34 +83,34 @@ enum bk_opt {
 
 static const struct zl_opt subscribe_opts[] = {
 	{BK_ARG_BIND, NULL, 'b', NULL,
-	 "bind the endpoint (\"zring: bound to ADDRESS\" is printed on\n"
-	 "stderr once it listens)"},
+         "bind the endpoint (\"zring: bound to ADDRESS\" is printed on\n"
+         "stderr once it listens)"},
 	{BK_ARG_CONNECT, NULL, 'c', NULL, "dial the endpoint"},
 	{BK_ARG_NAME, "name", 0, "NAME",
-	 "the subscription's name: the prefix a fanout subscription\n"
-	 "filters on (default: empty, every message)"},
+         "the subscription's name: the prefix a fanout subscription\n"
+         "filters on (default: empty, every message)"},
 	{BK_ARG_READ_AHEAD, "read-ahead", 0, "N",
-	 "messages read off the socket ahead of the handler\n"
-	 "(default 1000); beyond that the sender is held back"},
+         "messages read off the socket ahead of the handler\n"
+         "(default 1000); beyond that the sender is held back"},
 	{BK_ARG_WORKERS, "workers", 0, "N",
-	 "run N handlers side by side (lines never interleave,\n"
-	 "their order across workers is not kept)"},
+         "run N handlers side by side (lines never interleave,\n"
+         "their order across workers is not kept)"},
 	{BK_ARG_BY_KEY, "by-key", 0, NULL, "with --workers: lanes in rotation, each lane in order"},
 	{BK_ARG_BATCH, "batch", 0, "N",
-	 "a batch handler: batches of up to N messages, closed\n"
-	 "20 ms after their first message (not with rpc, --by-key)"},
+         "a batch handler: batches of up to N messages, closed\n"
+         "20 ms after their first message (not with rpc, --by-key)"},
 	{BK_ARG_HANDLER_MS, "handler-ms", 0, "MS",
-	 "the handler takes MS ms per message (to watch the\n"
-	 "backpressure hold the sender back)"},
+         "the handler takes MS ms per message (to watch the\n"
+         "backpressure hold the sender back)"},
 	{BK_ARG_COUNT, NULL, 'n', "N",
-	 "exit after N deliveries (messages already read ahead\n"
-	 "past N are dropped; a batch is printed whole)"},
+         "exit after N deliveries (messages already read ahead\n"
+         "past N are dropped; a batch is printed whole)"},
 	{BK_ARG_REPLY, "reply", 0, "TEXT",
-	 "rpc: answer every request with TEXT (default: the\n"
-	 "request's payload after \"re:\")"},
+         "rpc: answer every request with TEXT (default: the\n"
+         "request's payload after \"re:\")"},
 	{BK_ARG_RAW, "raw", 0, NULL,
-	 "print names, headers and payloads as received, control\n"
-	 "characters included (for scripts; see above)"},
+         "print names, headers and payloads as received, control\n"
+         "characters included (for scripts; see above)"},
 	{BK_ARG_HELP, "help", 'h', NULL, "print this help"},
 };
 
@@ -147,15 +147,15 @@ static const struct zl_opt publish_opts[] = {
 	{BK_ARG_CONNECT, NULL, 'c', NULL, "dial the endpoint"},
 	{BK_ARG_NAME, "name", 0, "NAME", "the destination: frame 0 of every message (required)"},
 	{BK_ARG_HEADER, "header", 0, "'K: V'",
-	 "add the header K with the value V to every message\n"
-	 "(repeatable, in this order)"},
+         "add the header K with the value V to every message\n"
+         "(repeatable, in this order)"},
 	{BK_ARG_TIMEOUT, "timeout", 0, "MS",
-	 "give up (exit 3) when a publish waits longer than MS ms\n"
-	 "for room, or a request for its reply (default: no limit)"},
+         "give up (exit 3) when a publish waits longer than MS ms\n"
+         "for room, or a request for its reply (default: no limit)"},
 	{BK_ARG_RAW, "raw", 0, NULL,
-	 "rpc: print each reply's payload as received; without it\n"
-	 "control characters and octets that are not UTF-8 are\n"
-	 "escaped (\\t \\n \\r \\0 \\\\ \\xHH), as zring subscribe does"},
+         "rpc: print each reply's payload as received; without it\n"
+         "control characters and octets that are not UTF-8 are\n"
+         "escaped (\\t \\n \\r \\0 \\\\ \\xHH), as zring subscribe does"},
 	{BK_ARG_HELP, "help", 'h', NULL, "print this help"},
 };
 
@@ -385,8 +385,8 @@ bk_parse_opt(struct bk_args *a, int id, const char *value)
 		if (a->pattern == 0) {
 			a->pattern = bk_parse_pattern(value);
 			if (a->pattern == 0)
-				return bk_usage_error(a, "unknown pattern '%s' (queue, fanout or rpc)",
-				                      value);
+				return bk_usage_error(
+					a, "unknown pattern '%s' (queue, fanout or rpc)", value);
 		} else if (a->endpoint == NULL) {
 			a->endpoint = value;
 		} else {

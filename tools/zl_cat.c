@@ -75,55 +75,55 @@ enum cat_opt {
 static const struct zl_opt cat_opts[] = {
 	{CAT_ARG_RECV, NULL, 'r', NULL, "receive: print each message, its frames joined by SEP"},
 	{CAT_ARG_SEND, NULL, 'w', NULL,
-	 "send: each line of stdin is one message; with -F it is\n"
-	 "split into frames at SEP, without -F it is one frame"},
+         "send: each line of stdin is one message; with -F it is\n"
+         "split into frames at SEP, without -F it is one frame"},
 	{CAT_ARG_BIND, NULL, 'b', NULL, "bind the socket to every ENDPOINT"},
 	{CAT_ARG_CONNECT, NULL, 'c', NULL, "connect the socket to every ENDPOINT"},
 	{CAT_ARG_SEP, NULL, 'F', "SEP",
-	 "frame separator (default: a tab); the escapes \\t \\n \\r\n"
-	 "\\0 \\\\ and \\xHH are understood"},
+         "frame separator (default: a tab); the escapes \\t \\n \\r\n"
+         "\\0 \\\\ and \\xHH are understood"},
 	{CAT_ARG_NUL, NULL, '0', NULL,
-	 "messages end with NUL instead of newline, on stdin and\n"
-	 "on stdout; what is printed is not escaped (see below)"},
+         "messages end with NUL instead of newline, on stdin and\n"
+         "on stdout; what is printed is not escaped (see below)"},
 	{CAT_ARG_RAW, "raw", 0, NULL,
-	 "print received frames and properties as they came\n"
-	 "(for scripts; see below)"},
+         "print received frames and properties as they came\n"
+         "(for scripts; see below)"},
 	{CAT_ARG_COUNT, NULL, 'n', "N", "stop after N messages (sent with -w, received with -r)"},
 	{CAT_ARG_TOPIC, NULL, 's', "TOPIC",
-	 "subscribe to messages starting with TOPIC (SUB, XSUB;\n"
-	 "repeatable); without -s a SUB receives everything"},
+         "subscribe to messages starting with TOPIC (SUB, XSUB;\n"
+         "repeatable); without -s a SUB receives everything"},
 	{CAT_ARG_SOCKOPT, NULL, 'o', "NAME=VALUE",
-	 "set a socket option by its libzmq name, with or without\n"
-	 "ZMQ_, any case: SNDHWM RCVHWM LINGER RECONNECT_IVL\n"
-	 "RECONNECT_IVL_MAX MAXMSGSIZE SNDBUF RCVBUF RCVTIMEO\n"
-	 "SNDTIMEO ROUTING_ID ROUTER_MANDATORY HANDSHAKE_IVL\n"
-	 "HEARTBEAT_IVL HEARTBEAT_TTL HEARTBEAT_TIMEOUT (times in\n"
-	 "ms) XPUB_VERBOSE XPUB_VERBOSER; zring's own: SUBS_MAX\n"
-	 "SUBS_MAXBYTES (what one subscriber of a PUB or XPUB\n"
-	 "may hold: 100000 subscriptions, 16 MiB; -1: no limit),\n"
-	 "CONNS_MAX (connections accepted at once, default\n"
-	 "65536, -1 no limit); security, below:\n"
-	 "PLAIN_SERVER PLAIN_USERNAME\n"
-	 "PLAIN_PASSWORD CURVE_SERVER CURVE_PUBLICKEY\n"
-	 "CURVE_SECRETKEY CURVE_SERVERKEY; zring's own:\n"
-	 "MAXFRAMES (frames in one received message, default\n"
-	 "65536, -1 no limit; one more closes that connection)"},
+         "set a socket option by its libzmq name, with or without\n"
+         "ZMQ_, any case: SNDHWM RCVHWM LINGER RECONNECT_IVL\n"
+         "RECONNECT_IVL_MAX MAXMSGSIZE SNDBUF RCVBUF RCVTIMEO\n"
+         "SNDTIMEO ROUTING_ID ROUTER_MANDATORY HANDSHAKE_IVL\n"
+         "HEARTBEAT_IVL HEARTBEAT_TTL HEARTBEAT_TIMEOUT (times in\n"
+         "ms) XPUB_VERBOSE XPUB_VERBOSER; zring's own: SUBS_MAX\n"
+         "SUBS_MAXBYTES (what one subscriber of a PUB or XPUB\n"
+         "may hold: 100000 subscriptions, 16 MiB; -1: no limit),\n"
+         "CONNS_MAX (connections accepted at once, default\n"
+         "65536, -1 no limit); security, below:\n"
+         "PLAIN_SERVER PLAIN_USERNAME\n"
+         "PLAIN_PASSWORD CURVE_SERVER CURVE_PUBLICKEY\n"
+         "CURVE_SECRETKEY CURVE_SERVERKEY; zring's own:\n"
+         "MAXFRAMES (frames in one received message, default\n"
+         "65536, -1 no limit; one more closes that connection)"},
 	{CAT_ARG_TIMEOUT, "timeout", 0, "MS",
-	 "give up (exit 3) when a send or a receive waits longer\n"
-	 "than MS ms; also caps LINGER at MS"},
+         "give up (exit 3) when a send or a receive waits longer\n"
+         "than MS ms; also caps LINGER at MS"},
 	{CAT_ARG_REPLY, "reply", 0, "TEXT",
-	 "REP -r: answer every request with TEXT (split at SEP\n"
-	 "when -F is given) instead of echoing it back"},
+         "REP -r: answer every request with TEXT (split at SEP\n"
+         "when -F is given) instead of echoing it back"},
 	{CAT_ARG_PROPERTY, "property", 'P', "NAME",
-	 "print the received message's property NAME (User-Id,\n"
-	 "Peer-Address, Socket-Type, Identity, X-...) as a field\n"
-	 "before its frames (repeatable; empty when it has none)"},
+         "print the received message's property NAME (User-Id,\n"
+         "Peer-Address, Socket-Type, Identity, X-...) as a field\n"
+         "before its frames (repeatable; empty when it has none)"},
 	{CAT_ARG_ALLOW_PLAIN, "allow-plain", 0, "USER:PASS",
-	 "a PLAIN server admits this user with this password\n"
-	 "(repeatable); its messages carry User-Id USER"},
+         "a PLAIN server admits this user with this password\n"
+         "(repeatable); its messages carry User-Id USER"},
 	{CAT_ARG_ALLOW_CURVE, "allow-curve", 0, "KEY",
-	 "a CURVE server admits the client with this public key\n"
-	 "(repeatable); its messages carry User-Id KEY"},
+         "a CURVE server admits the client with this public key\n"
+         "(repeatable); its messages carry User-Id KEY"},
 	{CAT_ARG_HELP, "help", 'h', NULL, "print this help"},
 };
 
@@ -1034,8 +1034,8 @@ struct cat_in {
 struct cat_run {
 	const struct cat_args *a;
 	zr_socket *s;
-	int sock_fd; /* zr_socket_fd: readable when a message may be received */
-	int mon_fd;  /* zr_monitor_fd: readable when an event may be read */
+	int sock_fd;                    /* zr_socket_fd: readable when a message may be received */
+	int mon_fd;                     /* zr_monitor_fd: readable when an event may be read */
 	int send_ms;                    /* the user's SNDTIMEO (-o or --timeout), -1: for ever */
 	int recv_ms;                    /* the user's RCVTIMEO */
 	int linger_ms;                  /* the user's LINGER, after --timeout's cap */

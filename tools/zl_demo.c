@@ -96,10 +96,11 @@ enum demo_opt {
 
 static const struct zl_opt demo_opts[] = {
 	{DEMO_ARG_READ_AHEAD, "read-ahead", 0, "N",
-	 "messages a subscription reads ahead of its handler (64)"},
+         "messages a subscription reads ahead of its handler (64)"},
 	{DEMO_ARG_HANDLER_MS, "handler-ms", 0, "MS", "the slow handlers' delay per call, ms (2)"},
 	{DEMO_ARG_WORKERS, "workers", 0, "N", "queue phase: handlers side by side (1: in order)"},
-	{DEMO_ARG_BATCH, "batch", 0, "N", "queue phase: batches of up to N (the delay is per batch)"},
+	{DEMO_ARG_BATCH, "batch", 0, "N",
+         "queue phase: batches of up to N (the delay is per batch)"},
 	{DEMO_ARG_DURATION, "duration", 0, "S", "seconds each phase floods (7; fractions allowed)"},
 	{DEMO_ARG_SIZE, "size", 0, "BYTES", "payload size (16384; 16 to 4194304)"},
 	{DEMO_ARG_QUICK, "quick", 0, NULL, "short phases (1.5 s), for CI"},
@@ -1423,8 +1424,8 @@ demo_parse(int argc, char **argv, struct demo_opts *o, bool *help)
 			errno = 0;
 			double d = strtod(v, &end);
 			if (errno || *end || !(d >= 0.1 && d <= 3600.0))
-				return demo_usage("--duration wants seconds from 0.1 to 3600, not '%s'",
-				                  v);
+				return demo_usage(
+					"--duration wants seconds from 0.1 to 3600, not '%s'", v);
 			o->duration_ms = (uint64_t)(d * 1000.0 + 0.5);
 			break;
 		}

@@ -82,43 +82,43 @@ enum probe_opt {
 
 static const struct zl_opt probe_opts[] = {
 	{PROBE_ARG_LISTEN, "listen", 0, NULL,
-	 "bind ENDPOINT and let the peer under test connect in\n"
-	 "(with --mechanism plain: the probe is the PLAIN server)"},
+         "bind ENDPOINT and let the peer under test connect in\n"
+         "(with --mechanism plain: the probe is the PLAIN server)"},
 	{PROBE_ARG_TYPE, "type", 0, "TYPE",
-	 "the peer's socket type (default: read from its READY;\n"
-	 "needed with PLAIN and CURVE)"},
+         "the peer's socket type (default: read from its READY;\n"
+         "needed with PLAIN and CURVE)"},
 	{PROBE_ARG_MECHANISM, "mechanism", 0, "M", "null (default), plain or curve"},
 	{PROBE_ARG_USERNAME, "username", 0, "U", "PLAIN: the user name the peer accepts"},
 	{PROBE_ARG_PASSWORD, "password", 0, "P", "PLAIN: the password the peer accepts"},
 	{PROBE_ARG_SERVER_KEY, "server-key", 0, "Z85", "CURVE: the peer's public key"},
 	{PROBE_ARG_PUBLIC_KEY, "public-key", 0, "Z85",
-	 "CURVE: our public key (default: a new key pair)"},
+         "CURVE: our public key (default: a new key pair)"},
 	{PROBE_ARG_SECRET_KEY, "secret-key", 0, "Z85", "CURVE: our secret key"},
 	{PROBE_ARG_PEER_HS_IVL, "peer-handshake-ivl", 0, "MS",
-	 "the peer's handshake timeout (enables the\n"
-	 "trickle, silent and slowloris cases)"},
+         "the peer's handshake timeout (enables the\n"
+         "trickle, silent and slowloris cases)"},
 	{PROBE_ARG_PEER_HS_IVL, "handshake-ivl", 0, "MS", NULL},
 	{PROBE_ARG_PEER_HB_TMO, "peer-heartbeat-timeout", 0, "MS",
-	 "the peer's heartbeat timeout (enables\n"
-	 "heartbeat.silent-peer)"},
+         "the peer's heartbeat timeout (enables\n"
+         "heartbeat.silent-peer)"},
 	{PROBE_ARG_PID, "pid", 0, "PID",
-	 "the peer's process: crash = gone, flood cases report and\n"
-	 "bound its memory (VmRSS from /proc); 0: unknown"},
+         "the peer's process: crash = gone, flood cases report and\n"
+         "bound its memory (VmRSS from /proc); 0: unknown"},
 	{PROBE_ARG_LIMIT, "limit", 0, "MS", "how long a case waits for an answer (default 1000)"},
 	{PROBE_ARG_CASE, "case", 0, "PREFIX", "run only the cases whose name starts with PREFIX"},
 	{PROBE_ARG_LIST, "list", 0, NULL, "print the catalogue and exit"},
 	{PROBE_ARG_JSON, "json", 0, "FILE", "write the report as JSON too"},
 	{PROBE_ARG_QUIET, "quiet", 0, NULL, "no table, only the summary line"},
 	{PROBE_ARG_FUZZ, "fuzz", 0, NULL,
-	 "mutate valid conversations; every finding is written\n"
-	 "to DIR (--out) as probe-*.repro"},
+         "mutate valid conversations; every finding is written\n"
+         "to DIR (--out) as probe-*.repro"},
 	{PROBE_ARG_SECONDS, "seconds", 0, "N", "--fuzz: for N seconds (default 10)"},
 	{PROBE_ARG_SEED, "seed", 0, "S", "--fuzz: from seed S (default: the time)"},
 	{PROBE_ARG_OUT, "out", 0, "DIR", "--fuzz: where the findings go (default .)"},
 	{PROBE_ARG_REPLAY, "replay", 0, "FILE", "play a reproducer back and judge it like a case"},
 	{PROBE_ARG_SELF, "self", 0, NULL,
-	 "check our codec against a libzmq peer (pyzmq), byte\n"
-	 "for byte; also what `zring probe` alone does"},
+         "check our codec against a libzmq peer (pyzmq), byte\n"
+         "for byte; also what `zring probe` alone does"},
 	{PROBE_ARG_COUNT, "count", 0, "N", "--self: messages per check (default 1000)"},
 	{PROBE_ARG_HELP, "help", 'h', NULL, "print this help"},
 };
@@ -918,8 +918,8 @@ zl_probe_main(int argc, char **argv)
 			break;
 		case PROBE_ARG_LIMIT:
 			if (!zl_parse_int(val, 10, 600000, &v))
-				return USAGE_ERROR("--limit wants milliseconds (10..600000), not '%s'",
-				                   val);
+				return USAGE_ERROR(
+					"--limit wants milliseconds (10..600000), not '%s'", val);
 			o.limit_ms = (uint32_t)v;
 			break;
 		case PROBE_ARG_CASE:

@@ -2,8 +2,8 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "zl_clock.h"
 #include "zl_proc.h"
+#include "zl_clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -134,7 +134,8 @@ zl_proc_stop(struct zl_proc *p, int grace_ms)
 	if (p->pid > 0) {
 		long long deadline = (long long)zl_now_ms() + grace_ms;
 		pid_t r;
-		while ((r = waitpid(p->pid, &status, WNOHANG)) == 0 && (long long)zl_now_ms() < deadline)
+		while ((r = waitpid(p->pid, &status, WNOHANG)) == 0 &&
+		       (long long)zl_now_ms() < deadline)
 			zl_sleep_ms(10);
 		if (r == 0) {
 			kill(p->pid, SIGKILL);
