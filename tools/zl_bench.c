@@ -14,6 +14,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "zl_args.h"
+#include "zl_clock.h"
 #include "zl_proc.h"
 
 #define BENCH_READY_MS 10000   /* receiver's READY line */
@@ -414,15 +416,6 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 	return 0;
 }
 
-static double
-mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int
 cmp_double(const void *x, const void *y)
 {
@@ -547,27 +540,94 @@ write_svg(const char *path, const struct bench_bar *bars, int n, const char *sub
 	return fclose(f) == 0 ? 0 : -1;
 }
 
-static int
-usage(void)
+static const char bench_usage_head[] =
+	"usage: zring bench [--quick|--smoke] [--only TEXT] [--out DIR] [--bin DIR]\n"
+	"\n"
+	"Runs zring's and libzmq's benchmark programs (bench/, built with\n"
+	"-DZR_BENCH=ON) alternately, sender and receiver in separate processes\n"
+	"over tcp://127.0.0.1, and prints per scenario the medians, min-max and\n"
+	"the ratio zring/libzmq. Writes zring-bench-<time>.csv (summary),\n"
+	"zring-bench-<time>-runs.csv (every run) and zring-bench-<time>.svg (a\n"
+	"chart of the throughput ratios) into DIR (default: .).\n"
+	"\n"
+	"options:\n";
+
+enum bench_opt {
+	BENCH_ARG_QUICK,
+	BENCH_ARG_SMOKE,
+	BENCH_ARG_ONLY,
+	BENCH_ARG_OUT,
+	BENCH_ARG_BIN,
+	BENCH_ARG_HELP,
+};
+
+static const struct zl_opt bench_opts[] = {
+	{BENCH_ARG_QUICK, "quick", 0, NULL,
+         "fewer messages and 3 pairs instead of 5, no idle-connection\n"
+         "scenarios (under 2 minutes)"},
+	{BENCH_ARG_SMOKE, "smoke", 0, NULL,
+         "tiny counts, one pair: checks every program pair works"},
+	{BENCH_ARG_ONLY, "only", 0, "TEXT",
+         "only the scenarios whose name contains TEXT (any case),\n"
+         "e.g. --only curve"},
+	{BENCH_ARG_OUT, "out", 0, "DIR", "where the CSV files go"},
+	{BENCH_ARG_BIN, "bin", 0, "DIR",
+         "where bench_zr and bench_zmq are (default: the build's bench/)"},
+	{BENCH_ARG_HELP, "help", 'h', NULL, "print this help"},
+};
+
+static void
+bench_usage(FILE *f)
 {
-	fputs("usage: zring bench [--quick|--smoke] [--only TEXT] [--out DIR] [--bin DIR]\n"
-	      "\n"
-	      "Runs zring's and libzmq's benchmark programs (bench/, built with\n"
-	      "-DZR_BENCH=ON) alternately, sender and receiver in separate processes\n"
-	      "over tcp://127.0.0.1, and prints per scenario the medians, min-max and\n"
-	      "the ratio zring/libzmq. Writes zring-bench-<time>.csv (summary),\n"
-	      "zring-bench-<time>-runs.csv (every run) and zring-bench-<time>.svg (a\n"
-	      "chart of the throughput ratios) into DIR (default: .).\n"
-	      "\n"
-	      "  --quick    fewer messages and 3 pairs instead of 5, no idle-connection\n"
-	      "             scenarios (under 2 minutes)\n"
-	      "  --smoke    tiny counts, one pair: checks every program pair works\n"
-	      "  --only TEXT  only the scenarios whose name contains TEXT (any case),\n"
-	      "             e.g. --only curve\n"
-	      "  --out DIR  where the CSV files go\n"
-	      "  --bin DIR  where bench_zr and bench_zmq are (default: the build's bench/)\n",
-	      stderr);
-	return 2;
+	fputs(bench_usage_head, f);
+	zl_args_help(f, ZL_OPTS(bench_opts));
+}
+
+/* Reads the command line into o; -1 to go on, else the exit status. */
+static int
+bench_parse(struct bench_opts *o, int argc, char **argv)
+{
+	struct zl_args p;
+	const char *v;
+	bool help = false;
+	int id;
+
+	zl_args_init(&p, ZL_OPTS(bench_opts), argc, argv);
+	while ((id = zl_args_next(&p, &v)) != ZL_ARG_END) {
+		switch (id) {
+		case BENCH_ARG_QUICK:
+			o->quick = true;
+			break;
+		case BENCH_ARG_SMOKE:
+			o->smoke = true;
+			break;
+		case BENCH_ARG_ONLY:
+			o->only = v;
+			break;
+		case BENCH_ARG_OUT:
+			o->out_dir = v;
+			break;
+		case BENCH_ARG_BIN:
+			o->bin_dir = v;
+			break;
+		case BENCH_ARG_HELP:
+			help = true;
+			break;
+		case ZL_ARG_ERROR:
+			fprintf(stderr, "zring bench: %s\n\n", p.error);
+			bench_usage(stderr);
+			return 2;
+		default:
+			fprintf(stderr, "zring bench: unexpected argument '%s'\n\n", v);
+			bench_usage(stderr);
+			return 2;
+		}
+	}
+	if (help) {
+		bench_usage(stdout);
+		return 0;
+	}
+	return -1;
 }
 
 /* The build's bench/ directory: CMake tells us, else next to our own dir. */
@@ -600,20 +660,10 @@ zl_bench_main(int argc, char **argv)
 	struct bench_opts o = {.out_dir = ".", .pairs = BENCH_PAIRS_FULL};
 	char bin_dir[PATH_MAX];
 
-	for (int i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--quick") == 0)
-			o.quick = true;
-		else if (strcmp(argv[i], "--smoke") == 0)
-			o.smoke = true;
-		else if (strcmp(argv[i], "--out") == 0 && i + 1 < argc)
-			o.out_dir = argv[++i];
-		else if (strcmp(argv[i], "--bin") == 0 && i + 1 < argc)
-			o.bin_dir = argv[++i];
-		else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc)
-			o.only = argv[++i];
-		else
-			return usage();
-	}
+	int status = bench_parse(&o, argc, argv);
+
+	if (status >= 0)
+		return status;
 	if (o.smoke)
 		o.pairs = 1;
 	else if (o.quick)
@@ -693,7 +743,7 @@ zl_bench_main(int argc, char **argv)
 			continue;
 		if (scenario_count(sc, &o) == 0)
 			continue; /* full mode only */
-		double started = mono_s();
+		uint64_t started = zl_now_ns();
 		int pairs = sc->pairs_max > 0 && sc->pairs_max < o.pairs ? sc->pairs_max : o.pairs;
 		for (int pair = 0; pair < pairs; pair++) {
 			for (int lib = 0; lib < LIB_N; lib++) {
@@ -714,8 +764,8 @@ zl_bench_main(int argc, char **argv)
 
 		struct bench_samples *z = &samples[s][LIB_ZR], *q = &samples[s][LIB_ZMQ];
 		printf("\n%s (%lu %s, %d/%d zring and %d/%d libzmq runs good, %.0f s)\n", sc->name,
-		       scenario_count(sc, &o), scenario_unit(sc),
-		       z->n, pairs, q->n, pairs, mono_s() - started);
+		       scenario_count(sc, &o), scenario_unit(sc), z->n, pairs, q->n, pairs,
+		       (double)(zl_now_ns() - started) * 1e-9);
 		printf("  %-20s %30s %30s %8s\n", "", "zring median [min-max]",
 		       "libzmq median [min-max]", "ratio");
 		for (int k = 0; k < BENCH_METRICS_MAX; k++) {

@@ -40,9 +40,10 @@
 
 #include "zl_args.h"
 #include "zl_broker.h"
+#include "zl_clock.h"
 #include "zl_text.h"
 
-static const char subscribe_usage_text[] =
+static const char subscribe_usage_head[] =
 	"usage: zring subscribe PATTERN ENDPOINT (-b|-c) [options]\n"
 	"\n"
 	"Mounts a handler on a broker endpoint and prints every delivery as one\n"
@@ -59,28 +60,61 @@ static const char subscribe_usage_text[] =
 	"                  the messages whose name starts with --name), rpc\n"
 	"                  (ROUTER: answer each request)\n"
 	"  ENDPOINT        tcp://HOST:PORT, tcp://HOST:* (any free port), ipc://PATH\n"
-	"  -b, -c          bind the endpoint (\"zring: bound to ADDRESS\" is printed on\n"
-	"                  stderr once it listens), or dial it\n"
 	"\n"
-	"options:\n"
-	"  --name NAME     the subscription's name: the prefix a fanout subscription\n"
-	"                  filters on (default: empty, every message)\n"
-	"  --read-ahead N  messages read off the socket ahead of the handler\n"
-	"                  (default 1000); beyond that the sender is held back\n"
-	"  --workers N     run N handlers side by side (lines never interleave,\n"
-	"                  their order across workers is not kept)\n"
-	"  --by-key        with --workers: lanes in rotation, each lane in order\n"
-	"  --batch N       a batch handler: batches of up to N messages, closed\n"
-	"                  20 ms after their first message (not with rpc, --by-key)\n"
-	"  --handler-ms MS the handler takes MS ms per message (to watch the\n"
-	"                  backpressure hold the sender back)\n"
-	"  -n N            exit after N deliveries (messages already read ahead\n"
-	"                  past N are dropped; a batch is printed whole)\n"
-	"  --reply TEXT    rpc: answer every request with TEXT (default: the\n"
-	"                  request's payload after \"re:\")\n"
-	"  --raw           print names, headers and payloads as received, control\n"
-	"                  characters included (for scripts; see above)\n"
-	"  -h, --help      print this help\n"
+	"options:\n";
+
+/* Both commands' options; each has a table of the ones it takes. */
+enum bk_opt {
+	BK_ARG_BIND,
+	BK_ARG_CONNECT,
+	BK_ARG_NAME,
+	BK_ARG_READ_AHEAD,
+	BK_ARG_WORKERS,
+	BK_ARG_BY_KEY,
+	BK_ARG_BATCH,
+	BK_ARG_HANDLER_MS,
+	BK_ARG_COUNT,
+	BK_ARG_REPLY,
+	BK_ARG_HEADER,
+	BK_ARG_TIMEOUT,
+	BK_ARG_RAW,
+	BK_ARG_HELP,
+};
+
+static const struct zl_opt subscribe_opts[] = {
+	{BK_ARG_BIND, NULL, 'b', NULL,
+         "bind the endpoint (\"zring: bound to ADDRESS\" is printed on\n"
+         "stderr once it listens)"},
+	{BK_ARG_CONNECT, NULL, 'c', NULL, "dial the endpoint"},
+	{BK_ARG_NAME, "name", 0, "NAME",
+         "the subscription's name: the prefix a fanout subscription\n"
+         "filters on (default: empty, every message)"},
+	{BK_ARG_READ_AHEAD, "read-ahead", 0, "N",
+         "messages read off the socket ahead of the handler\n"
+         "(default 1000); beyond that the sender is held back"},
+	{BK_ARG_WORKERS, "workers", 0, "N",
+         "run N handlers side by side (lines never interleave,\n"
+         "their order across workers is not kept)"},
+	{BK_ARG_BY_KEY, "by-key", 0, NULL, "with --workers: lanes in rotation, each lane in order"},
+	{BK_ARG_BATCH, "batch", 0, "N",
+         "a batch handler: batches of up to N messages, closed\n"
+         "20 ms after their first message (not with rpc, --by-key)"},
+	{BK_ARG_HANDLER_MS, "handler-ms", 0, "MS",
+         "the handler takes MS ms per message (to watch the\n"
+         "backpressure hold the sender back)"},
+	{BK_ARG_COUNT, NULL, 'n', "N",
+         "exit after N deliveries (messages already read ahead\n"
+         "past N are dropped; a batch is printed whole)"},
+	{BK_ARG_REPLY, "reply", 0, "TEXT",
+         "rpc: answer every request with TEXT (default: the\n"
+         "request's payload after \"re:\")"},
+	{BK_ARG_RAW, "raw", 0, NULL,
+         "print names, headers and payloads as received, control\n"
+         "characters included (for scripts; see above)"},
+	{BK_ARG_HELP, "help", 'h', NULL, "print this help"},
+};
+
+static const char subscribe_usage_tail[] =
 	"\n"
 	"SIGINT or SIGTERM ends it cleanly: the broker stops reading, hands what it\n"
 	"already accepted to the handler (for at most 5 s) and closes; exit 0.\n"
@@ -92,7 +126,7 @@ static const char subscribe_usage_text[] =
 	"  zring subscribe fanout tcp://127.0.0.1:5556 -c --name orders. -n 10\n"
 	"  zring subscribe rpc 'tcp://127.0.0.1:5557' -b --reply pong\n";
 
-static const char publish_usage_text[] =
+static const char publish_usage_head[] =
 	"usage: zring publish PATTERN ENDPOINT (-b|-c) --name NAME [options]\n"
 	"\n"
 	"Publishes every line of stdin (without its newline) as the payload of one\n"
@@ -105,19 +139,27 @@ static const char publish_usage_text[] =
 	"                  slowest; a message nobody matches is dropped), rpc\n"
 	"                  (DEALER: a request, waits for its reply)\n"
 	"  ENDPOINT        tcp://HOST:PORT, ipc://PATH\n"
-	"  -b, -c          bind the endpoint (subscribers dial it; a fixed port),\n"
-	"                  or dial it\n"
-	"  --name NAME     the destination: frame 0 of every message (required)\n"
 	"\n"
-	"options:\n"
-	"  --header 'K: V' add the header K with the value V to every message\n"
-	"                  (repeatable, in this order)\n"
-	"  --timeout MS    give up (exit 3) when a publish waits longer than MS ms\n"
-	"                  for room, or a request for its reply (default: no limit)\n"
-	"  --raw           rpc: print each reply's payload as received; without it\n"
-	"                  control characters and octets that are not UTF-8 are\n"
-	"                  escaped (\\t \\n \\r \\0 \\\\ \\xHH), as zring subscribe does\n"
-	"  -h, --help      print this help\n"
+	"options:\n";
+
+static const struct zl_opt publish_opts[] = {
+	{BK_ARG_BIND, NULL, 'b', NULL, "bind the endpoint (subscribers dial it; a fixed port)"},
+	{BK_ARG_CONNECT, NULL, 'c', NULL, "dial the endpoint"},
+	{BK_ARG_NAME, "name", 0, "NAME", "the destination: frame 0 of every message (required)"},
+	{BK_ARG_HEADER, "header", 0, "'K: V'",
+         "add the header K with the value V to every message\n"
+         "(repeatable, in this order)"},
+	{BK_ARG_TIMEOUT, "timeout", 0, "MS",
+         "give up (exit 3) when a publish waits longer than MS ms\n"
+         "for room, or a request for its reply (default: no limit)"},
+	{BK_ARG_RAW, "raw", 0, NULL,
+         "rpc: print each reply's payload as received; without it\n"
+         "control characters and octets that are not UTF-8 are\n"
+         "escaped (\\t \\n \\r \\0 \\\\ \\xHH), as zring subscribe does"},
+	{BK_ARG_HELP, "help", 'h', NULL, "print this help"},
+};
+
+static const char publish_usage_tail[] =
 	"\n"
 	"no peer:\n"
 	"  A queue publish with nobody to take it keeps trying for 5 s, then fails\n"
@@ -179,12 +221,9 @@ bk_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("zring: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	zl_verror("zring: ", "\n", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	fflush(stderr);
 }
 
 static int bk_usage_error(const struct bk_args *a, const char *fmt, ...)
@@ -194,13 +233,13 @@ static int bk_usage_error(const struct bk_args *a, const char *fmt, ...)
 static int
 bk_usage_error(const struct bk_args *a, const char *fmt, ...)
 {
+	char suffix[64];
 	va_list ap;
 
-	fputs("zring: ", stderr);
+	snprintf(suffix, sizeof suffix, " (zring %s --help for the usage)\n", bk_cmd_name(a->cmd));
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	zl_verror("zring: ", suffix, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, " (zring %s --help for the usage)\n", bk_cmd_name(a->cmd));
 	return ZL_BROKER_USAGE;
 }
 
@@ -271,104 +310,99 @@ bk_parse_header(struct bk_args *a, const char *arg)
 	return 0;
 }
 
-/* The long options; `sub`/`pub`: which command takes it. */
-struct bk_optdef {
-	const char *name;
-	bool value; /* takes a value */
-	bool sub, pub;
-};
-
-static const struct bk_optdef bk_optdefs[] = {
-	{"help", false, true, true},       {"name", true, true, true},
-	{"read-ahead", true, true, false}, {"workers", true, true, false},
-	{"by-key", false, true, false},    {"batch", true, true, false},
-	{"handler-ms", true, true, false}, {"reply", true, true, false},
-	{"header", true, false, true},     {"timeout", true, false, true},
-	{"raw", false, true, true},
-};
-
+/* One option or operand of the command line (zl_args.h); 0 or ZL_BROKER_USAGE (said). */
 static int
-bk_parse_long(struct bk_args *a, int argc, char **argv, int *i)
+bk_parse_opt(struct bk_args *a, int id, const char *value)
 {
-	const char *name = argv[*i] + 2, *value = NULL;
-	const char *eq = strchr(name, '=');
-	size_t nlen = eq != NULL ? (size_t)(eq - name) : strlen(name);
-	const struct bk_optdef *def = NULL;
 	long long v;
 
-	for (size_t k = 0; k < sizeof(bk_optdefs) / sizeof(bk_optdefs[0]); k++)
-		if (strlen(bk_optdefs[k].name) == nlen &&
-		    strncmp(bk_optdefs[k].name, name, nlen) == 0)
-			def = &bk_optdefs[k];
-	if (def == NULL)
-		return bk_usage_error(a, "unknown option '%s'", argv[*i]);
-	if (!(a->cmd == BK_SUBSCRIBE ? def->sub : def->pub))
-		return bk_usage_error(
-			a, "option --%s is for zring %s, not %s", def->name,
-			bk_cmd_name(a->cmd == BK_SUBSCRIBE ? BK_PUBLISH : BK_SUBSCRIBE),
-			bk_cmd_name(a->cmd));
-	if (!def->value) {
-		if (eq != NULL)
-			return bk_usage_error(a, "option --%s takes no value", def->name);
-		if (strcmp(def->name, "help") == 0)
-			a->help = true;
-		else if (strcmp(def->name, "raw") == 0)
-			a->raw = true;
-		else
-			a->by_key = true;
+	switch (id) {
+	case BK_ARG_BIND:
+	case BK_ARG_CONNECT: {
+		char side = id == BK_ARG_BIND ? 'b' : 'c';
+		if (a->side != 0 && a->side != side)
+			return bk_usage_error(a, "-b and -c exclude each other");
+		a->side = side;
 		return 0;
 	}
-	if (eq != NULL)
-		value = eq + 1;
-	else if (*i + 1 < argc)
-		value = argv[++*i];
-	if (value == NULL)
-		return bk_usage_error(a, "option --%s wants a value", def->name);
-
-	if (strcmp(def->name, "name") == 0) {
+	case BK_ARG_HELP:
+		a->help = true;
+		return 0;
+	case BK_ARG_RAW:
+		a->raw = true;
+		return 0;
+	case BK_ARG_BY_KEY:
+		a->by_key = true;
+		return 0;
+	case BK_ARG_NAME:
 		a->name = value;
-	} else if (strcmp(def->name, "reply") == 0) {
+		return 0;
+	case BK_ARG_REPLY:
 		a->reply = value;
-	} else if (strcmp(def->name, "header") == 0) {
+		return 0;
+	case BK_ARG_HEADER:
 		return bk_parse_header(a, value);
-	} else if (strcmp(def->name, "read-ahead") == 0) {
+	case BK_ARG_READ_AHEAD:
 		if (!zl_parse_int(value, 1, 100000000, &v))
 			return bk_usage_error(a,
 			                      "--read-ahead wants a count from 1 to 100000000, "
 			                      "not '%s'",
 			                      value);
 		a->read_ahead = (unsigned)v;
-	} else if (strcmp(def->name, "workers") == 0) {
+		return 0;
+	case BK_ARG_WORKERS:
 		if (!zl_parse_int(value, 1, 1024, &v))
 			return bk_usage_error(a, "--workers wants a count from 1 to 1024, not '%s'",
 			                      value);
 		a->workers = (unsigned)v;
-	} else if (strcmp(def->name, "batch") == 0) {
+		return 0;
+	case BK_ARG_BATCH:
 		if (!zl_parse_int(value, 1, 1000000, &v))
 			return bk_usage_error(a, "--batch wants a size from 1 to 1000000, not '%s'",
 			                      value);
 		a->batch = (unsigned)v;
-	} else if (strcmp(def->name, "handler-ms") == 0) {
+		return 0;
+	case BK_ARG_HANDLER_MS:
 		if (!zl_parse_int(value, 0, 86400000, &v))
 			return bk_usage_error(a,
 			                      "--handler-ms wants milliseconds (0 to 86400000), "
 			                      "not '%s'",
 			                      value);
 		a->handler_ms = (int)v;
-	} else {
+		return 0;
+	case BK_ARG_COUNT:
+		if (!zl_parse_int(value, 1, LLONG_MAX, &v))
+			return bk_usage_error(a, "-n wants a count of 1 or more, not '%s'", value);
+		a->count = (unsigned long long)v;
+		return 0;
+	case BK_ARG_TIMEOUT:
 		if (!zl_parse_int(value, 0, INT_MAX, &v))
 			return bk_usage_error(a, "--timeout wants milliseconds (0 to %d), not '%s'",
 			                      INT_MAX, value);
 		a->timeout_ms = (int)v;
+		return 0;
+	default: /* an operand: the pattern, then the endpoint */
+		if (a->pattern == 0) {
+			a->pattern = bk_parse_pattern(value);
+			if (a->pattern == 0)
+				return bk_usage_error(
+					a, "unknown pattern '%s' (queue, fanout or rpc)", value);
+		} else if (a->endpoint == NULL) {
+			a->endpoint = value;
+		} else {
+			return bk_usage_error(a, "unexpected argument '%s'", value);
+		}
+		return 0;
 	}
-	return 0;
 }
 
 static int
 bk_parse(struct bk_args *a, enum bk_cmd cmd, int argc, char **argv)
 {
-	bool options_done = false;
-	int npositional = 0;
+	bool sub = cmd == BK_SUBSCRIBE;
+	struct zl_args p;
+	const char *value;
+	int id, rc = 0;
 
 	a->cmd = cmd;
 	a->timeout_ms = -1;
@@ -378,72 +412,25 @@ bk_parse(struct bk_args *a, enum bk_cmd cmd, int argc, char **argv)
 		bk_error("out of memory");
 		return ZL_BROKER_USAGE;
 	}
-	for (int i = 0; i < argc; i++) {
-		const char *arg = argv[i];
-		int rc;
-
-		if (options_done || arg[0] != '-' || arg[1] == '\0') {
-			if (npositional == 0) {
-				a->pattern = bk_parse_pattern(arg);
-				if (a->pattern == 0)
-					return bk_usage_error(a,
-					                      "unknown pattern '%s' (queue, fanout "
-					                      "or rpc)",
-					                      arg);
-			} else if (npositional == 1) {
-				a->endpoint = arg;
-			} else {
-				return bk_usage_error(a, "unexpected argument '%s'", arg);
-			}
-			npositional++;
-			continue;
-		}
-		if (strcmp(arg, "--") == 0) {
-			options_done = true;
-			continue;
-		}
-		if (arg[1] == '-') {
-			rc = bk_parse_long(a, argc, argv, &i);
-			if (rc != 0)
-				return rc;
-			continue;
-		}
-		switch (arg[1]) {
-		case 'b':
-		case 'c':
-			if (arg[2] != '\0')
-				return bk_usage_error(a, "unknown option '%s'", arg);
-			if (a->side != 0 && a->side != arg[1])
-				return bk_usage_error(a, "-b and -c exclude each other");
-			a->side = arg[1];
-			break;
-		case 'h':
-			if (arg[2] != '\0')
-				return bk_usage_error(a, "unknown option '%s'", arg);
-			a->help = true;
-			break;
-		case 'n': {
-			const char *value = arg[2] != '\0' ? arg + 2
-			                    : i + 1 < argc ? argv[++i]
-			                                   : NULL;
-			long long n;
-
-			if (cmd != BK_SUBSCRIBE)
-				return bk_usage_error(a, "option -n is for zring subscribe, not "
-				                         "publish");
-			if (value == NULL)
-				return bk_usage_error(a, "option -n wants a value");
-			if (!zl_parse_int(value, 1, LLONG_MAX, &n))
-				return bk_usage_error(a, "-n wants a count of 1 or more, not '%s'",
-				                      value);
-			a->count = (unsigned long long)n;
-			break;
-		}
-		default:
-			return bk_usage_error(a, "unknown option '%s'", arg);
+	if (sub)
+		zl_args_init(&p, ZL_OPTS(subscribe_opts), argc, argv);
+	else
+		zl_args_init(&p, ZL_OPTS(publish_opts), argc, argv);
+	while (rc == 0 && (id = zl_args_next(&p, &value)) != ZL_ARG_END) {
+		if (id != ZL_ARG_ERROR) {
+			rc = bk_parse_opt(a, id, value);
+		} else if (p.option[0] != '\0' &&
+		           (sub ? zl_args_find(ZL_OPTS(publish_opts), p.option)
+		                : zl_args_find(ZL_OPTS(subscribe_opts), p.option)) != NULL &&
+		           strncmp(p.error, "unknown", 7) == 0) {
+			rc = bk_usage_error(a, "option %s is for zring %s, not %s", p.option,
+			                    bk_cmd_name(sub ? BK_PUBLISH : BK_SUBSCRIBE),
+			                    bk_cmd_name(cmd));
+		} else {
+			rc = bk_usage_error(a, "%s", p.error);
 		}
 	}
-	return 0;
+	return rc;
 }
 
 /* The checks that need the whole command line. */
@@ -486,7 +473,15 @@ bk_args_take(struct bk_args *a, enum bk_cmd cmd, int argc, char **argv)
 	int rc = bk_parse(a, cmd, argc, argv);
 
 	if (rc == 0 && a->help) {
-		fputs(cmd == BK_SUBSCRIBE ? subscribe_usage_text : publish_usage_text, stdout);
+		if (cmd == BK_SUBSCRIBE) {
+			fputs(subscribe_usage_head, stdout);
+			zl_args_help(stdout, ZL_OPTS(subscribe_opts));
+			fputs(subscribe_usage_tail, stdout);
+		} else {
+			fputs(publish_usage_head, stdout);
+			zl_args_help(stdout, ZL_OPTS(publish_opts));
+			fputs(publish_usage_tail, stdout);
+		}
 		return ZL_BROKER_OK;
 	}
 	if (rc == 0)
@@ -564,16 +559,6 @@ struct sub_state {
 	int done_fd;           /* eventfd: written once done */
 	zr_publisher *replier; /* rpc */
 };
-
-static void
-sub_sleep_ms(long long ms)
-{
-	struct timespec ts = {.tv_sec = (time_t)(ms / 1000),
-	                      .tv_nsec = (long)(ms % 1000) * 1000000};
-
-	while (ms > 0 && nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
-}
 
 /* Under the lock. */
 static void
@@ -686,7 +671,7 @@ sub_handler_cb(const struct zr_delivery *d, void *arg)
 	}
 	if (sub_is_done(s))
 		return;
-	sub_sleep_ms(s->a->handler_ms);
+	zl_sleep_ms((uint64_t)s->a->handler_ms);
 	pthread_mutex_lock(&s->lock);
 	if (!s->done) {
 		sub_print(d, s->a->raw);
@@ -718,7 +703,7 @@ sub_batch_cb(const struct zr_delivery *const *batch, size_t n, void *arg)
 	pthread_mutex_unlock(&s->lock);
 	if (good == 0 || sub_is_done(s))
 		return;
-	sub_sleep_ms((long long)s->a->handler_ms * (long long)good);
+	zl_sleep_ms((uint64_t)s->a->handler_ms * good);
 	pthread_mutex_lock(&s->lock);
 	if (!s->done) {
 		printf("batch %zu\n", good);

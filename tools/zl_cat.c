@@ -9,12 +9,13 @@
  * exists, so a usage error never leaves a half-made socket behind and always
  * exits 1 with one line on stderr.
  *
- * Every wait (a send, a receive, stdin, the first handshake before LINGER)
- * runs in slices of CAT_WATCH_MS, and between slices the socket's monitor is
- * read: a handshake that failed is printed on stderr at once ("handshake
- * failed: ..."), so a wrong key or a refused password reads as what it is and
- * not as a hang. The monitor has no descriptor to poll and belongs to the
- * socket's thread (zring.h), hence the slices rather than a second thread.
+ * Every wait (a receive, stdin, the first handshake before LINGER) is one
+ * poll(2) over what it waits for and the socket's monitor (zr_monitor_fd): a
+ * handshake that failed is printed on stderr at once ("handshake failed:
+ * ..."), so a wrong key or a refused password reads as what it is and not as
+ * a hang. A send is the exception: zring.h has no descriptor for room to
+ * send, so a blocked send waits in slices of CAT_SEND_SLICE_MS and the
+ * monitor is read between them.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -30,70 +31,103 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <zring.h>
 
 #include "zl_args.h"
 #include "zl_cat.h"
+#include "zl_clock.h"
 #include "zl_text.h"
 
-static const char cat_usage_text[] =
+static const char cat_usage_head[] =
 	"usage: zring cat (-r|-w) (-b|-c) TYPE ENDPOINT... [options]\n"
 	"\n"
 	"A ZeroMQ socket on the command line: -r prints every message the socket\n"
 	"receives on its own line, -w sends every line of stdin as one message.\n"
 	"\n"
-	"  -r              receive: print each message, its frames joined by SEP\n"
-	"  -w              send: each line of stdin is one message; with -F it is\n"
-	"                  split into frames at SEP, without -F it is one frame\n"
-	"  -b, -c          bind, or connect, the socket to every ENDPOINT\n"
 	"  TYPE            PAIR PUB SUB REQ REP DEALER ROUTER PULL PUSH XPUB XSUB\n"
 	"                  (any case)\n"
 	"  ENDPOINT        tcp://HOST:PORT, tcp://*:PORT, ipc://PATH, ipc://@NAME;\n"
 	"                  binding to port * (or 0) prints the port chosen on stderr\n"
 	"\n"
-	"options:\n"
-	"  -F SEP          frame separator (default: a tab); the escapes \\t \\n \\r\n"
-	"                  \\0 \\\\ and \\xHH are understood\n"
-	"  -0              messages end with NUL instead of newline, on stdin and\n"
-	"                  on stdout; what is printed is not escaped (see below)\n"
-	"  --raw           print received frames and properties as they came\n"
-	"                  (for scripts; see below)\n"
-	"  -n N            stop after N messages (sent with -w, received with -r)\n"
-	"  -s TOPIC        subscribe to messages starting with TOPIC (SUB, XSUB;\n"
-	"                  repeatable); without -s a SUB receives everything\n"
-	"  -o NAME=VALUE   set a socket option by its libzmq name, with or without\n"
-	"                  ZMQ_, any case: SNDHWM RCVHWM LINGER RECONNECT_IVL\n"
-	"                  RECONNECT_IVL_MAX MAXMSGSIZE SNDBUF RCVBUF RCVTIMEO\n"
-	"                  SNDTIMEO ROUTING_ID ROUTER_MANDATORY HANDSHAKE_IVL\n"
-	"                  HEARTBEAT_IVL HEARTBEAT_TTL HEARTBEAT_TIMEOUT (times in\n"
-	"                  ms) XPUB_VERBOSE XPUB_VERBOSER; zring's own: SUBS_MAX\n"
-	"                  SUBS_MAXBYTES (what one subscriber of a PUB or XPUB\n"
-	"                  may hold: 100000 subscriptions, 16 MiB; -1: no limit),\n"
-	"                  CONNS_MAX (connections accepted at once, default\n"
-	"                  65536, -1 no limit); security, below:\n"
-	"                  PLAIN_SERVER PLAIN_USERNAME\n"
-	"                  PLAIN_PASSWORD CURVE_SERVER CURVE_PUBLICKEY\n"
-	"                  CURVE_SECRETKEY CURVE_SERVERKEY; zring's own:\n"
-	"                  MAXFRAMES (frames in one received message, default\n"
-	"                  65536, -1 no limit; one more closes that connection)\n"
-	"  --timeout MS    give up (exit 3) when a send or a receive waits longer\n"
-	"                  than MS ms; also caps LINGER at MS\n"
-	"  --reply TEXT    REP -r: answer every request with TEXT (split at SEP\n"
-	"                  when -F is given) instead of echoing it back\n"
-	"  -P, --property NAME\n"
-	"                  print the received message's property NAME (User-Id,\n"
-	"                  Peer-Address, Socket-Type, Identity, X-...) as a field\n"
-	"                  before its frames (repeatable; empty when it has none)\n"
-	"  --allow-plain USER:PASS\n"
-	"                  a PLAIN server admits this user with this password\n"
-	"                  (repeatable); its messages carry User-Id USER\n"
-	"  --allow-curve KEY\n"
-	"                  a CURVE server admits the client with this public key\n"
-	"                  (repeatable); its messages carry User-Id KEY\n"
-	"  -h, --help      print this help\n"
+	"options:\n";
+
+enum cat_opt {
+	CAT_ARG_RECV,
+	CAT_ARG_SEND,
+	CAT_ARG_BIND,
+	CAT_ARG_CONNECT,
+	CAT_ARG_SEP,
+	CAT_ARG_NUL,
+	CAT_ARG_RAW,
+	CAT_ARG_COUNT,
+	CAT_ARG_TOPIC,
+	CAT_ARG_SOCKOPT,
+	CAT_ARG_TIMEOUT,
+	CAT_ARG_REPLY,
+	CAT_ARG_PROPERTY,
+	CAT_ARG_ALLOW_PLAIN,
+	CAT_ARG_ALLOW_CURVE,
+	CAT_ARG_HELP,
+};
+
+static const struct zl_opt cat_opts[] = {
+	{CAT_ARG_RECV, NULL, 'r', NULL, "receive: print each message, its frames joined by SEP"},
+	{CAT_ARG_SEND, NULL, 'w', NULL,
+         "send: each line of stdin is one message; with -F it is\n"
+         "split into frames at SEP, without -F it is one frame"},
+	{CAT_ARG_BIND, NULL, 'b', NULL, "bind the socket to every ENDPOINT"},
+	{CAT_ARG_CONNECT, NULL, 'c', NULL, "connect the socket to every ENDPOINT"},
+	{CAT_ARG_SEP, NULL, 'F', "SEP",
+         "frame separator (default: a tab); the escapes \\t \\n \\r\n"
+         "\\0 \\\\ and \\xHH are understood"},
+	{CAT_ARG_NUL, NULL, '0', NULL,
+         "messages end with NUL instead of newline, on stdin and\n"
+         "on stdout; what is printed is not escaped (see below)"},
+	{CAT_ARG_RAW, "raw", 0, NULL,
+         "print received frames and properties as they came\n"
+         "(for scripts; see below)"},
+	{CAT_ARG_COUNT, NULL, 'n', "N", "stop after N messages (sent with -w, received with -r)"},
+	{CAT_ARG_TOPIC, NULL, 's', "TOPIC",
+         "subscribe to messages starting with TOPIC (SUB, XSUB;\n"
+         "repeatable); without -s a SUB receives everything"},
+	{CAT_ARG_SOCKOPT, NULL, 'o', "NAME=VALUE",
+         "set a socket option by its libzmq name, with or without\n"
+         "ZMQ_, any case: SNDHWM RCVHWM LINGER RECONNECT_IVL\n"
+         "RECONNECT_IVL_MAX MAXMSGSIZE SNDBUF RCVBUF RCVTIMEO\n"
+         "SNDTIMEO ROUTING_ID ROUTER_MANDATORY HANDSHAKE_IVL\n"
+         "HEARTBEAT_IVL HEARTBEAT_TTL HEARTBEAT_TIMEOUT (times in\n"
+         "ms) XPUB_VERBOSE XPUB_VERBOSER; zring's own: SUBS_MAX\n"
+         "SUBS_MAXBYTES (what one subscriber of a PUB or XPUB\n"
+         "may hold: 100000 subscriptions, 16 MiB; -1: no limit),\n"
+         "CONNS_MAX (connections accepted at once, default\n"
+         "65536, -1 no limit); security, below:\n"
+         "PLAIN_SERVER PLAIN_USERNAME\n"
+         "PLAIN_PASSWORD CURVE_SERVER CURVE_PUBLICKEY\n"
+         "CURVE_SECRETKEY CURVE_SERVERKEY; zring's own:\n"
+         "MAXFRAMES (frames in one received message, default\n"
+         "65536, -1 no limit; one more closes that connection)"},
+	{CAT_ARG_TIMEOUT, "timeout", 0, "MS",
+         "give up (exit 3) when a send or a receive waits longer\n"
+         "than MS ms; also caps LINGER at MS"},
+	{CAT_ARG_REPLY, "reply", 0, "TEXT",
+         "REP -r: answer every request with TEXT (split at SEP\n"
+         "when -F is given) instead of echoing it back"},
+	{CAT_ARG_PROPERTY, "property", 'P', "NAME",
+         "print the received message's property NAME (User-Id,\n"
+         "Peer-Address, Socket-Type, Identity, X-...) as a field\n"
+         "before its frames (repeatable; empty when it has none)"},
+	{CAT_ARG_ALLOW_PLAIN, "allow-plain", 0, "USER:PASS",
+         "a PLAIN server admits this user with this password\n"
+         "(repeatable); its messages carry User-Id USER"},
+	{CAT_ARG_ALLOW_CURVE, "allow-curve", 0, "KEY",
+         "a CURVE server admits the client with this public key\n"
+         "(repeatable); its messages carry User-Id KEY"},
+	{CAT_ARG_HELP, "help", 'h', NULL, "print this help"},
+};
+
+static const char cat_usage_tail[] =
 	"\n"
 	"security (libzmq's options and semantics):\n"
 	"  CURVE server    -o CURVE_SERVER=1 -o CURVE_SECRETKEY=KEY\n"
@@ -146,6 +180,14 @@ static const char cat_usage_text[] =
 	"  echo ping | zring cat -w -c REQ tcp://127.0.0.1:5557 --timeout 2000\n"
 	"  zring cat -r -b PULL 'tcp://*:5558' -o CURVE_SERVER=1 -P User-Id \\\n"
 	"      -o CURVE_SECRETKEY=\"$SERVER_SECRET\" --allow-curve \"$CLIENT_PUBLIC\"\n";
+
+static void
+cat_usage(void)
+{
+	fputs(cat_usage_head, stdout);
+	zl_args_help(stdout, ZL_OPTS(cat_opts));
+	fputs(cat_usage_tail, stdout);
+}
 
 /* ---- socket options by libzmq name --------------------------------------- */
 
@@ -259,11 +301,9 @@ cat_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("zring cat: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	zl_verror("zring cat: ", "\n", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 static int cat_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -274,11 +314,9 @@ cat_usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("zring cat: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	zl_verror("zring cat: ", " (zring cat --help for the usage)\n", fmt, ap);
 	va_end(ap);
-	fputs(" (zring cat --help for the usage)\n", stderr);
 	return ZL_CAT_USAGE;
 }
 
@@ -500,22 +538,89 @@ cat_parse_allow_curve(struct cat_args *a, const char *value)
 	return 0;
 }
 
-/* The value of an option: the rest of this argument ("-F,") or the next. */
-static const char *
-cat_take_value(int argc, char **argv, int *i, const char *rest)
+/* One option of the command line (zl_args.h); 0 or ZL_CAT_USAGE (said). */
+static int
+cat_parse_opt(struct cat_args *a, int id, const char *value)
 {
-	if (*rest != '\0')
-		return rest;
-	if (*i + 1 >= argc)
-		return NULL;
-	return argv[++*i];
+	long long n;
+
+	switch (id) {
+	case CAT_ARG_RECV:
+	case CAT_ARG_SEND: {
+		char d = id == CAT_ARG_RECV ? 'r' : 'w';
+		if (a->direction != 0 && a->direction != d)
+			return cat_usage_error("-r and -w exclude each other");
+		a->direction = d;
+		return 0;
+	}
+	case CAT_ARG_BIND:
+	case CAT_ARG_CONNECT: {
+		char b = id == CAT_ARG_BIND ? 'b' : 'c';
+		if (a->attach != 0 && a->attach != b)
+			return cat_usage_error("-b and -c exclude each other");
+		a->attach = b;
+		return 0;
+	}
+	case CAT_ARG_NUL:
+		a->delim = '\0';
+		return 0;
+	case CAT_ARG_RAW:
+		a->raw = true;
+		return 0;
+	case CAT_ARG_HELP:
+		a->help = true;
+		return 0;
+	case CAT_ARG_SEP:
+		if (cat_unescape(value, &a->sep) != 0)
+			return cat_usage_error("-F: bad escape in '%s'", value);
+		if (a->sep.len == 0)
+			return cat_usage_error("-F: the separator is empty");
+		a->sep_given = true;
+		return 0;
+	case CAT_ARG_COUNT:
+		if (!zl_parse_int(value, 1, LLONG_MAX, &n))
+			return cat_usage_error("-n wants a count of 1 or more, not '%s'", value);
+		a->count = (unsigned long long)n;
+		return 0;
+	case CAT_ARG_TOPIC:
+		a->topics[a->ntopics++] = value;
+		return 0;
+	case CAT_ARG_SOCKOPT:
+		return cat_parse_sockopt(a, value);
+	case CAT_ARG_TIMEOUT:
+		if (!zl_parse_int(value, 0, INT_MAX, &n))
+			return cat_usage_error("--timeout wants milliseconds (0 to %d), not '%s'",
+			                       INT_MAX, value);
+		a->timeout_ms = (int)n;
+		return 0;
+	case CAT_ARG_REPLY:
+		a->reply = value;
+		return 0;
+	case CAT_ARG_PROPERTY:
+		return cat_parse_property(a, value);
+	case CAT_ARG_ALLOW_PLAIN:
+		return cat_parse_allow_plain(a, value);
+	case CAT_ARG_ALLOW_CURVE:
+		return cat_parse_allow_curve(a, value);
+	default: /* an operand: the socket type, then the endpoints */
+		if (a->type >= 0) {
+			a->endpoints[a->nendpoints++] = value;
+			return 0;
+		}
+		a->type = cat_parse_type(value);
+		if (a->type < 0)
+			return cat_usage_error("unknown socket type '%s'", value);
+		return 0;
+	}
 }
 
 static int
 cat_parse(struct cat_args *a, int argc, char **argv)
 {
-	bool options_done = false;
 	size_t nargs = (size_t)argc + 1;
+	struct zl_args p;
+	const char *value;
+	int id, rc = 0;
 
 	a->type = -1;
 	a->delim = '\n';
@@ -535,150 +640,11 @@ cat_parse(struct cat_args *a, int argc, char **argv)
 		cat_error("out of memory");
 		return ZL_CAT_USAGE;
 	}
-
-	for (int i = 0; i < argc; i++) {
-		const char *arg = argv[i];
-
-		if (options_done || arg[0] != '-' || arg[1] == '\0') {
-			if (a->type < 0) {
-				a->type = cat_parse_type(arg);
-				if (a->type < 0)
-					return cat_usage_error("unknown socket type '%s'", arg);
-			} else {
-				a->endpoints[a->nendpoints++] = arg;
-			}
-			continue;
-		}
-		if (strcmp(arg, "--") == 0) {
-			options_done = true;
-			continue;
-		}
-		if (arg[1] == '-') {
-			const char *name = arg + 2, *value = NULL;
-			const char *eq = strchr(name, '=');
-			size_t nlen = eq != NULL ? (size_t)(eq - name) : strlen(name);
-
-			if (nlen == 4 && strncmp(name, "help", 4) == 0 && eq == NULL) {
-				a->help = true;
-				continue;
-			}
-			if (nlen == 3 && strncmp(name, "raw", 3) == 0) {
-				if (eq != NULL)
-					return cat_usage_error("option --raw takes no value");
-				a->raw = true;
-				continue;
-			}
-			static const char *const valued[] = {"timeout", "reply", "property",
-			                                     "allow-plain", "allow-curve"};
-			size_t which = 0;
-			while (which < sizeof(valued) / sizeof(valued[0]) &&
-			       !(strlen(valued[which]) == nlen &&
-			         strncmp(name, valued[which], nlen) == 0))
-				which++;
-			if (which == sizeof(valued) / sizeof(valued[0]))
-				return cat_usage_error("unknown option '%s'", arg);
-			if (eq != NULL)
-				value = eq + 1;
-			else if (i + 1 < argc)
-				value = argv[++i];
-			if (value == NULL)
-				return cat_usage_error("option --%.*s wants a value", (int)nlen,
-				                       name);
-			int rc = 0;
-			long long ms;
-			switch (which) {
-			case 1:
-				a->reply = value;
-				break;
-			case 2:
-				rc = cat_parse_property(a, value);
-				break;
-			case 3:
-				rc = cat_parse_allow_plain(a, value);
-				break;
-			case 4:
-				rc = cat_parse_allow_curve(a, value);
-				break;
-			default:
-				break;
-			}
-			if (rc != 0)
-				return rc;
-			if (which > 0)
-				continue;
-			if (!zl_parse_int(value, 0, INT_MAX, &ms))
-				return cat_usage_error("--timeout wants milliseconds (0 to %d), "
-				                       "not '%s'",
-				                       INT_MAX, value);
-			a->timeout_ms = (int)ms;
-			continue;
-		}
-		/* A cluster of one-letter options: "-r", "-rb0", "-F,", "-n5". */
-		for (const char *c = arg + 1; *c != '\0'; c++) {
-			const char *value;
-			long long n;
-
-			switch (*c) {
-			case 'r':
-			case 'w':
-				if (a->direction != 0 && a->direction != *c)
-					return cat_usage_error("-r and -w exclude each other");
-				a->direction = *c;
-				break;
-			case 'b':
-			case 'c':
-				if (a->attach != 0 && a->attach != *c)
-					return cat_usage_error("-b and -c exclude each other");
-				a->attach = *c;
-				break;
-			case '0':
-				a->delim = '\0';
-				break;
-			case 'h':
-				a->help = true;
-				break;
-			case 'F':
-			case 'n':
-			case 's':
-			case 'o':
-			case 'P':
-				value = cat_take_value(argc, argv, &i, c + 1);
-				if (value == NULL)
-					return cat_usage_error("option -%c wants a value", *c);
-				if (*c == 'F') {
-					if (cat_unescape(value, &a->sep) != 0)
-						return cat_usage_error("-F: bad escape in '%s'",
-						                       value);
-					if (a->sep.len == 0)
-						return cat_usage_error(
-							"-F: the separator is empty");
-					a->sep_given = true;
-				} else if (*c == 'n') {
-					if (!zl_parse_int(value, 1, LLONG_MAX, &n))
-						return cat_usage_error(
-							"-n wants a count of 1 or more, "
-							"not '%s'",
-							value);
-					a->count = (unsigned long long)n;
-				} else if (*c == 's') {
-					a->topics[a->ntopics++] = value;
-				} else if (*c == 'P') {
-					int rc = cat_parse_property(a, value);
-					if (rc != 0)
-						return rc;
-				} else {
-					int rc = cat_parse_sockopt(a, value);
-					if (rc != 0)
-						return rc;
-				}
-				c += strlen(c) - 1; /* the value ended this argument */
-				break;
-			default:
-				return cat_usage_error("unknown option '-%c'", *c);
-			}
-		}
-	}
-	return 0;
+	zl_args_init(&p, ZL_OPTS(cat_opts), argc, argv);
+	while (rc == 0 && (id = zl_args_next(&p, &value)) != ZL_ARG_END)
+		rc = id == ZL_ARG_ERROR ? cat_usage_error("%s", p.error)
+		                        : cat_parse_opt(a, id, value);
+	return rc;
 }
 
 /* Can a socket of this type start with a send, or with a receive? */
@@ -1050,11 +1016,11 @@ cat_print(const struct cat_args *a, const zr_msg *m)
 /* ---- waiting, with an eye on the handshakes --------------------------------- */
 
 /*
- * How long one wait lasts before the monitor is read again: a failed
- * handshake shows on stderr at most this late. Each wait still ends the
- * moment its own event (a message, room to send, a line of stdin) comes.
+ * How long a blocked send waits before the monitor is read again: a failed
+ * handshake shows on stderr at most this late. The send still ends the
+ * moment there is room.
  */
-#define CAT_WATCH_MS 100
+#define CAT_SEND_SLICE_MS 100
 
 /* stdin, read with read(2) so that its descriptor can be polled: stdio could
  * hold a line in its buffer while poll says there is nothing. */
@@ -1068,6 +1034,8 @@ struct cat_in {
 struct cat_run {
 	const struct cat_args *a;
 	zr_socket *s;
+	int sock_fd;                    /* zr_socket_fd: readable when a message may be received */
+	int mon_fd;                     /* zr_monitor_fd: readable when an event may be read */
 	int send_ms;                    /* the user's SNDTIMEO (-o or --timeout), -1: for ever */
 	int recv_ms;                    /* the user's RCVTIMEO */
 	int linger_ms;                  /* the user's LINGER, after --timeout's cap */
@@ -1083,10 +1051,7 @@ struct cat_run {
 static long long
 cat_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (long long)zl_now_ms();
 }
 
 /* A deadline ms from now, or -1 for none. */
@@ -1096,14 +1061,19 @@ cat_deadline(int ms)
 	return ms < 0 ? -1 : cat_now_ms() + ms;
 }
 
-/* The next wait: CAT_WATCH_MS, or less when the deadline is nearer. */
+/* The ms left until deadline (0 once passed), at most cap; -1 (for ever)
+ * when there is neither. */
 static int
-cat_slice(long long deadline)
+cat_left(long long deadline, int cap)
 {
 	if (deadline < 0)
-		return CAT_WATCH_MS;
+		return cap;
 	long long left = deadline - cat_now_ms();
-	return left <= 0 ? 0 : left < CAT_WATCH_MS ? (int)left : CAT_WATCH_MS;
+	if (left <= 0)
+		return 0;
+	if (cap >= 0 && left > cap)
+		return cap;
+	return left > INT_MAX ? INT_MAX : (int)left;
 }
 
 static bool
@@ -1158,20 +1128,19 @@ cat_event_quiet(const struct zr_event *ev)
 }
 
 /*
- * Reads what the monitor has, waiting up to wait_ms for the first event.
- * Returns 0, or ZL_CAT_ENDPOINT when a connecting socket has been refused
+ * Reads every event the monitor has, which also re-arms zr_monitor_fd (it
+ * turns readable again only after a read found nothing). Returns 0, or ZL_CAT_ENDPOINT when a connecting socket has been refused
  * by every endpoint: the peer's ERROR (an authenticator's status, or a
  * failed check such as a CURVE box that did not open) is final for those
  * credentials (RFC 23), and waiting on would only hang.
  */
 static int
-cat_watch(struct cat_run *r, int wait_ms)
+cat_watch(struct cat_run *r)
 {
 	const struct cat_args *a = r->a;
 	struct zr_event ev;
 
-	while (zr_monitor_recv(r->s, &ev, wait_ms) == 0) {
-		wait_ms = 0;
+	while (zr_monitor_recv(r->s, &ev, 0) == 0) {
 		if (ev.type == ZR_EVENT_HANDSHAKE_SUCCEEDED)
 			r->handshaken = true;
 		if (cat_event_quiet(&ev))
@@ -1199,38 +1168,82 @@ cat_watch(struct cat_run *r, int wait_ms)
 	return 0;
 }
 
-/* zr_send in slices; see the return convention above. */
+/* What a wait watches besides the monitor. */
+#define CAT_WAIT_SOCKET 1 /* a message to receive */
+#define CAT_WAIT_STDIN 2  /* input, or its end */
+
+/*
+ * One poll over the monitor and what `what` names, until one of them is
+ * readable, a signal comes or the deadline (-1: none) passes. Both zring
+ * descriptors must have been re-armed first (a zr_recv and a zr_monitor_recv
+ * that found nothing), or this could sleep past what is already there.
+ * Returns the CAT_WAIT_* bits of what is readable (0: only the monitor, a
+ * signal or the deadline), or -errno.
+ */
+static int
+cat_wait(const struct cat_run *r, int what, long long deadline)
+{
+	struct pollfd p[3] = {{.fd = r->mon_fd, .events = POLLIN}};
+	int bits[3] = {0};
+	nfds_t n = 1;
+	int ready = 0;
+
+	if (what & CAT_WAIT_SOCKET) {
+		bits[n] = CAT_WAIT_SOCKET;
+		p[n++] = (struct pollfd){.fd = r->sock_fd, .events = POLLIN};
+	}
+	if (what & CAT_WAIT_STDIN) {
+		bits[n] = CAT_WAIT_STDIN;
+		p[n++] = (struct pollfd){.fd = STDIN_FILENO, .events = POLLIN};
+	}
+	if (poll(p, n, cat_left(deadline, -1)) < 0)
+		return errno == EINTR ? 0 : -errno;
+	for (nfds_t i = 1; i < n; i++)
+		if (p[i].revents != 0) /* POLLHUP and POLLERR too: read(2) says what */
+			ready |= bits[i];
+	return ready;
+}
+
+/* zr_send in slices (there is no descriptor for room); see the return
+ * convention above. */
 static int
 cat_send(struct cat_run *r, zr_msg **m)
 {
 	long long deadline = cat_deadline(r->send_ms);
 
 	for (;;) {
-		int rc = cat_watch(r, 0);
+		int rc = cat_watch(r);
 
 		if (rc != 0)
 			return rc;
-		cat_setopt_int(r->s, ZR_SNDTIMEO, cat_slice(deadline));
+		cat_setopt_int(r->s, ZR_SNDTIMEO, cat_left(deadline, CAT_SEND_SLICE_MS));
 		rc = zr_send(r->s, m, 0);
 		if (rc != -EAGAIN || cat_passed(deadline))
 			return rc;
 	}
 }
 
-/* zr_recv in slices; see the return convention above. */
+/*
+ * The next message, within the user's RCVTIMEO; see the return convention
+ * above. zr_socket_fd turns readable only after a zr_recv found nothing, so
+ * every round tries first and polls after: a message that came while the
+ * last one was printed is taken at once, never waited for.
+ */
 static int
 cat_recv(struct cat_run *r, zr_msg **m)
 {
 	long long deadline = cat_deadline(r->recv_ms);
 
 	for (;;) {
-		int rc = cat_watch(r, 0);
+		int rc = cat_watch(r);
 
 		if (rc != 0)
 			return rc;
-		cat_setopt_int(r->s, ZR_RCVTIMEO, cat_slice(deadline));
-		rc = zr_recv(r->s, m, 0);
+		rc = zr_recv(r->s, m, ZR_DONTWAIT);
 		if (rc != -EAGAIN || cat_passed(deadline))
+			return rc;
+		rc = cat_wait(r, CAT_WAIT_SOCKET, deadline);
+		if (rc < 0)
 			return rc;
 	}
 }
@@ -1274,16 +1287,14 @@ cat_in_next(struct cat_run *r, char **line, size_t *len)
 			in->buf = p;
 			in->cap = cap;
 		}
-		struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
-		int rc = poll(&p, 1, CAT_WATCH_MS);
-		if (rc < 0 && errno != EINTR)
-			return -errno;
-		if (rc <= 0) {
-			rc = cat_watch(r, 0);
-			if (rc != 0)
-				return rc;
-			continue;
-		}
+		int rc = cat_watch(r);
+		if (rc != 0)
+			return rc;
+		rc = cat_wait(r, CAT_WAIT_STDIN, -1);
+		if (rc < 0)
+			return rc;
+		if (rc == 0)
+			continue; /* the monitor or a signal: read it, then wait again */
 		ssize_t got = read(STDIN_FILENO, in->buf + in->end, in->cap - in->end);
 		if (got < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
@@ -1363,8 +1374,12 @@ cat_settle(struct cat_run *r)
 	if (r->linger_ms == 0 || r->a->type == ZR_PUB || r->a->type == ZR_XPUB ||
 	    r->a->type == ZR_ROUTER)
 		return 0;
-	while (rc == 0 && !r->handshaken && !cat_passed(deadline))
-		rc = cat_watch(r, cat_slice(deadline));
+	while (rc == 0 && !r->handshaken && !cat_passed(deadline)) {
+		rc = cat_watch(r);
+		/* A failed poll (no memory) ends the wait: the close lingers still. */
+		if (rc == 0 && !r->handshaken && cat_wait(r, 0, deadline) < 0)
+			break;
+	}
 	if (rc == 0 && deadline >= 0) {
 		long long left = deadline - cat_now_ms();
 		cat_setopt_int(r->s, ZR_LINGER, left > 0 ? (int)left : 0);
@@ -1434,6 +1449,8 @@ cat_run_init(struct cat_run *r, const struct cat_args *a, zr_socket *s)
 		return ZL_CAT_ENDPOINT;
 	}
 	r->s = s;
+	r->sock_fd = zr_socket_fd(s);
+	r->mon_fd = zr_monitor_fd(s);
 	len = sizeof r->send_ms;
 	if (zr_getsockopt(s, ZR_SNDTIMEO, &r->send_ms, &len) < 0)
 		r->send_ms = a->timeout_ms;
@@ -1467,7 +1484,7 @@ zl_cat_main(int argc, char **argv)
 	memset(&r, 0, sizeof r);
 	rc = cat_parse(&a, argc, argv);
 	if (rc == 0 && a.help) {
-		fputs(cat_usage_text, stdout);
+		cat_usage();
 		cat_args_fini(&a);
 		return ZL_CAT_OK;
 	}

@@ -46,6 +46,8 @@
 
 #include <zring.h>
 
+#include "zl_args.h"
+#include "zl_clock.h"
 #include "zl_demo.h"
 
 /* Defaults: a phase floods for 7 s; with 2 ms handlers and 16 KiB messages
@@ -68,7 +70,7 @@
 #define DEMO_METRICS_EVERY 8 /* fan-out: every 8th message is "metrics.cpu" */
 #define DEMO_TAIL_XOR UINT64_C(0x5a17c0ffee5a17c0)
 
-static const char demo_usage_text[] =
+static const char demo_usage_head[] =
 	"usage: zring demo [options]\n"
 	"\n"
 	"Backpressure, end to end, in one process on loopback. A producer floods a\n"
@@ -79,15 +81,38 @@ static const char demo_usage_text[] =
 	"was lost or duplicated, the channel never held more than read_ahead and the\n"
 	"TCP window was seen closed.\n"
 	"\n"
-	"options:\n"
-	"  --read-ahead N   messages a subscription reads ahead of its handler (64)\n"
-	"  --handler-ms MS  the slow handlers' delay per call, ms (2)\n"
-	"  --workers N      queue phase: handlers side by side (1: in order)\n"
-	"  --batch N        queue phase: batches of up to N (the delay is per batch)\n"
-	"  --duration S     seconds each phase floods (7; fractions allowed)\n"
-	"  --size BYTES     payload size (16384; 16 to 4194304)\n"
-	"  --quick          short phases (1.5 s), for CI\n"
-	"  --help           print this help\n";
+	"options:\n";
+
+enum demo_opt {
+	DEMO_ARG_READ_AHEAD,
+	DEMO_ARG_HANDLER_MS,
+	DEMO_ARG_WORKERS,
+	DEMO_ARG_BATCH,
+	DEMO_ARG_DURATION,
+	DEMO_ARG_SIZE,
+	DEMO_ARG_QUICK,
+	DEMO_ARG_HELP,
+};
+
+static const struct zl_opt demo_opts[] = {
+	{DEMO_ARG_READ_AHEAD, "read-ahead", 0, "N",
+         "messages a subscription reads ahead of its handler (64)"},
+	{DEMO_ARG_HANDLER_MS, "handler-ms", 0, "MS", "the slow handlers' delay per call, ms (2)"},
+	{DEMO_ARG_WORKERS, "workers", 0, "N", "queue phase: handlers side by side (1: in order)"},
+	{DEMO_ARG_BATCH, "batch", 0, "N",
+         "queue phase: batches of up to N (the delay is per batch)"},
+	{DEMO_ARG_DURATION, "duration", 0, "S", "seconds each phase floods (7; fractions allowed)"},
+	{DEMO_ARG_SIZE, "size", 0, "BYTES", "payload size (16384; 16 to 4194304)"},
+	{DEMO_ARG_QUICK, "quick", 0, NULL, "short phases (1.5 s), for CI"},
+	{DEMO_ARG_HELP, "help", 'h', NULL, "print this help"},
+};
+
+static void
+demo_usage_print(FILE *f)
+{
+	fputs(demo_usage_head, f);
+	zl_args_help(f, ZL_OPTS(demo_opts));
+}
 
 struct demo_opts {
 	unsigned read_ahead;
@@ -150,22 +175,6 @@ demo_rate(double per_s)
 	else
 		snprintf(r.s, sizeof r.s, "%.24s msg/s", demo_count((uint64_t)(per_s + 0.5)).s);
 	return r;
-}
-
-static uint64_t
-demo_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static void
-demo_sleep_ms(unsigned ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-		;
 }
 
 static uint64_t
@@ -328,7 +337,7 @@ demo_handler_cb(const struct zr_delivery *d, void *arg)
 	struct demo_sink *k = arg;
 	demo_sink_take(k, d);
 	if (k->delay_ms)
-		demo_sleep_ms(k->delay_ms);
+		zl_sleep_ms(k->delay_ms);
 }
 
 static void
@@ -342,7 +351,7 @@ demo_batch_cb(const struct zr_delivery *const *batch, size_t n, void *arg)
 		k->max_batch = n;
 	pthread_mutex_unlock(&k->mu);
 	if (k->delay_ms)
-		demo_sleep_ms(k->delay_ms);
+		zl_sleep_ms(k->delay_ms);
 }
 
 /* ---- the producer thread ---- */
@@ -450,18 +459,18 @@ demo_producer_stop(struct demo_producer *p)
 	if (!p->started)
 		return;
 	atomic_store(&p->stop, true);
-	uint64_t t0 = demo_now_ms();
+	uint64_t t0 = zl_now_ms();
 	bool shut = false;
 	while (!atomic_load(&p->done)) {
 		zr_publisher_cancel(p->pub);
-		if (!shut && demo_now_ms() - t0 > DEMO_STOP_MS) {
+		if (!shut && zl_now_ms() - t0 > DEMO_STOP_MS) {
 			fprintf(stderr,
 			        "zring demo: the producer did not stop when cancelled; shutting "
 			        "its broker down\n");
 			zr_broker_shutdown(p->broker);
 			shut = true;
 		}
-		demo_sleep_ms(5);
+		zl_sleep_ms(5);
 	}
 	pthread_join(p->thread, NULL);
 	p->started = false;
@@ -578,9 +587,9 @@ static int
 demo_event_fd(zr_socket *s, int type)
 {
 	struct zr_event ev;
-	uint64_t until = demo_now_ms() + DEMO_EVENT_MS;
+	uint64_t until = zl_now_ms() + DEMO_EVENT_MS;
 	for (;;) {
-		uint64_t now = demo_now_ms();
+		uint64_t now = zl_now_ms();
 		if (now >= until)
 			return -1;
 		if (zr_monitor_recv(s, &ev, (int)(until - now)) < 0)
@@ -804,10 +813,38 @@ demo_check_depth(struct demo_result *r, const char *label, const struct zr_sub_s
  * DEMO_DRAIN_IDLE_MS without progress. Returns 0 or -ETIMEDOUT. */
 typedef void (*demo_show_fn)(void *ctx, uint64_t now, bool draining);
 
+/*
+ * A phase's flood: the producer runs for duration_ms (or until it stops by
+ * itself) while the progress shows every DEMO_SAMPLE_MS; *t0 is set to its
+ * start first, as the show functions read it. Returns 0, or a negative code
+ * when the producer thread did not start (said on stderr).
+ */
+static int
+demo_flood(struct demo_producer *prod, uint64_t duration_ms, uint64_t *t0, demo_show_fn show,
+           void *ctx, struct demo_result *r, const char *who)
+{
+	int rc;
+
+	*t0 = zl_now_ms();
+	rc = demo_producer_start(prod);
+	if (rc < 0) {
+		fprintf(stderr, "zring demo: producer thread: %s\n", strerror(-rc));
+		return rc;
+	}
+	while (zl_now_ms() - *t0 < duration_ms && !atomic_load(&prod->done)) {
+		zl_sleep_ms(DEMO_SAMPLE_MS);
+		show(ctx, zl_now_ms(), false);
+	}
+	demo_producer_stop(prod);
+	if (prod->rc < 0)
+		demo_fail(r, "the %s failed: %s (%s)", who, prod->err, zr_strerror(prod->rc));
+	return 0;
+}
+
 static int
 demo_drain(struct demo_sink *const *sinks, size_t n, uint64_t sent, demo_show_fn show, void *ctx)
 {
-	uint64_t last_total = UINT64_MAX, last_change = demo_now_ms();
+	uint64_t last_total = UINT64_MAX, last_change = zl_now_ms();
 	for (;;) {
 		uint64_t total = 0;
 		bool all = true;
@@ -817,7 +854,7 @@ demo_drain(struct demo_sink *const *sinks, size_t n, uint64_t sent, demo_show_fn
 			if (u < sent)
 				all = false;
 		}
-		uint64_t now = demo_now_ms();
+		uint64_t now = zl_now_ms();
 		show(ctx, now, true);
 		if (all)
 			return 0;
@@ -827,7 +864,7 @@ demo_drain(struct demo_sink *const *sinks, size_t n, uint64_t sent, demo_show_fn
 		} else if (now - last_change > DEMO_DRAIN_IDLE_MS) {
 			return -ETIMEDOUT;
 		}
-		demo_sleep_ms(DEMO_SAMPLE_MS);
+		zl_sleep_ms(DEMO_SAMPLE_MS);
 	}
 }
 
@@ -972,32 +1009,23 @@ demo_queue_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *p
 		       q.kv.rcv_fd < 0 ? "no ACCEPTED event for the receiver"
 		                       : "the sender's end of the connection was not found");
 
-	q.t0 = demo_now_ms();
-	if ((rc = demo_producer_start(&prod)) < 0) {
-		fprintf(stderr, "zring demo: producer thread: %s\n", strerror(-rc));
+	rc = demo_flood(&prod, o->duration_ms, &q.t0, demo_queue_show, &q, r, "producer");
+	if (rc < 0)
 		goto out;
-	}
-	while (demo_now_ms() - q.t0 < o->duration_ms && !atomic_load(&prod.done)) {
-		demo_sleep_ms(DEMO_SAMPLE_MS);
-		demo_queue_show(&q, demo_now_ms(), false);
-	}
-	demo_producer_stop(&prod);
-	if (prod.rc < 0)
-		demo_fail(r, "the producer failed: %s (%s)", prod.err, zr_strerror(prod.rc));
-	uint64_t flood_ms = demo_now_ms() - q.t0;
+	uint64_t flood_ms = zl_now_ms() - q.t0;
 	struct demo_sink *sinks[] = {&sink};
 	uint64_t sent = atomic_load(&prod.sent);
 	/* Where the messages published but not yet handled wait, at the stop. */
-	demo_queue_show(&q, demo_now_ms(), true);
+	demo_queue_show(&q, zl_now_ms(), true);
 	uint64_t backlog = sent - atomic_load(&sink.unique);
 	uint64_t in_chan = q.st.depth + q.st.in_flight;
 	uint64_t in_rx = (q.kv.rcvq + o->size / 2) / o->size;
 	uint64_t in_tx = (q.kv.sndq + o->size / 2) / o->size;
 	uint64_t in_app = backlog > in_chan + in_rx + in_tx ? backlog - in_chan - in_rx - in_tx : 0;
 	int drc = demo_drain(sinks, 1, sent, demo_queue_show, &q);
-	demo_queue_show(&q, demo_now_ms(), true);
+	demo_queue_show(&q, zl_now_ms(), true);
 	demo_progress_end(pr);
-	uint64_t total_ms = demo_now_ms() - q.t0;
+	uint64_t total_ms = zl_now_ms() - q.t0;
 	/* the fds belong to the io thread: no more sampling past this point */
 	q.kv.rcv_fd = q.kv.snd_fd = -1;
 
@@ -1226,9 +1254,9 @@ demo_fanout_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *
 	 * filter arrived, its messages are dropped as unmatched (the slow-joiner
 	 * effect). Warm-up messages until every subscriber saw one; only what is
 	 * published after that counts. */
-	uint64_t until = demo_now_ms() + DEMO_WARMUP_MS;
+	uint64_t until = zl_now_ms() + DEMO_WARMUP_MS;
 	bool joined = false;
-	while (!joined && demo_now_ms() < until) {
+	while (!joined && zl_now_ms() < until) {
 		rc = zr_publish(pub, "orders.warmup", NULL, 0, "", 0, DEMO_WARMUP_MS);
 		if (rc == 0)
 			rc = zr_publish(pub, "audit.warmup", NULL, 0, "", 0, DEMO_WARMUP_MS);
@@ -1237,7 +1265,7 @@ demo_fanout_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *
 			        zr_publisher_error(pub), zr_strerror(rc));
 			goto out;
 		}
-		demo_sleep_ms(20);
+		zl_sleep_ms(20);
 		joined = true;
 		for (int i = 0; i < DEMO_NSUB; i++)
 			if (atomic_load(&sink[i].warm) == 0)
@@ -1252,27 +1280,18 @@ demo_fanout_phase(zr_ctx *ctx, const struct demo_opts *o, struct demo_progress *
 	struct zr_pub_stats base;
 	zr_publisher_stats(pub, &base);
 
-	f.t0 = demo_now_ms();
-	if ((rc = demo_producer_start(&prod)) < 0) {
-		fprintf(stderr, "zring demo: producer thread: %s\n", strerror(-rc));
+	rc = demo_flood(&prod, o->duration_ms, &f.t0, demo_fanout_show, &f, r, "publisher");
+	if (rc < 0)
 		goto out;
-	}
-	while (demo_now_ms() - f.t0 < o->duration_ms && !atomic_load(&prod.done)) {
-		demo_sleep_ms(DEMO_SAMPLE_MS);
-		demo_fanout_show(&f, demo_now_ms(), false);
-	}
-	demo_producer_stop(&prod);
-	if (prod.rc < 0)
-		demo_fail(r, "the publisher failed: %s (%s)", prod.err, zr_strerror(prod.rc));
-	uint64_t flood_ms = demo_now_ms() - f.t0;
+	uint64_t flood_ms = zl_now_ms() - f.t0;
 	uint64_t sent = atomic_load(&prod.sent);
 	struct demo_sink *drain[] = {&sink[DEMO_SLOW], &sink[DEMO_FAST]};
 	int drc = demo_drain(drain, 2, sent, demo_fanout_show, &f);
 	/* the audit subscriber gets a moment to show anything that was misrouted */
-	demo_sleep_ms(DEMO_SAMPLE_MS);
-	demo_fanout_show(&f, demo_now_ms(), true);
+	zl_sleep_ms(DEMO_SAMPLE_MS);
+	demo_fanout_show(&f, zl_now_ms(), true);
 	demo_progress_end(pr);
-	uint64_t total_ms = demo_now_ms() - f.t0;
+	uint64_t total_ms = zl_now_ms() - f.t0;
 
 	zr_publisher_stats(pub, &f.ps);
 	for (int i = 0; i < DEMO_NSUB; i++) {
@@ -1346,89 +1365,61 @@ static int
 demo_usage(const char *fmt, ...)
 {
 	va_list ap;
+
 	va_start(ap, fmt);
-	fprintf(stderr, "zring demo: ");
-	vfprintf(stderr, fmt, ap);
-	fprintf(stderr, "\n\n");
+	zl_verror("zring demo: ", "\n\n", fmt, ap);
 	va_end(ap);
-	fputs(demo_usage_text, stderr);
+	demo_usage_print(stderr);
 	return 1;
 }
 
-/* "--name V" or "--name=V": the value, or NULL when argv[*i] is not --name. */
-static const char *
-demo_opt_value(int argc, char **argv, int *i, const char *name, bool *missing)
-{
-	size_t n = strlen(name);
-	const char *a = argv[*i];
-	if (strncmp(a, name, n) != 0)
-		return NULL;
-	if (a[n] == '=')
-		return a + n + 1;
-	if (a[n] != '\0')
-		return NULL;
-	if (*i + 1 >= argc) {
-		*missing = true;
-		return NULL;
-	}
-	return argv[++*i];
-}
-
+/* A whole number in [lo, hi] for option `what`; 0, or 1 (said). */
 static int
-demo_parse_uint(const char *s, unsigned long long lo, unsigned long long hi,
-                unsigned long long *out)
+demo_parse_uint(const char *what, const char *s, long long lo, long long hi, long long *out)
 {
-	char *end;
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	if (errno || *end || v < lo || v > hi)
-		return -EINVAL;
-	*out = v;
-	return 0;
+	if (zl_parse_int(s, lo, hi, out))
+		return 0;
+	return demo_usage("--%s wants a number from %lld to %lld, not '%s'", what, lo, hi, s);
 }
 
 static int
 demo_parse(int argc, char **argv, struct demo_opts *o, bool *help)
 {
-	for (int i = 0; i < argc; i++) {
-		const char *v;
-		bool missing = false;
-		unsigned long long u;
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+	struct zl_args p;
+	const char *v;
+	long long u = 0;
+	int id, rc = 0;
+
+	zl_args_init(&p, ZL_OPTS(demo_opts), argc, argv);
+	while (rc == 0 && (id = zl_args_next(&p, &v)) != ZL_ARG_END) {
+		switch (id) {
+		case DEMO_ARG_HELP:
 			*help = true;
-			return 0;
-		} else if (strcmp(argv[i], "--quick") == 0) {
+			break;
+		case DEMO_ARG_QUICK:
 			o->duration_ms = DEMO_QUICK_MS;
-		} else if ((v = demo_opt_value(argc, argv, &i, "--read-ahead", &missing))) {
-			if (demo_parse_uint(v, 1, 1000000, &u) < 0)
-				return demo_usage(
-					"--read-ahead wants a number from 1 to 1000000, not '%s'",
-					v);
+			break;
+		case DEMO_ARG_READ_AHEAD:
+			rc = demo_parse_uint("read-ahead", v, 1, 1000000, &u);
 			o->read_ahead = (unsigned)u;
-		} else if ((v = demo_opt_value(argc, argv, &i, "--handler-ms", &missing))) {
-			if (demo_parse_uint(v, 0, 10000, &u) < 0)
-				return demo_usage(
-					"--handler-ms wants a number from 0 to 10000, not '%s'", v);
+			break;
+		case DEMO_ARG_HANDLER_MS:
+			rc = demo_parse_uint("handler-ms", v, 0, 10000, &u);
 			o->handler_ms = (unsigned)u;
-		} else if ((v = demo_opt_value(argc, argv, &i, "--workers", &missing))) {
-			if (demo_parse_uint(v, 1, 256, &u) < 0)
-				return demo_usage(
-					"--workers wants a number from 1 to 256, not '%s'", v);
+			break;
+		case DEMO_ARG_WORKERS:
+			rc = demo_parse_uint("workers", v, 1, 256, &u);
 			o->workers = (unsigned)u;
-		} else if ((v = demo_opt_value(argc, argv, &i, "--batch", &missing))) {
-			if (demo_parse_uint(v, 1, 100000, &u) < 0)
-				return demo_usage(
-					"--batch wants a number from 1 to 100000, not '%s'", v);
+			break;
+		case DEMO_ARG_BATCH:
+			rc = demo_parse_uint("batch", v, 1, 100000, &u);
 			o->batch = (unsigned)u;
-		} else if ((v = demo_opt_value(argc, argv, &i, "--size", &missing))) {
-			if (demo_parse_uint(v, DEMO_SIZE_MIN, DEMO_SIZE_MAX, &u) < 0)
-				return demo_usage("--size wants a number of bytes from 16 to "
-				                  "4194304, not '%s'",
-				                  v);
+			break;
+		case DEMO_ARG_SIZE:
+			rc = demo_parse_uint("size", v, DEMO_SIZE_MIN, DEMO_SIZE_MAX, &u);
 			o->size = (size_t)u;
-		} else if ((v = demo_opt_value(argc, argv, &i, "--duration", &missing))) {
+			break;
+		case DEMO_ARG_DURATION: {
 			char *end;
 			errno = 0;
 			double d = strtod(v, &end);
@@ -1436,13 +1427,15 @@ demo_parse(int argc, char **argv, struct demo_opts *o, bool *help)
 				return demo_usage(
 					"--duration wants seconds from 0.1 to 3600, not '%s'", v);
 			o->duration_ms = (uint64_t)(d * 1000.0 + 0.5);
-		} else if (missing) {
-			return demo_usage("%s wants a value", argv[i]);
-		} else {
-			return demo_usage("unknown option '%s'", argv[i]);
+			break;
+		}
+		case ZL_ARG_ERROR:
+			return demo_usage("%s", p.error);
+		default:
+			return demo_usage("unexpected argument '%s'", v);
 		}
 	}
-	return 0;
+	return rc;
 }
 
 int
@@ -1461,7 +1454,7 @@ zl_demo_main(int argc, char **argv)
 	if (rc != 0)
 		return rc;
 	if (help) {
-		fputs(demo_usage_text, stdout);
+		demo_usage_print(stdout);
 		return 0;
 	}
 

@@ -8,6 +8,7 @@
 
 #include <zring.h>
 
+#include "zl_args.h"
 #include "zl_keygen.h"
 
 static const char keygen_usage_text[] =
@@ -18,7 +19,24 @@ static const char keygen_usage_text[] =
 	"pyzmq's curve_server / curve_publickey options take:\n"
 	"  public: <40 characters>\n"
 	"  secret: <40 characters>\n"
-	"Keep the secret key secret: give only the public key to peers.\n";
+	"Keep the secret key secret: give only the public key to peers.\n"
+	"\n"
+	"options:\n";
+
+enum keygen_opt {
+	KEYGEN_ARG_HELP,
+};
+
+static const struct zl_opt keygen_opts[] = {
+	{KEYGEN_ARG_HELP, "help", 'h', NULL, "print this help (and nothing else)"},
+};
+
+static void
+keygen_usage(FILE *f)
+{
+	fputs(keygen_usage_text, f);
+	zl_args_help(f, ZL_OPTS(keygen_opts));
+}
 
 /* Overwrites a secret in a way the compiler may not drop as a dead store. */
 static void
@@ -34,15 +52,24 @@ int
 zl_keygen_main(int argc, char **argv)
 {
 	char pub[ZR_CURVE_KEY_Z85_LEN + 1], sec[ZR_CURVE_KEY_Z85_LEN + 1];
+	struct zl_args p;
+	const char *v;
 	int rc, status = 0;
 
-	if (argc == 1 && (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0)) {
-		fputs(keygen_usage_text, stdout);
+	/* Only a lone --help: anything beside it is a mistake worth saying. */
+	zl_args_init(&p, ZL_OPTS(keygen_opts), argc, argv);
+	rc = zl_args_next(&p, &v);
+	if (rc == KEYGEN_ARG_HELP && argc == 1) {
+		keygen_usage(stdout);
 		return 0;
 	}
-	if (argc != 0) {
-		fprintf(stderr, "zring keygen: unexpected argument '%s'\n\n", argv[0]);
-		fputs(keygen_usage_text, stderr);
+	if (rc != ZL_ARG_END) {
+		if (rc == ZL_ARG_ERROR)
+			fprintf(stderr, "zring keygen: %s\n\n", p.error);
+		else
+			fprintf(stderr, "zring keygen: unexpected argument '%s'\n\n",
+			        rc == KEYGEN_ARG_HELP ? argv[1] : v);
+		keygen_usage(stderr);
 		return 1;
 	}
 	rc = zr_curve_keypair(pub, sec);

@@ -17,14 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-uint64_t
-zl_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 void
 zl_hex(FILE *f, const uint8_t *p, size_t len, size_t max)
 {

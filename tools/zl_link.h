@@ -26,6 +26,8 @@
 
 #include <zring/zmtp.h>
 
+#include "zl_clock.h"
+
 /* One frame of a message we send or received (received: heap-owned). */
 struct zl_frame {
 	uint8_t *data;
@@ -91,9 +93,6 @@ struct zl_link {
 	struct zl_bytes rx_log, tx_log;
 	FILE *trace; /* every read and write hex-dumped here (stderr if ZRING_TRACE is set) */
 };
-
-/* Monotonic milliseconds. */
-uint64_t zl_now_ms(void);
 
 /*
  * Connects to 127.0.0.1:port (a non-blocking socket from then on), within

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,7 @@
 #include "zl_args.h"
 #include "zl_probe.h"
 
-static const char probe_usage[] =
+static const char probe_usage_head[] =
 	"usage: zring probe [options] ENDPOINT\n"
 	"       zring probe --fuzz [--seconds N] [--seed S] [--out DIR] ENDPOINT\n"
 	"       zring probe --replay FILE ENDPOINT\n"
@@ -49,31 +50,82 @@ static const char probe_usage[] =
 	"stopped accepting connections), hang (no answer within the limit), degraded\n"
 	"(a fresh well-behaved connection is no longer served), or skipped.\n"
 	"\n"
-	"options:\n"
-	"  --listen          bind ENDPOINT and let the peer under test connect in\n"
-	"                    (with --mechanism plain or curve: the probe is the server)\n"
-	"  --type TYPE       the peer's socket type (default: read from its READY;\n"
-	"                    needed with PLAIN and CURVE)\n"
-	"  --mechanism M     null (default), plain or curve\n"
-	"  --username U, --password P     PLAIN credentials the peer accepts\n"
-	"  --server-key Z85  CURVE: the peer's public key\n"
-	"  --public-key Z85, --secret-key Z85  CURVE: our key pair (default: a new one);\n"
-	"                    with --listen the server's (its public key is printed)\n"
-	"  --peer-handshake-ivl MS   the peer's handshake timeout (enables the\n"
-	"                    trickle, silent and slowloris cases)\n"
-	"  --peer-heartbeat-timeout MS  the peer's heartbeat timeout (enables\n"
-	"                    heartbeat.silent-peer)\n"
-	"  --pid PID         the peer's process: crash = gone, flood cases report and\n"
-	"                    bound its memory (VmRSS from /proc); 0: unknown\n"
-	"  --limit MS        how long a case waits for an answer (default 1000)\n"
-	"  --case PREFIX     run only the cases whose name starts with PREFIX\n"
-	"  --list            print the catalogue and exit\n"
-	"  --json FILE       write the report as JSON too\n"
-	"  --quiet           no table, only the summary line\n"
-	"  --fuzz            mutate valid conversations for --seconds N (default 10)\n"
-	"                    from --seed S (default: the time); every finding is\n"
-	"                    written to DIR (--out, default .) as probe-*.repro\n"
-	"  --replay FILE     play a reproducer back and judge it like a case\n"
+	"options:\n";
+
+/* The options, one row each: zl_args reads them and prints the help. */
+enum probe_opt {
+	PROBE_ARG_LISTEN,
+	PROBE_ARG_TYPE,
+	PROBE_ARG_MECHANISM,
+	PROBE_ARG_USERNAME,
+	PROBE_ARG_PASSWORD,
+	PROBE_ARG_SERVER_KEY,
+	PROBE_ARG_PUBLIC_KEY,
+	PROBE_ARG_SECRET_KEY,
+	PROBE_ARG_PEER_HS_IVL,
+	PROBE_ARG_PEER_HB_TMO,
+	PROBE_ARG_PID,
+	PROBE_ARG_LIMIT,
+	PROBE_ARG_CASE,
+	PROBE_ARG_LIST,
+	PROBE_ARG_JSON,
+	PROBE_ARG_QUIET,
+	PROBE_ARG_FUZZ,
+	PROBE_ARG_SECONDS,
+	PROBE_ARG_SEED,
+	PROBE_ARG_OUT,
+	PROBE_ARG_REPLAY,
+	PROBE_ARG_SELF,
+	PROBE_ARG_COUNT,
+	PROBE_ARG_HELP,
+};
+
+static const struct zl_opt probe_opts[] = {
+	{PROBE_ARG_LISTEN, "listen", 0, NULL,
+         "bind ENDPOINT and let the peer under test connect in\n"
+         "(with --mechanism plain or curve: the probe is the server)"},
+	{PROBE_ARG_TYPE, "type", 0, "TYPE",
+         "the peer's socket type (default: read from its READY;\n"
+         "needed with PLAIN and CURVE)"},
+	{PROBE_ARG_MECHANISM, "mechanism", 0, "M", "null (default), plain or curve"},
+	{PROBE_ARG_USERNAME, "username", 0, "U", "PLAIN: the user name the peer accepts"},
+	{PROBE_ARG_PASSWORD, "password", 0, "P", "PLAIN: the password the peer accepts"},
+	{PROBE_ARG_SERVER_KEY, "server-key", 0, "Z85", "CURVE: the peer's public key"},
+	{PROBE_ARG_PUBLIC_KEY, "public-key", 0, "Z85",
+         "CURVE: our public key (default: a new key pair)"},
+	{PROBE_ARG_SECRET_KEY, "secret-key", 0, "Z85",
+         "CURVE: our secret key; with --listen the server's\n"
+         "(its public key is printed)"},
+	{PROBE_ARG_PEER_HS_IVL, "peer-handshake-ivl", 0, "MS",
+         "the peer's handshake timeout (enables the\n"
+         "trickle, silent and slowloris cases)"},
+	{PROBE_ARG_PEER_HS_IVL, "handshake-ivl", 0, "MS", NULL},
+	{PROBE_ARG_PEER_HB_TMO, "peer-heartbeat-timeout", 0, "MS",
+         "the peer's heartbeat timeout (enables\n"
+         "heartbeat.silent-peer)"},
+	{PROBE_ARG_PID, "pid", 0, "PID",
+         "the peer's process: crash = gone, flood cases report and\n"
+         "bound its memory (VmRSS from /proc); 0: unknown"},
+	{PROBE_ARG_LIMIT, "limit", 0, "MS", "how long a case waits for an answer (default 1000)"},
+	{PROBE_ARG_CASE, "case", 0, "PREFIX", "run only the cases whose name starts with PREFIX"},
+	{PROBE_ARG_LIST, "list", 0, NULL, "print the catalogue and exit"},
+	{PROBE_ARG_JSON, "json", 0, "FILE", "write the report as JSON too"},
+	{PROBE_ARG_QUIET, "quiet", 0, NULL, "no table, only the summary line"},
+	{PROBE_ARG_FUZZ, "fuzz", 0, NULL,
+         "mutate valid conversations; every finding is written\n"
+         "to DIR (--out) as probe-*.repro"},
+	{PROBE_ARG_SECONDS, "seconds", 0, "N", "--fuzz: for N seconds (default 10)"},
+	{PROBE_ARG_SEED, "seed", 0, "S", "--fuzz: from seed S (default: the time)"},
+	{PROBE_ARG_OUT, "out", 0, "DIR", "--fuzz: where the findings go (default .)"},
+	{PROBE_ARG_REPLAY, "replay", 0, "FILE", "play a reproducer back and judge it like a case"},
+	{PROBE_ARG_SELF, "self", 0, NULL,
+         "check our codec against a libzmq peer (pyzmq), byte\n"
+         "for byte; also what `zring probe` alone does"},
+	{PROBE_ARG_COUNT, "count", 0, "N", "--self: messages per check (default 1000)"},
+	{PROBE_ARG_HELP, "help", 'h', NULL, "print this help"},
+};
+
+static const char probe_usage_tail[] =
 	"\n"
 	"exit status: 0 no violation, crash, hang or degradation; 1 some; 2 the peer\n"
 	"could not be reached; 3 a bad command line.\n";
@@ -152,7 +204,7 @@ learn_peer(struct pr_ctx *c, char *why, size_t cap)
 		o->peer_type = k.peer_type;
 		pr_close(&k);
 		if (o->listen)
-			pr_sleep_ms(50);
+			zl_sleep_ms(50);
 	}
 	o->our_type = compatible_type(o->peer_type);
 	rc = pr_open(c, &k, o->listen ? 10000 : 2000);
@@ -297,7 +349,7 @@ run_catalogue(struct pr_ctx *c)
 		const struct pr_case *k = sel[i];
 		const char *skip = skip_reason(c, k);
 		struct result *r = &res[i];
-		uint64_t t0 = pr_now_ms();
+		uint64_t t0 = zl_now_ms();
 
 		if (tty)
 			fprintf(stderr, "\r\033[K[%zu/%zu] %s ...", i + 1, n, k->name);
@@ -315,7 +367,7 @@ run_catalogue(struct pr_ctx *c)
 		}
 		r->verdict = k->fn(c, k);
 		if (o->listen)
-			pr_sleep_ms(20);
+			zl_sleep_ms(20);
 		char why[160];
 		int live = (k->flags & PRF_NO_ORACLE) ? PR_PASS : pr_live(c, why, sizeof(why));
 		if (live != PR_PASS && r->verdict != PR_CRASH) {
@@ -327,7 +379,7 @@ run_catalogue(struct pr_ctx *c)
 		}
 		if (r->verdict == PR_CRASH)
 			crashed = k->name;
-		r->ms = (unsigned)(pr_now_ms() - t0);
+		r->ms = (unsigned)(zl_now_ms() - t0);
 		snprintf(r->obs, sizeof(r->obs), "%s", c->obs);
 	}
 	if (tty)
@@ -566,7 +618,7 @@ play(struct pr_ctx *c, const uint8_t *b, const struct step *st, size_t nst)
 		return rc;
 	for (size_t i = 0; i < nst && !k.closed; i++) {
 		if (st[i].sleep_ms > 0)
-			pr_sleep_ms(st[i].sleep_ms);
+			zl_sleep_ms(st[i].sleep_ms);
 		if (pr_write(&k, b + st[i].off, st[i].len, c->o->limit_ms) < 0)
 			break;
 		pr_read(&k, 0);
@@ -574,8 +626,8 @@ play(struct pr_ctx *c, const uint8_t *b, const struct step *st, size_t nst)
 	}
 	/* Long enough for the peer to act on what it got (the oracle that
 	 * follows catches what takes longer). */
-	uint64_t end = pr_now_ms() + 20;
-	while (!k.closed && pr_now_ms() < end)
+	uint64_t end = zl_now_ms() + 20;
+	while (!k.closed && zl_now_ms() < end)
 		if (pr_read(&k, 20) > 0)
 			k.in_len = 0;
 	pr_close(&k);
@@ -587,24 +639,22 @@ run_fuzz(struct pr_ctx *c)
 {
 	const struct pr_opts *o = c->o;
 	uint64_t seed = o->seed, s = seed;
-	uint64_t end = pr_now_ms() + (uint64_t)o->seconds * 1000u;
+	uint64_t end = zl_now_ms() + (uint64_t)o->seconds * 1000u;
 	unsigned iter = 0, findings = 0;
 	struct unit *u = calloc(FUZZ_UNITS + 1, sizeof(*u));
 	uint8_t *b = malloc((FUZZ_UNITS + 1) * sizeof(u->b));
 	struct step *st = calloc(FUZZ_UNITS * sizeof(u->b), sizeof(*st));
 
-	if (o->mechanism != ZR_MECH_NULL || u == NULL || b == NULL || st == NULL) {
+	/* NULL only: PLAIN and CURVE conversations are pr_fuzz_mech's. */
+	if (u == NULL || b == NULL || st == NULL) {
 		free(u);
 		free(b);
 		free(st);
-		if (o->mechanism == ZR_MECH_NULL)
-			return ZL_PROBE_UNREACHABLE;
-		fprintf(stderr, "zring probe: --fuzz speaks the NULL mechanism only\n");
-		return ZL_PROBE_USAGE;
+		return ZL_PROBE_UNREACHABLE;
 	}
 	printf("zring probe --fuzz: %s, peer %s, seed %llu, %u s\n", o->endpoint,
 	       zr_socktype_name(o->peer_type), (unsigned long long)seed, o->seconds);
-	while (pr_now_ms() < end) {
+	while (zl_now_ms() < end) {
 		size_t n = conversation(c, &s, u), len = 0, nst = 0;
 		char why[160], path[512];
 		int v;
@@ -647,7 +697,7 @@ run_fuzz(struct pr_ctx *c)
 		if (v == PR_CRASH)
 			break;
 		/* Let a degraded peer recover before the next attempt. */
-		pr_sleep_ms(500);
+		zl_sleep_ms(500);
 	}
 	if (isatty(2))
 		fprintf(stderr, "\r\033[K");
@@ -745,10 +795,30 @@ run_replay(struct pr_ctx *c)
 
 /* ---- the command line ----------------------------------------------------------- */
 
-/* A literal format, so the compiler checks every call's arguments. */
-#define USAGE_ERROR(...)                                                                       \
-	(fprintf(stderr, "zring probe: " __VA_ARGS__), fprintf(stderr, "\n\n%s", probe_usage), \
-	 ZL_PROBE_USAGE)
+static void
+probe_usage(FILE *f)
+{
+	fputs(probe_usage_head, f);
+	zl_args_help(f, ZL_OPTS(probe_opts));
+	fputs(probe_usage_tail, f);
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* What is wrong, then the usage, on stderr. Returns ZL_PROBE_USAGE. */
+static int
+usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	zl_verror("zring probe: ", "\n\n", fmt, ap);
+	va_end(ap);
+	probe_usage(stderr);
+	return ZL_PROBE_USAGE;
+}
+
+#define USAGE_ERROR(...) usage_error(__VA_ARGS__)
 
 static int
 parse_key(const char *opt, const char *z85, uint8_t key[ZR_CURVE_KEY_LEN])
@@ -775,34 +845,36 @@ zl_probe_main(int argc, char **argv)
 	struct pr_opts o = {.peer_type = -1, .limit_ms = 1000, .seconds = 10, .out_dir = "."};
 	struct pr_ctx c = {.o = &o};
 	bool self = false, have_secret = false;
+	const char *count = NULL, *val;
+	struct zl_args args;
 	char why[256];
 	long long v;
+	int id;
 
 	if (argc == 0)
 		return zl_probe_self(0, argv);
-	for (int i = 0; i < argc; i++) {
-		const char *a = argv[i];
-		const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-#define NEED_VAL()                                                 \
-	do {                                                       \
-		if (val == NULL)                                   \
-			return USAGE_ERROR("%s wants a value", a); \
-		i++;                                               \
-	} while (0)
-		if (strcmp(a, "--self") == 0) {
+	zl_args_init(&args, ZL_OPTS(probe_opts), argc, argv);
+	while ((id = zl_args_next(&args, &val)) != ZL_ARG_END) {
+		const char *a = args.option; /* as spelled, for the messages */
+
+		switch (id) {
+		case PROBE_ARG_SELF:
 			self = true;
-		} else if (strcmp(a, "--count") == 0) {
-			/* --count belongs to --self: hand the rest over as it is. */
-			return zl_probe_self(argc - i, argv + i);
-		} else if (strcmp(a, "--listen") == 0) {
+			break;
+		case PROBE_ARG_COUNT:
+			/* --count belongs to --self, which reads it. */
+			self = true;
+			count = val;
+			break;
+		case PROBE_ARG_LISTEN:
 			o.listen = true;
-		} else if (strcmp(a, "--type") == 0) {
-			NEED_VAL();
+			break;
+		case PROBE_ARG_TYPE:
 			o.peer_type = zr_socktype_parse((const uint8_t *)val, strlen(val));
 			if (o.peer_type < 0)
 				return USAGE_ERROR("unknown socket type '%s'", val);
-		} else if (strcmp(a, "--mechanism") == 0) {
-			NEED_VAL();
+			break;
+		case PROBE_ARG_MECHANISM:
 			if (strcmp(val, "null") == 0)
 				o.mechanism = ZR_MECH_NULL;
 			else if (strcmp(val, "plain") == 0)
@@ -812,90 +884,95 @@ zl_probe_main(int argc, char **argv)
 			else
 				return USAGE_ERROR("unknown mechanism '%s' (null, plain, curve)",
 				                   val);
-		} else if (strcmp(a, "--username") == 0) {
-			NEED_VAL();
+			break;
+		case PROBE_ARG_USERNAME:
 			o.username = val;
-		} else if (strcmp(a, "--password") == 0) {
-			NEED_VAL();
+			break;
+		case PROBE_ARG_PASSWORD:
 			o.password = val;
-		} else if (strcmp(a, "--server-key") == 0) {
-			NEED_VAL();
+			break;
+		case PROBE_ARG_SERVER_KEY:
 			if (parse_key(a, val, o.server_key) < 0)
 				return ZL_PROBE_USAGE;
 			o.have_server_key = true;
-		} else if (strcmp(a, "--public-key") == 0) {
-			NEED_VAL();
+			break;
+		case PROBE_ARG_PUBLIC_KEY:
 			if (parse_key(a, val, o.public_key) < 0)
 				return ZL_PROBE_USAGE;
-		} else if (strcmp(a, "--secret-key") == 0) {
-			NEED_VAL();
+			break;
+		case PROBE_ARG_SECRET_KEY:
 			if (parse_key(a, val, o.secret_key) < 0)
 				return ZL_PROBE_USAGE;
 			have_secret = true;
-		} else if (strcmp(a, "--peer-handshake-ivl") == 0 ||
-		           strcmp(a, "--handshake-ivl") == 0) {
-			NEED_VAL();
+			break;
+		case PROBE_ARG_PEER_HS_IVL:
 			if (!zl_parse_int(val, 1, 600000, &v))
 				return USAGE_ERROR("%s wants milliseconds (1..600000)", a);
 			o.peer_hs_ivl = (uint32_t)v;
-		} else if (strcmp(a, "--peer-heartbeat-timeout") == 0) {
-			NEED_VAL();
+			break;
+		case PROBE_ARG_PEER_HB_TMO:
 			if (!zl_parse_int(val, 1, 600000, &v))
 				return USAGE_ERROR("%s wants milliseconds (1..600000)", a);
 			o.peer_hb_tmo = (uint32_t)v;
-		} else if (strcmp(a, "--pid") == 0) {
-			NEED_VAL();
+			break;
+		case PROBE_ARG_PID:
 			if (!zl_parse_int(val, 0, 1 << 30, &v))
 				return USAGE_ERROR("--pid wants a process id, not '%s'", val);
 			o.pid = (pid_t)v;
-		} else if (strcmp(a, "--limit") == 0) {
-			NEED_VAL();
+			break;
+		case PROBE_ARG_LIMIT:
 			if (!zl_parse_int(val, 10, 600000, &v))
 				return USAGE_ERROR(
 					"--limit wants milliseconds (10..600000), not '%s'", val);
 			o.limit_ms = (uint32_t)v;
-		} else if (strcmp(a, "--case") == 0) {
-			NEED_VAL();
+			break;
+		case PROBE_ARG_CASE:
 			o.only = val;
-		} else if (strcmp(a, "--json") == 0) {
-			NEED_VAL();
+			break;
+		case PROBE_ARG_JSON:
 			o.json = val;
-		} else if (strcmp(a, "--list") == 0) {
+			break;
+		case PROBE_ARG_LIST:
 			o.list = true;
-		} else if (strcmp(a, "--quiet") == 0) {
+			break;
+		case PROBE_ARG_QUIET:
 			o.quiet = true;
-		} else if (strcmp(a, "--fuzz") == 0) {
+			break;
+		case PROBE_ARG_FUZZ:
 			o.fuzz = true;
-		} else if (strcmp(a, "--seconds") == 0) {
-			NEED_VAL();
+			break;
+		case PROBE_ARG_SECONDS:
 			if (!zl_parse_int(val, 1, 86400, &v))
 				return USAGE_ERROR("--seconds wants 1..86400, not '%s'", val);
 			o.seconds = (unsigned)v;
-		} else if (strcmp(a, "--seed") == 0) {
-			NEED_VAL();
+			break;
+		case PROBE_ARG_SEED:
 			if (!zl_parse_int(val, 0, INT64_MAX, &v))
 				return USAGE_ERROR("--seed wants a number, not '%s'", val);
 			o.seed = (uint64_t)v;
-		} else if (strcmp(a, "--out") == 0) {
-			NEED_VAL();
+			break;
+		case PROBE_ARG_OUT:
 			o.out_dir = val;
-		} else if (strcmp(a, "--replay") == 0) {
-			NEED_VAL();
+			break;
+		case PROBE_ARG_REPLAY:
 			o.replay = val;
-		} else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			fputs(probe_usage, stdout);
+			break;
+		case PROBE_ARG_HELP:
+			probe_usage(stdout);
 			return ZL_PROBE_OK;
-		} else if (a[0] == '-' && a[1] != '\0') {
-			return USAGE_ERROR("unknown option '%s'", a);
-		} else if (o.endpoint == NULL) {
-			o.endpoint = a;
-		} else {
-			return USAGE_ERROR("one endpoint only ('%s')", a);
+		case ZL_ARG_ERROR:
+			return USAGE_ERROR("%s", args.error);
+		default: /* the operand */
+			if (o.endpoint != NULL)
+				return USAGE_ERROR("one endpoint only ('%s')", val);
+			o.endpoint = val;
+			break;
 		}
-#undef NEED_VAL
 	}
-	if (self)
-		return zl_probe_self(0, argv);
+	if (self) {
+		char *self_argv[] = {(char *)"--count", (char *)count, NULL};
+		return zl_probe_self(count != NULL ? 2 : 0, self_argv);
+	}
 	if (o.list) {
 		print_list();
 		return ZL_PROBE_OK;

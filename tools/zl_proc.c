@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #endif
 #include "zl_proc.h"
+#include "zl_clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,14 +14,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-static long long
-proc_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 int
 zl_proc_spawn(struct zl_proc *p, char *const argv[])
@@ -70,7 +63,7 @@ zl_proc_spawn(struct zl_proc *p, char *const argv[])
 int
 zl_proc_readline(struct zl_proc *p, char *line, size_t cap, int timeout_ms)
 {
-	long long deadline = proc_now_ms() + timeout_ms;
+	long long deadline = (long long)zl_now_ms() + timeout_ms;
 
 	for (;;) {
 		char *nl = memchr(p->buf, '\n', p->len);
@@ -88,7 +81,7 @@ zl_proc_readline(struct zl_proc *p, char *line, size_t cap, int timeout_ms)
 			return -EMSGSIZE;
 		if (p->out_fd < 0)
 			return -EPIPE;
-		long long left = deadline - proc_now_ms();
+		long long left = deadline - (long long)zl_now_ms();
 		if (left <= 0)
 			return -ETIMEDOUT;
 		struct pollfd pfd = {.fd = p->out_fd, .events = POLLIN};
@@ -139,12 +132,11 @@ zl_proc_stop(struct zl_proc *p, int grace_ms)
 		close(p->in_fd);
 	p->in_fd = -1;
 	if (p->pid > 0) {
-		long long deadline = proc_now_ms() + grace_ms;
+		long long deadline = (long long)zl_now_ms() + grace_ms;
 		pid_t r;
-		while ((r = waitpid(p->pid, &status, WNOHANG)) == 0 && proc_now_ms() < deadline) {
-			struct timespec ts = {.tv_sec = 0, .tv_nsec = 10 * 1000000};
-			nanosleep(&ts, NULL);
-		}
+		while ((r = waitpid(p->pid, &status, WNOHANG)) == 0 &&
+		       (long long)zl_now_ms() < deadline)
+			zl_sleep_ms(10);
 		if (r == 0) {
 			kill(p->pid, SIGKILL);
 			waitpid(p->pid, NULL, 0);

@@ -11,20 +11,17 @@
  *   zring version            print the version
  *   zring help               print the usage
  *
- * Uses only the public headers (<zring.h>) and the shared socket driver in
- * this directory (zl_link.c, zl_proc.c); `cat` uses the socket API,
- * `subscribe`, `publish` and `demo` the broker model.
+ * This file only dispatches to the commands. They use only the public
+ * headers (<zring.h>) and what this directory shares: the option parser
+ * (zl_args.c), the clock (zl_clock.h), the socket driver and peer processes
+ * (zl_link.c, zl_proc.c); `cat` uses the socket API, `subscribe`, `publish`
+ * and `demo` the broker model.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <errno.h>
-#include <stdarg.h>
-#include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <zring.h>
 
@@ -33,9 +30,7 @@
 #include "zl_cat.h"
 #include "zl_demo.h"
 #include "zl_keygen.h"
-#include "zl_link.h"
 #include "zl_probe.h"
-#include "zl_proc.h"
 
 #ifndef ZR_TOOL_VERSION
 #define ZR_TOOL_VERSION "0.0.0"

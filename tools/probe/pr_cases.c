@@ -195,14 +195,14 @@ case_greeting(struct pr_ctx *c, const struct pr_case *kc)
 
 	if (kc->arg == G_SILENT || kc->arg == G_TRICKLE) {
 		unsigned ivl = c->o->peer_hs_ivl;
-		uint64_t t0 = pr_now_ms();
+		uint64_t t0 = zl_now_ms();
 		if (kc->arg == G_TRICKLE) {
 			/* The greeting over twice the peer's handshake interval. */
 			rc = pr_write_slow(&k, g, sizeof(g), 1, ivl * 2 / 64 + 1);
 			if (rc == 0)
 				pr_read(&k, 500);
 		} else {
-			while (!k.closed && pr_now_ms() < t0 + 2ull * ivl + 1000)
+			while (!k.closed && zl_now_ms() < t0 + 2ull * ivl + 1000)
 				if (pr_read(&k, 100) > 0)
 					k.in_len = 0;
 		}
@@ -212,7 +212,7 @@ case_greeting(struct pr_ctx *c, const struct pr_case *kc)
 			return finish(&k, PR_PASS);
 		}
 		pr_obs(c, "still open after %llu ms (handshake interval %u ms)",
-		       (unsigned long long)(pr_now_ms() - t0), ivl);
+		       (unsigned long long)(zl_now_ms() - t0), ivl);
 		return finish(&k, kc->accepted);
 	}
 
@@ -543,7 +543,7 @@ case_frame(struct pr_ctx *c, const struct pr_case *kc)
 	default:
 		break;
 	}
-	uint64_t t0 = pr_now_ms();
+	uint64_t t0 = zl_now_ms();
 	int rc = pr_write(&k, b, n, 10000);
 	free(b);
 	if (rc == -ETIMEDOUT) {
@@ -551,7 +551,7 @@ case_frame(struct pr_ctx *c, const struct pr_case *kc)
 		return finish(&k, kc->expect == EXP_SERVE ? PR_HANG : PR_PASS);
 	}
 	if (n > 100000)
-		pr_obs(c, "sent %zu octets in %llu ms", n, (unsigned long long)(pr_now_ms() - t0));
+		pr_obs(c, "sent %zu octets in %llu ms", n, (unsigned long long)(zl_now_ms() - t0));
 	/* A flood may sit behind the peer's backpressure until its
 	 * application drains it: that is not a hang, so wait longer. */
 	v = pr_judge(c, &k, kc->expect, kc->accepted, n > 100000 ? 10 * LIMIT(c) : LIMIT(c));
@@ -624,14 +624,14 @@ case_cmd(struct pr_ctx *c, const struct pr_case *kc)
 	case C_PING_TTL: {
 		size_t cl = kc->arg == C_PING16 ? 16 : kc->arg == C_PING17 ? 17 : 0;
 		uint16_t ttl = kc->arg == C_PING_TTL ? 50 : 0;
-		uint64_t t0 = pr_now_ms();
+		uint64_t t0 = zl_now_ms();
 		rc = pr_send_ping(&k, ttl, ctx, cl);
 		if (rc == 0)
 			rc = pr_pump(&k, LIMIT(c), true);
 		if (rc == 1) {
 			const uint8_t *pc;
 			size_t pl = pr_last_pong(&k, &pc);
-			pr_obs(c, "PONG after %llu ms", (unsigned long long)(pr_now_ms() - t0));
+			pr_obs(c, "PONG after %llu ms", (unsigned long long)(zl_now_ms() - t0));
 			if (k.codec)
 				return finish(&k, kc->arg == C_PING17 ? PR_LENIENT : PR_PASS);
 			if (kc->arg == C_PING17) {
@@ -679,7 +679,7 @@ case_cmd(struct pr_ctx *c, const struct pr_case *kc)
 		return finish(&k, pr_judge(c, &k, kc->expect, kc->accepted, 10 * LIMIT(c)));
 	case C_HB_TTL_EXPIRY: {
 		/* TTL 1 (100 ms), then silence: RFC 37 lets the peer close. */
-		uint64_t t0 = pr_now_ms();
+		uint64_t t0 = zl_now_ms();
 		rc = pr_send_ping(&k, 1, "", 0);
 		if (rc == 0)
 			pr_pump(&k, 1500, false);
@@ -689,14 +689,14 @@ case_cmd(struct pr_ctx *c, const struct pr_case *kc)
 			return finish(&k, PR_PASS);
 		}
 		pr_obs(c, "still open after %llu ms of silence past a 100 ms TTL",
-		       (unsigned long long)(pr_now_ms() - t0));
+		       (unsigned long long)(zl_now_ms() - t0));
 		return finish(&k, kc->accepted);
 	}
 	case C_HB_SILENT: {
-		uint64_t t0 = pr_now_ms();
+		uint64_t t0 = zl_now_ms();
 		unsigned tmo = c->o->peer_hb_tmo;
 		/* Read without answering its PINGs: a PONG is traffic. */
-		while (!k.closed && pr_now_ms() < t0 + 2ull * tmo + 1000)
+		while (!k.closed && zl_now_ms() < t0 + 2ull * tmo + 1000)
 			if (pr_read(&k, 100) > 0)
 				k.in_len = 0;
 		if (k.closed) {
@@ -705,7 +705,7 @@ case_cmd(struct pr_ctx *c, const struct pr_case *kc)
 			return finish(&k, PR_PASS);
 		}
 		pr_obs(c, "still open after %llu ms of silence (timeout %u ms)",
-		       (unsigned long long)(pr_now_ms() - t0), tmo);
+		       (unsigned long long)(zl_now_ms() - t0), tmo);
 		return finish(&k, kc->accepted);
 	}
 	default:
@@ -817,14 +817,14 @@ static int
 raw_greet(struct pr_ctx *c, struct pr_conn *k, int mech)
 {
 	uint8_t g[ZR_ZMTP_GREETING_SIZE];
-	uint64_t deadline = pr_now_ms() + LIMIT(c);
+	uint64_t deadline = zl_now_ms() + LIMIT(c);
 	int rc = pr_open(c, k, LIMIT(c));
 
 	if (rc < 0)
 		return rc;
 	zr_zmtp_greeting_encode(g, 1, mech, false);
 	rc = pr_write(k, g, sizeof(g), LIMIT(c));
-	while (rc == 0 && k->in_len < ZR_ZMTP_GREETING_SIZE && pr_now_ms() < deadline)
+	while (rc == 0 && k->in_len < ZR_ZMTP_GREETING_SIZE && zl_now_ms() < deadline)
 		rc = pr_read(k, 100) < 0 ? -EPIPE : 0;
 	if (rc == 0 && k->in_len < ZR_ZMTP_GREETING_SIZE)
 		rc = -ETIMEDOUT;
@@ -1041,7 +1041,7 @@ pr_cmd_wait(struct pr_ctx *c, struct pr_conn *k, const uint8_t **body, size_t *f
 {
 	/* Not "\x05ERROR": E is a hex digit (libzmq's PLAIN quirk). */
 	static const uint8_t error_name[] = {5, 'E', 'R', 'R', 'O', 'R'};
-	uint64_t deadline = pr_now_ms() + LIMIT(c);
+	uint64_t deadline = zl_now_ms() + LIMIT(c);
 	size_t len;
 
 	for (;;) {
@@ -1055,7 +1055,7 @@ pr_cmd_wait(struct pr_ctx *c, struct pr_conn *k, const uint8_t **body, size_t *f
 		}
 		if (k->in_len > 4096 + 9)
 			return -EPROTO;
-		if (pr_now_ms() >= deadline)
+		if (zl_now_ms() >= deadline)
 			return -ETIMEDOUT;
 		if (pr_read(k, 100) < 0)
 			return -EPIPE;
@@ -1248,7 +1248,7 @@ case_initiate(struct pr_ctx *c, const struct pr_case *kc)
 		v = kc->accepted;
 	} else if (rc == 0 || rc == -EPIPE) {
 		/* An ERROR comes before the close: wait for the close too. */
-		for (uint64_t end = pr_now_ms() + LIMIT(c); !k.closed && pr_now_ms() < end;)
+		for (uint64_t end = zl_now_ms() + LIMIT(c); !k.closed && zl_now_ms() < end;)
 			pr_read(&k, 100);
 		pr_obs(c, "refused (%s%s%s%s)", k.got_error ? "ERROR \"" : "",
 		       k.got_error ? k.peer_error : "", k.got_error ? "\", " : "",
@@ -1308,8 +1308,8 @@ case_plain_server(struct pr_ctx *c, const struct pr_case *kc)
 		size_t flen;
 		zr_zmtp_greeting_encode(g, 1, ZR_MECH_PLAIN, true);
 		rc = pr_write(&k, g, sizeof(g), LIMIT(c));
-		for (uint64_t end = pr_now_ms() + LIMIT(c);
-		     rc == 0 && k.in_len < ZR_ZMTP_GREETING_SIZE && pr_now_ms() < end;)
+		for (uint64_t end = zl_now_ms() + LIMIT(c);
+		     rc == 0 && k.in_len < ZR_ZMTP_GREETING_SIZE && zl_now_ms() < end;)
 			rc = pr_read(&k, 100) < 0 ? -EPIPE : 0;
 		if (rc == 0 && k.in_len < ZR_ZMTP_GREETING_SIZE)
 			rc = -ETIMEDOUT;
@@ -1329,9 +1329,9 @@ case_plain_server(struct pr_ctx *c, const struct pr_case *kc)
 		pr_write(&k, misspelt, sizeof(misspelt), LIMIT(c));
 	}
 	/* What the client does after the ERROR. */
-	t0 = pr_now_ms();
+	t0 = zl_now_ms();
 	rx0 = k.rx_total;
-	while (!k.closed && pr_now_ms() < t0 + LIMIT(c))
+	while (!k.closed && zl_now_ms() < t0 + LIMIT(c))
 		pr_read(&k, 100);
 	if (k.closed) {
 		pr_obs(c, "closed after %llu ms (%s), %llu octets after our ERROR",
@@ -1346,7 +1346,7 @@ case_plain_server(struct pr_ctx *c, const struct pr_case *kc)
 	pr_close(&k);
 	rc = pr_open(c, &k2, LIMIT(c));
 	if (rc == 0)
-		pr_obs(c, "connected again after %llu ms", (unsigned long long)(pr_now_ms() - t0));
+		pr_obs(c, "connected again after %llu ms", (unsigned long long)(zl_now_ms() - t0));
 	else
 		pr_obs(c, "did not connect again within %u ms", LIMIT(c));
 	return finish(&k2, v);
@@ -1401,9 +1401,9 @@ case_res(struct pr_ctx *c, const struct pr_case *kc)
 	pr_obs(c, "%d of %d connections opened", opened, n);
 	if (kc->arg == R_SLOWLORIS) {
 		unsigned ivl = c->o->peer_hs_ivl;
-		uint64_t t0 = pr_now_ms(), end = t0 + 2ull * ivl + 1000;
+		uint64_t t0 = zl_now_ms(), end = t0 + 2ull * ivl + 1000;
 		int pos = 1, closed = 0;
-		while (pr_now_ms() < end && closed < opened) {
+		while (zl_now_ms() < end && closed < opened) {
 			closed = 0;
 			for (int i = 0; i < opened; i++) {
 				if (!ks[i].closed && pos < 10)
@@ -1412,10 +1412,10 @@ case_res(struct pr_ctx *c, const struct pr_case *kc)
 				closed += ks[i].closed;
 			}
 			pos++;
-			pr_sleep_ms(ivl / 8 + 1);
+			zl_sleep_ms(ivl / 8 + 1);
 		}
 		pr_obs(c, "%d closed by the peer within %llu ms (handshake interval %u ms)", closed,
-		       (unsigned long long)(pr_now_ms() - t0), ivl);
+		       (unsigned long long)(zl_now_ms() - t0), ivl);
 		v = closed == opened ? PR_PASS : kc->accepted;
 	} else if (kc->arg != R_CHURN) {
 		int live = pr_live(c, why, sizeof(why));

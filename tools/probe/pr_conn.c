@@ -36,22 +36,6 @@ pr_verdict_name(int v)
 	return v >= 0 && v < PR_VERDICTS ? verdict_names[v] : "?";
 }
 
-uint64_t
-pr_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-void
-pr_sleep_ms(unsigned ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
-	while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-	}
-}
-
 void
 pr_obs(struct pr_ctx *c, const char *fmt, ...)
 {
@@ -224,7 +208,7 @@ mark_closed(struct pr_conn *k, bool reset)
 	if (!k->closed) {
 		k->closed = true;
 		k->reset = reset;
-		k->closed_ms = pr_now_ms();
+		k->closed_ms = zl_now_ms();
 	}
 }
 
@@ -232,7 +216,7 @@ int
 pr_write(struct pr_conn *k, const void *buf, size_t len, unsigned ms)
 {
 	const uint8_t *p = buf;
-	uint64_t deadline = pr_now_ms() + ms;
+	uint64_t deadline = zl_now_ms() + ms;
 
 	if (k->cap != NULL && k->cap_len + len <= k->cap_max) {
 		memcpy(k->cap + k->cap_len, buf, len);
@@ -249,7 +233,7 @@ pr_write(struct pr_conn *k, const void *buf, size_t len, unsigned ms)
 			continue;
 		if (n < 0 && errno == EAGAIN) {
 			struct pollfd pf = {.fd = k->fd, .events = POLLOUT};
-			uint64_t now = pr_now_ms();
+			uint64_t now = zl_now_ms();
 			if (now >= deadline)
 				return -ETIMEDOUT;
 			/* A peer that stops reading while it writes to us (PONGs to a
@@ -275,7 +259,7 @@ pr_write_slow(struct pr_conn *k, const void *buf, size_t len, size_t chunk, unsi
 		if (rc < 0)
 			return rc;
 		if (off + n < len)
-			pr_sleep_ms(delay_ms);
+			zl_sleep_ms(delay_ms);
 		/* Notice a close while trickling. */
 		if (pr_read(k, 0) < 0)
 			return -EPIPE;
@@ -367,7 +351,7 @@ raw_handshake(struct pr_ctx *c, struct pr_conn *k, const struct pr_hs *hs, int t
 	uint8_t g[ZR_ZMTP_GREETING_SIZE], body[1 << 16];
 	uint8_t *frame;
 	struct zr_zmtp_greeting pg;
-	uint64_t deadline = pr_now_ms() + c->o->limit_ms;
+	uint64_t deadline = zl_now_ms() + c->o->limit_ms;
 	uint8_t minor = hs != NULL && hs->minor_set ? hs->minor : 1;
 	int rc;
 
@@ -382,7 +366,7 @@ raw_handshake(struct pr_ctx *c, struct pr_conn *k, const struct pr_hs *hs, int t
 	if (rc < 0)
 		return rc;
 	while (k->in_len < ZR_ZMTP_GREETING_SIZE) {
-		uint64_t now = pr_now_ms();
+		uint64_t now = zl_now_ms();
 		if (now >= deadline)
 			return -ETIMEDOUT;
 		rc = pr_read(k, (unsigned)(deadline - now));
@@ -463,7 +447,7 @@ raw_handshake(struct pr_ctx *c, struct pr_conn *k, const struct pr_hs *hs, int t
 		if (rc < 0)
 			return rc;
 		consume(k, used);
-		uint64_t now = pr_now_ms();
+		uint64_t now = zl_now_ms();
 		if (now >= deadline)
 			return -ETIMEDOUT;
 		rc = pr_read(k, (unsigned)(deadline - now));
@@ -545,11 +529,11 @@ pr_handshake(struct pr_ctx *c, struct pr_conn *k, const struct pr_hs *hs)
 		if (!o->listen)
 			cfg.curve_server_key = o->server_key;
 	}
-	rc = zr_zmtp_init(&k->z, &cfg, pr_now_ms());
+	rc = zr_zmtp_init(&k->z, &cfg, zl_now_ms());
 	if (rc < 0)
 		return rc;
 	k->codec = true;
-	deadline = pr_now_ms() + o->limit_ms;
+	deadline = zl_now_ms() + o->limit_ms;
 	for (;;) {
 		rc = codec_flush(k);
 		if (rc < 0)
@@ -557,7 +541,7 @@ pr_handshake(struct pr_ctx *c, struct pr_conn *k, const struct pr_hs *hs)
 		for (;;) {
 			struct zr_zmtp_event ev;
 			size_t used = 0;
-			rc = zr_zmtp_feed(&k->z, k->in, k->in_len, &used, &ev, pr_now_ms());
+			rc = zr_zmtp_feed(&k->z, k->in, k->in_len, &used, &ev, zl_now_ms());
 			consume(k, used);
 			if (rc == ZR_NEED_MORE)
 				break;
@@ -584,7 +568,7 @@ pr_handshake(struct pr_ctx *c, struct pr_conn *k, const struct pr_hs *hs)
 		rc = codec_flush(k);
 		if (rc < 0)
 			return rc;
-		uint64_t now = pr_now_ms();
+		uint64_t now = zl_now_ms();
 		if (now >= deadline)
 			return -ETIMEDOUT;
 		rc = pr_read(k, (unsigned)(deadline - now));
@@ -713,7 +697,7 @@ pump_codec(struct pr_conn *k, bool want_pong)
 	for (;;) {
 		struct zr_zmtp_event ev;
 		size_t used = 0;
-		int rc = zr_zmtp_feed(&k->z, k->in, k->in_len, &used, &ev, pr_now_ms());
+		int rc = zr_zmtp_feed(&k->z, k->in, k->in_len, &used, &ev, zl_now_ms());
 		consume(k, used);
 		codec_flush(k);
 		if (rc == ZR_NEED_MORE) {
@@ -738,7 +722,7 @@ pump_codec(struct pr_conn *k, bool want_pong)
 int
 pr_pump(struct pr_conn *k, unsigned ms, bool want_pong)
 {
-	uint64_t deadline = pr_now_ms() + ms;
+	uint64_t deadline = zl_now_ms() + ms;
 
 	for (;;) {
 		int rc = 0;
@@ -748,7 +732,7 @@ pr_pump(struct pr_conn *k, unsigned ms, bool want_pong)
 			k->in_len = 0;
 		if (rc != 0)
 			return rc;
-		uint64_t now = pr_now_ms();
+		uint64_t now = zl_now_ms();
 		if (now >= deadline)
 			return 0;
 		rc = pr_read(k, (unsigned)(deadline - now));
@@ -760,7 +744,7 @@ pr_pump(struct pr_conn *k, unsigned ms, bool want_pong)
 int
 pr_settle(struct pr_ctx *c, struct pr_conn *k, unsigned ms)
 {
-	uint64_t t0 = pr_now_ms();
+	uint64_t t0 = zl_now_ms();
 	bool ping = k->ready && k->peer_minor >= 1 && c->peer_pongs && !k->noping;
 	int rc;
 
@@ -777,7 +761,7 @@ pr_settle(struct pr_ctx *c, struct pr_conn *k, unsigned ms)
 	}
 	rc = pr_pump(k, ms, ping);
 	if (rc == 1) {
-		pr_obs(c, "served: PONG after %llu ms", (unsigned long long)(pr_now_ms() - t0));
+		pr_obs(c, "served: PONG after %llu ms", (unsigned long long)(zl_now_ms() - t0));
 		return OUT_SERVED;
 	}
 	if (rc == -EPIPE || k->closed) {
@@ -880,7 +864,7 @@ pr_live(struct pr_ctx *c, char *why, size_t cap)
 			refused++;
 			if (o->listen)
 				return PR_CRASH;
-			pr_sleep_ms(150);
+			zl_sleep_ms(150);
 			continue;
 		}
 		rc = pr_handshake(c, &k, NULL);
@@ -903,7 +887,7 @@ pr_live(struct pr_ctx *c, char *why, size_t cap)
 		if (rc == 0)
 			return PR_PASS;
 		refused = 0;
-		pr_sleep_ms(100);
+		zl_sleep_ms(100);
 	}
 	return refused > 0 ? PR_CRASH : PR_DEGRADED;
 }

@@ -179,7 +179,7 @@ srv_greet(struct pr_ctx *c, struct pr_conn *k, int mech)
 {
 	uint8_t g[ZR_ZMTP_GREETING_SIZE];
 	struct zr_zmtp_greeting pg;
-	uint64_t end = pr_now_ms() + LIMIT(c);
+	uint64_t end = zl_now_ms() + LIMIT(c);
 	int rc;
 
 	zr_zmtp_greeting_encode(g, 1, mech, true);
@@ -187,7 +187,7 @@ srv_greet(struct pr_ctx *c, struct pr_conn *k, int mech)
 	if (rc < 0)
 		return rc;
 	while (k->in_len < ZR_ZMTP_GREETING_SIZE) {
-		if (pr_now_ms() >= end)
+		if (zl_now_ms() >= end)
 			return -ETIMEDOUT;
 		if (pr_read(k, 100) < 0)
 			return -EPIPE;
@@ -378,7 +378,7 @@ static int
 cs_watch(struct pr_ctx *c, struct pr_conn *k, const struct pr_cv *s, unsigned ms, char *name,
          size_t cap)
 {
-	uint64_t end = pr_now_ms() + ms;
+	uint64_t end = zl_now_ms() + ms;
 
 	(void)c;
 	name[0] = '\0';
@@ -415,7 +415,7 @@ cs_watch(struct pr_ctx *c, struct pr_conn *k, const struct pr_cv *s, unsigned ms
 			pr_consume(k, flen);
 			return W_CMD;
 		}
-		uint64_t now = pr_now_ms();
+		uint64_t now = zl_now_ms();
 		if (k->closed)
 			return W_CLOSED;
 		if (now >= end)
@@ -527,7 +527,7 @@ pr_case_curve_server(struct pr_ctx *c, const struct pr_case *kc)
 		v = PR_SKIP;
 		goto out;
 	}
-	t0 = pr_now_ms();
+	t0 = zl_now_ms();
 	if (kc->arg <= CS_ERROR_WELCOME) {
 		/* The client must not answer with INITIATE. */
 		w = cs_watch(c, &k, NULL, LIMIT(c), name, sizeof(name));
@@ -557,7 +557,7 @@ pr_case_curve_server(struct pr_ctx *c, const struct pr_case *kc)
 		/* Whether the client took the READY: a boxed PING after it. */
 		if (rc == 0 && kc->arg != CS_ERROR_READY)
 			cs_send_ping(&k, &st.s, st.s.nonce++, false);
-		t0 = pr_now_ms();
+		t0 = zl_now_ms();
 		w = cs_watch(c, &k, &st.s, LIMIT(c), name, sizeof(name));
 		if (w == W_CLOSED) {
 			obs_closed(c, &k, t0);
@@ -618,7 +618,7 @@ pr_case_curve_server(struct pr_ctx *c, const struct pr_case *kc)
 		rc = cs_send_ping(&k, &st.s, st.s.nonce + 1, true);
 		break;
 	}
-	t0 = pr_now_ms();
+	t0 = zl_now_ms();
 	w = rc == 0 ? cs_watch(c, &k, &st.s, LIMIT(c), name, sizeof(name)) : W_CLOSED;
 	if (w == W_PONG) {
 		pr_obs(c, "accepted: PONG to the PING inside it");

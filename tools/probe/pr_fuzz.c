@@ -431,7 +431,7 @@ play(struct pr_ctx *c, const struct conv *v, char *why, size_t cap)
 	for (size_t i = 0; i < v->n; i++) {
 		const struct step *st = &v->st[i];
 		if (st->sleep_ms > 0)
-			pr_sleep_ms(st->sleep_ms);
+			zl_sleep_ms(st->sleep_ms);
 		if (!opened) {
 			if (st->kind == ST_HANDSHAKE && o->mechanism == ZR_MECH_CURVE) {
 				rc = pr_cv_handshake(c, &k, &cv);
@@ -461,8 +461,8 @@ play(struct pr_ctx *c, const struct conv *v, char *why, size_t cap)
 	}
 	sodium_memzero(&cv, sizeof(cv));
 	if (opened) {
-		uint64_t end = pr_now_ms() + 20;
-		while (!k.closed && pr_now_ms() < end)
+		uint64_t end = zl_now_ms() + 20;
+		while (!k.closed && zl_now_ms() < end)
 			if (pr_read(&k, 20) > 0)
 				k.in_len = 0;
 		pr_close(&k);
@@ -517,7 +517,7 @@ pr_fuzz_mech(struct pr_ctx *c)
 {
 	const struct pr_opts *o = c->o;
 	bool curve = o->mechanism == ZR_MECH_CURVE;
-	uint64_t s = o->seed, end = pr_now_ms() + (uint64_t)o->seconds * 1000u;
+	uint64_t s = o->seed, end = zl_now_ms() + (uint64_t)o->seconds * 1000u;
 	/* CURVE: HELLO took nonce 1, INITIATE 2 (client); READY 1 (server). */
 	uint64_t first = o->listen ? 2 : 3;
 	struct unit *u = calloc(UNITS + 1, sizeof(*u));
@@ -528,7 +528,7 @@ pr_fuzz_mech(struct pr_ctx *c)
 		return ZL_PROBE_UNREACHABLE;
 	printf("zring probe --fuzz: %s, peer %s, %s, seed %" PRIu64 ", %u s\n", o->endpoint,
 	       zr_socktype_name(o->peer_type), curve ? "CURVE" : "PLAIN", o->seed, o->seconds);
-	while (pr_now_ms() < end) {
+	while (zl_now_ms() < end) {
 		size_t n = conversation(&s, curve, u);
 		char why[200] = "", path[512];
 		int vd;
@@ -555,7 +555,7 @@ pr_fuzz_mech(struct pr_ctx *c)
 		       rc == 0 ? path : strerror(-rc));
 		if (vd == PR_CRASH)
 			break;
-		pr_sleep_ms(500);
+		zl_sleep_ms(500);
 	}
 	if (isatty(2))
 		fprintf(stderr, "\r\033[K");

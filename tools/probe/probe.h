@@ -18,6 +18,8 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "../zl_clock.h"
+
 #include <zring/zmtp.h>
 
 struct pr_case;
@@ -147,8 +149,6 @@ struct pr_hs {
 	bool refuse; /* --listen --mechanism plain: refuse the client (ERROR "400") */
 };
 
-uint64_t pr_now_ms(void);
-void pr_sleep_ms(unsigned ms);
 void pr_obs(struct pr_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void pr_escape(char *out, size_t cap, const uint8_t *p, size_t len);
 
