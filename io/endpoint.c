@@ -228,7 +228,7 @@ zr__endpoint_format(const struct zr__endpoint *ep, char *buf, size_t cap)
 int
 zr__endpoint_local(int fd, int transport, char *buf, size_t cap)
 {
-	struct sockaddr_storage ss;
+	struct sockaddr_storage ss = {0}; /* a short address leaves no garbage behind it */
 	socklen_t len = sizeof ss;
 
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
@@ -239,7 +239,7 @@ zr__endpoint_local(int fd, int transport, char *buf, size_t cap)
 int
 zr__endpoint_peer(int fd, int transport, char *buf, size_t cap)
 {
-	struct sockaddr_storage ss;
+	struct sockaddr_storage ss = {0};
 	socklen_t len = sizeof ss;
 
 	if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
