@@ -206,12 +206,14 @@ endpoint_format_addr(int transport, const struct sockaddr_storage *ss, socklen_t
 	} else if (ss->ss_family == AF_INET6) {
 		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
 
-		inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+		if (inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host) == NULL)
+			return -errno;
 		n = snprintf(buf, cap, "tcp://[%s]:%u", host, ntohs(a->sin6_port));
 	} else {
 		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
 
-		inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+		if (inet_ntop(AF_INET, &a->sin_addr, host, sizeof host) == NULL)
+			return -errno;
 		n = snprintf(buf, cap, "tcp://%s:%u", host, ntohs(a->sin_port));
 	}
 	if (n < 0 || (size_t)n >= cap)
