@@ -204,17 +204,19 @@ endpoint_format_addr(int transport, const struct sockaddr_storage *ss, socklen_t
 		else
 			n = snprintf(buf, cap, "ipc://%.*s", (int)strnlen(a->sun_path, plen), a->sun_path);
 	} else if (ss->ss_family == AF_INET6) {
-		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)ss;
+		struct sockaddr_in6 a;
 
-		if (inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host) == NULL)
+		memcpy(&a, ss, sizeof a);
+		if (inet_ntop(AF_INET6, &a.sin6_addr, host, sizeof host) == NULL)
 			return -errno;
-		n = snprintf(buf, cap, "tcp://[%s]:%u", host, ntohs(a->sin6_port));
+		n = snprintf(buf, cap, "tcp://[%s]:%u", host, ntohs(a.sin6_port));
 	} else {
-		const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+		struct sockaddr_in a;
 
-		if (inet_ntop(AF_INET, &a->sin_addr, host, sizeof host) == NULL)
+		memcpy(&a, ss, sizeof a);
+		if (inet_ntop(AF_INET, &a.sin_addr, host, sizeof host) == NULL)
 			return -errno;
-		n = snprintf(buf, cap, "tcp://%s:%u", host, ntohs(a->sin_port));
+		n = snprintf(buf, cap, "tcp://%s:%u", host, ntohs(a.sin_port));
 	}
 	if (n < 0 || (size_t)n >= cap)
 		return -ENOBUFS;
