@@ -18,8 +18,8 @@
  * and aborts, so tests and fuzzers find it; in release it is false and the
  * caller's error path runs.
  */
-#ifndef ZR_BASE_H
-#define ZR_BASE_H
+#ifndef ZR_ZMTP_BASE_H
+#define ZR_ZMTP_BASE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -43,4 +43,4 @@ zr__invariant_failed(const char *cond, const char *file, int line)
 #define ZR_INVARIANT(cond) ((cond) ? true : false)
 #endif
 
-#endif /* ZR_BASE_H */
+#endif /* ZR_ZMTP_BASE_H */
