@@ -60,6 +60,11 @@ struct zr__tls {
 /* ----------------------------------------------------------------------- */
 /* Error text */
 
+static void tls_text(char *err, size_t errcap, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int tls_failed(struct zr__tls *t, enum zr__tls_fail f, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
 static void
 tls_text(char *err, size_t errcap, const char *fmt, ...)
 {
