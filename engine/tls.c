@@ -865,9 +865,11 @@ zr__tls_close(struct zr__tls *t)
 		return 0;
 	t->shutdown_sent = true;
 	ERR_clear_error();
-	/* Before the handshake finished there is nothing to close politely;
-	 * OpenSSL refuses and the caller just closes the socket. */
-	if (t->done && t->fail != ZR__TLS_PROTOCOL)
+	/* Before the handshake finished, or after a fatal error (whose alert
+	 * is already queued), there is nothing to close politely: OpenSSL
+	 * refuses and the caller just closes the socket. A peer's close_notify
+	 * is answered with ours. */
+	if (t->done && (t->err == 0 || t->fail == ZR__TLS_CLOSED))
 		(void)SSL_shutdown(t->ssl);
 	ERR_clear_error();
 	return 0;
