@@ -48,6 +48,9 @@ struct zr__tls {
 	bool done;
 	bool seen_input; /* the peer's first byte has been looked at */
 	bool shutdown_sent;
+	/* The span zr__tls_recv_buf handed out (a recv may be in flight). */
+	uint8_t *recv_span;
+	size_t recv_span_len;
 	enum zr__tls_fail fail;
 	int err; /* the sticky negative errno once fail != ZR__TLS_OK */
 	char *subject;
@@ -673,7 +676,9 @@ zr__tls_recv_buf(struct zr__tls *t, size_t *len)
 	if (n <= 0)
 		return NULL;
 	*len = (size_t)n;
-	return (uint8_t *)p;
+	t->recv_span = (uint8_t *)p;
+	t->recv_span_len = (size_t)n;
+	return t->recv_span;
 }
 
 /* see tls.h */
@@ -688,9 +693,21 @@ zr__tls_recv_ack(struct zr__tls *t, size_t n)
 		return t->err;
 	if (n == 0)
 		return 0;
-	room = BIO_nwrite0(t->net, &p);
-	if (!ZR_INVARIANT(room > 0 && n <= (size_t)room))
+	if (!ZR_INVARIANT(t->recv_span != NULL && n <= t->recv_span_len))
 		return -EINVAL;
+	room = BIO_nwrite0(t->net, &p);
+	/* A BIO pair rewinds its ring to the start when a read empties it,
+	 * so plaintext read while the recv was in flight can have moved the
+	 * write position away from the span. Nothing else writes to the ring
+	 * meanwhile, so the bytes are intact where they landed; an empty ring
+	 * has room for all of them at its start. */
+	if ((uint8_t *)p != t->recv_span) {
+		if (!ZR_INVARIANT(room > 0 && n <= (size_t)room))
+			return -EINVAL;
+		memmove(p, t->recv_span, n);
+	}
+	t->recv_span = NULL;
+	t->recv_span_len = 0;
 	if (!t->seen_input && (r = tls_look_at_first(t, (uint8_t)p[0])) < 0)
 		return r;
 	if (BIO_nwrite(t->net, &p, (int)n) != (int)n)

@@ -139,7 +139,9 @@ void zr__tls_free(struct zr__tls *t);
 ssize_t zr__tls_feed(struct zr__tls *t, const void *buf, size_t len);
 /* The same without a copy: where the next received ciphertext may land and
  * how much fits (*len, 0 when full), then how much did land. The span stays
- * valid until the next call on t. */
+ * valid until zr__tls_recv_ack, across zr__tls_read, _write, _pull and the
+ * send calls, so an io_uring recv may target it while plaintext is read and
+ * written; no zr__tls_feed or second zr__tls_recv_buf meanwhile. */
 uint8_t *zr__tls_recv_buf(struct zr__tls *t, size_t *len);
 int zr__tls_recv_ack(struct zr__tls *t, size_t n);
 
@@ -149,8 +151,9 @@ size_t zr__tls_pending(const struct zr__tls *t);
 /* Copies up to cap of them into buf and drops them; returns the count. */
 size_t zr__tls_pull(struct zr__tls *t, void *buf, size_t cap);
 /* Without a copy: one contiguous span of them (the buffer is a ring, so a
- * second span may follow after the ack), valid until the next call on t;
- * then how many were sent (returns 0, or an error that happened while
+ * second span may follow after the ack), valid until zr__tls_send_ack or
+ * zr__tls_pull, across every other call (encrypting more only appends
+ * behind it), so a send may be in flight from it; then how many were sent (returns 0, or an error that happened while
  * moving on with the room made; acking the alert of a failed session is 0).
  * zr__tls_send_iov fills iov with that span and
  * returns 1, or 0 when nothing is pending. */

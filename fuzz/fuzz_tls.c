@@ -29,7 +29,8 @@
  *   2 the next min(n % 512, rest) input bytes go onto the wire as they are
  *   3 the wire byte at n % len is XORed with (b | 1)
  *   4 1 + n bytes of the wire go to the target: feed when a is even, else
- *     the recv span
+ *     the recv span (and with a & 2, the target reads plaintext between
+ *     taking the span and acking it, as while an io_uring recv is in flight)
  *   5 the target reads with a buffer of 1 + n % 20000 bytes
  *   6 the target writes 1 + n % 20000 bytes; they go to the peer, which
  *     reads them all
@@ -221,8 +222,10 @@ fz_peer_pull(struct fz_tls *f)
 	f->wire_len += n;
 }
 
+static void fz_target_read(struct fz_tls *f, size_t cap);
+
 static void
-fz_deliver(struct fz_tls *f, size_t n, bool zero_copy)
+fz_deliver(struct fz_tls *f, size_t n, bool zero_copy, bool read_in_flight)
 {
 	if (n > f->wire_len)
 		n = f->wire_len;
@@ -254,6 +257,10 @@ fz_deliver(struct fz_tls *f, size_t n, bool zero_copy)
 	FZ_CHECK(room <= ZR__TLS_BUF_IN);
 	if (n > room)
 		n = room;
+	/* The engine reads plaintext while its recv into the span is in
+	 * flight (which may rewind the ring under the span). */
+	if (read_in_flight)
+		fz_target_read(f, FZ_CHUNK_MAX);
 	memcpy(dst, f->wire, n);
 	r = zr__tls_recv_ack(f->target, n);
 	fz_check_err(f, r);
@@ -358,7 +365,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				f.wire[n % f.wire_len] ^= (uint8_t)(b | 1);
 			break;
 		case 4:
-			fz_deliver(&f, 1 + n, (a & 1) != 0);
+			fz_deliver(&f, 1 + n, (a & 1) != 0, (a & 2) != 0);
 			break;
 		case 5:
 			fz_target_read(&f, 1 + n % FZ_CHUNK_MAX);

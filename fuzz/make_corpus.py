@@ -571,11 +571,14 @@ def seeds_tls():
     W, PULL, RAW, XOR, FEED, READ, TW, DROP = range(8)
     whole = tls_op(FEED, 0xFFFE)        # feed the whole wire (a even: feed)
     span = tls_op(FEED, 0xFFFF)         # the same through the recv span (a odd)
+    inflight = tls_op(FEED, 0xFF03)     # the span, reading while it is armed (a & 2)
     for server in (False, True):
         put(t, tls_seq(server, tls_op(W, 63), tls_op(PULL), whole, tls_op(READ, 63)))
         put(t, tls_seq(server, tls_op(W, 63), tls_op(PULL), span, tls_op(READ, 0)))
         put(t, tls_seq(server, tls_op(W, 19999), tls_op(W, 19999), tls_op(PULL),
                        *[tls_op(FEED, 99), tls_op(READ, 999), tls_op(FEED, 98)] * 8))
+        put(t, tls_seq(server, tls_op(W, 63), tls_op(PULL), whole, tls_op(W, 9), tls_op(PULL),
+                       inflight, tls_op(READ, 99)))
         put(t, tls_seq(server, tls_op(W, 63), tls_op(PULL), tls_op(XOR, 30), whole,
                        tls_op(READ, 63)))
         put(t, tls_seq(server, tls_op(W, 63), tls_op(PULL), tls_op(XOR, 2), whole,

@@ -392,6 +392,62 @@ Test(tls_adapter, large_payloads_round_trip_both_ways_through_copying_calls)
 	bulk_both_ways(true);
 }
 
+/* An io_uring recv may be in flight into the recv span while the engine
+ * reads plaintext, which empties (and rewinds) the inbound ring. */
+Test(tls_adapter, recv_span_survives_plaintext_reads_while_in_flight)
+{
+	struct pair p;
+	uint8_t wire[256], got[16], *span;
+	size_t room, n;
+
+	pair_open(&p);
+	cr_assert_eq(zr__tls_write(p.c, "abc", 3), 3);
+	n = zr__tls_pull(p.c, wire, sizeof(wire));
+	cr_assert_eq(zr__tls_feed(p.s, wire, n), (ssize_t)n);
+	span = zr__tls_recv_buf(p.s, &room); /* "the recv is armed" */
+	cr_assert_not_null(span);
+	cr_assert_eq(zr__tls_read(p.s, got, sizeof(got)), 3, "%s", zr__tls_error(p.s));
+	cr_assert_arr_eq(got, "abc", 3);
+	/* The next record lands in the span handed out before the read. */
+	cr_assert_eq(zr__tls_write(p.c, "defgh", 5), 5);
+	n = zr__tls_pull(p.c, wire, sizeof(wire));
+	cr_assert_leq(n, room);
+	memcpy(span, wire, n);
+	cr_assert_eq(zr__tls_recv_ack(p.s, n), 0);
+	cr_assert_eq(zr__tls_read(p.s, got, sizeof(got)), 5, "%s", zr__tls_error(p.s));
+	cr_assert_arr_eq(got, "defgh", 5);
+	pair_close(&p);
+}
+
+/* A send may be in flight from the send span while more is encrypted. */
+Test(tls_adapter, send_span_survives_more_writes_while_in_flight)
+{
+	struct pair p;
+	const uint8_t *span;
+	uint8_t copy[256], got[16];
+	size_t len;
+	uint8_t *dst;
+	size_t room;
+
+	pair_open(&p);
+	cr_assert_eq(zr__tls_write(p.c, "abc", 3), 3);
+	span = zr__tls_send_buf(p.c, &len);
+	cr_assert_not_null(span);
+	cr_assert_leq(len, sizeof(copy));
+	memcpy(copy, span, len);
+	cr_assert_eq(zr__tls_write(p.c, "defgh", 5), 5);
+	cr_assert_arr_eq(span, copy, len, "the span in flight changed");
+	dst = zr__tls_recv_buf(p.s, &room);
+	memcpy(dst, span, len);
+	cr_assert_eq(zr__tls_send_ack(p.c, len), 0);
+	cr_assert_eq(zr__tls_recv_ack(p.s, len), 0);
+	tt_move(p.c, p.s, SIZE_MAX);
+	cr_assert_eq(zr__tls_read(p.s, got, sizeof(got)), 3);
+	cr_assert_eq(zr__tls_read(p.s, got + 3, sizeof(got) - 3), 5);
+	cr_assert_arr_eq(got, "abcdefgh", 8);
+	pair_close(&p);
+}
+
 Test(tls_adapter, full_buffers_push_back_instead_of_growing)
 {
 	struct pair p;
