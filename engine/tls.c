@@ -404,6 +404,22 @@ tls_failed_verify(struct zr__tls *t, long v)
 	}
 }
 
+/* OpenSSL 3.0 names the TLS 1.2 alerts only ("unknown" for the others). */
+static const char *
+tls_alert_words(int alert)
+{
+	switch (alert) {
+	case 109: /* RFC 8446 §6.2 missing_extension */
+		return "missing extension";
+	case 116: /* certificate_required */
+		return "certificate required";
+	case 120: /* no_application_protocol */
+		return "no application protocol";
+	default:
+		return SSL_alert_desc_string_long(alert);
+	}
+}
+
 /* A call on the SSL object returned r <= 0: sort out what happened. Returns
  * 0 for "needs more input or output space", else the sticky error. */
 static int
@@ -441,7 +457,7 @@ tls_check(struct zr__tls *t, int r)
 			                  "no TLS version in common: the peer sent alert \"%s\"",
 			                  SSL_alert_desc_string_long(alert));
 		return tls_failed(t, ZR__TLS_ALERT, -EPROTO, "alert received: %s (%s)",
-		                  SSL_alert_desc_string_long(alert), tls_reason(q));
+		                  tls_alert_words(alert), tls_reason(q));
 	}
 	switch (reason) {
 	case SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE:
@@ -459,7 +475,10 @@ tls_check(struct zr__tls *t, int r)
 	case SSL_R_HTTPS_PROXY_REQUEST:
 	case SSL_R_PACKET_LENGTH_TOO_LONG:
 	case SSL_R_UNKNOWN_PROTOCOL:
-		if (!t->done)
+		/* Only the peer's first record can show that it does not
+		 * speak TLS at all; later, these are protocol errors. */
+		if (SSL_get_state(t->ssl) == TLS_ST_BEFORE ||
+		    SSL_get_state(t->ssl) == TLS_ST_CW_CLNT_HELLO)
 			return tls_failed(
 				t, ZR__TLS_NOT_TLS, -EPROTO,
 				"not TLS: the peer's first bytes are not a TLS record (%s)",

@@ -45,13 +45,13 @@
 /* Ciphertext buffered each way. Each holds at least one whole TLS record
  * (2^14 bytes of plaintext plus at most 2048 of expansion and a 5-byte
  * header), so a peer sending maximum-size records never deadlocks us. */
-#define ZR__TLS_BUF_IN (32u * 1024u)
-#define ZR__TLS_BUF_OUT (32u * 1024u)
+#define ZR__TLS_BUF_IN ((size_t)32 * 1024)
+#define ZR__TLS_BUF_OUT ((size_t)32 * 1024)
 /* Plaintext gathered into one record before encryption: small iovecs (frame
  * headers, short messages) share a record instead of each costing one. */
-#define ZR__TLS_STAGE (16u * 1024u)
+#define ZR__TLS_STAGE ((size_t)16 * 1024)
 /* Longest error text zr__tls_error returns, NUL included. */
-#define ZR__TLS_ERR_MAX 256u
+#define ZR__TLS_ERR_MAX ((size_t)256)
 
 /* What a session's failure was, for monitor events and tests; the text from
  * zr__tls_error carries OpenSSL's own reason beside it. */

@@ -671,8 +671,8 @@ Test(tls_adapter, a_session_holds_bounded_memory_after_traffic)
 	}
 	after = mallinfo2();
 	per = (after.uordblks - before.uordblks) / (2 * PAIRS);
-	cr_log_info("heap per TLS session after 64 KiB each way: %zu bytes (bounds: %u in, %u "
-	            "out, %u stage)",
+	cr_log_info("heap per TLS session after 64 KiB each way: %zu bytes (bounds: %zu in, %zu "
+	            "out, %zu stage)",
 	            per, ZR__TLS_BUF_IN, ZR__TLS_BUF_OUT, ZR__TLS_STAGE);
 	/* The three bounds, OpenSSL's two record buffers (about 17 KiB each)
 	 * and some 30 KiB for the SSL object, the peer's certificate and the
@@ -756,7 +756,7 @@ Test(tls_adapter, server_with_a_ca_requires_a_client_certificate)
 	struct zr__tls_ctx *sc = tt_server(&certs, "server", true), *cc = tt_client(&certs, NULL);
 
 	expect_fail(sc, cc, "localhost", false, ZR__TLS_NO_PEER_CERT, "no client certificate",
-	            "certificate required");
+	            "alert received: certificate required");
 	zr__tls_ctx_free(sc);
 	zr__tls_ctx_free(cc);
 }
@@ -810,16 +810,43 @@ Test(tls_adapter, plain_zmtp_greeting_is_named_as_such_on_either_side)
 
 Test(tls_adapter, other_non_tls_bytes_are_named_not_tls)
 {
-	struct zr__tls_ctx *sc = tt_server(&certs, "server", false);
-	struct zr__tls *s = tt_session(sc, NULL);
+	struct zr__tls_ctx *sc = tt_server(&certs, "server", false), *cc = tt_client(&certs, NULL);
+	struct zr__tls *s = tt_session(sc, NULL), *c = tt_session(cc, "localhost");
 	static const char http[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+	static const char reply[] = "HTTP/1.1 400 Bad Request\r\n\r\n";
 
 	cr_assert_eq(zr__tls_feed(s, http, sizeof(http) - 1), -EPROTO);
 	cr_assert_eq(zr__tls_failure(s), ZR__TLS_NOT_TLS, "%s", zr__tls_error(s));
 	cr_assert_not_null(strstr(zr__tls_error(s), "not TLS"), "%s", zr__tls_error(s));
+	cr_log_info("server: %s", zr__tls_error(s));
+	/* A client that sent its ClientHello and got an HTTP answer. */
+	cr_assert_eq(zr__tls_feed(c, reply, sizeof(reply) - 1), -EPROTO);
+	cr_assert_eq(zr__tls_failure(c), ZR__TLS_NOT_TLS, "%s", zr__tls_error(c));
+	cr_log_info("client: %s", zr__tls_error(c));
+	zr__tls_free(s);
+	zr__tls_free(c);
+	zr__tls_ctx_free(sc);
+	zr__tls_ctx_free(cc);
+}
+
+Test(tls_adapter, garbage_after_the_first_record_is_a_protocol_error_not_not_tls)
+{
+	struct zr__tls_ctx *sc = tt_server(&certs, "server", false), *cc = tt_client(&certs, NULL);
+	struct zr__tls *s = tt_session(sc, NULL), *c = tt_session(cc, "localhost");
+	static const uint8_t junk[] = {0x16, 0x09, 0x09, 0x00, 0x05, 1, 2, 3, 4, 5};
+
+	/* The server has the ClientHello and waits for the client's Finished;
+	 * a record of a bogus version comes instead. */
+	tt_move(c, s, SIZE_MAX);
+	cr_assert_gt(zr__tls_pending(s), 0);
+	cr_assert_eq(zr__tls_feed(s, junk, sizeof(junk)), -EPROTO);
+	cr_assert_eq(zr__tls_failure(s), ZR__TLS_PROTOCOL, "%d %s", zr__tls_failure(s),
+	             zr__tls_error(s));
 	cr_log_info("%s", zr__tls_error(s));
 	zr__tls_free(s);
+	zr__tls_free(c);
 	zr__tls_ctx_free(sc);
+	zr__tls_ctx_free(cc);
 }
 
 Test(tls_adapter, bad_configurations_are_refused_with_reasons)

@@ -4,8 +4,8 @@
  * built from them, and a pump that moves ciphertext between two sessions
  * held back to back in memory.
  */
-#ifndef ZR_TESTS_TLS_UTIL_H
-#define ZR_TESTS_TLS_UTIL_H
+#ifndef ZR_TESTS_TLS_TLS_UTIL_H
+#define ZR_TESTS_TLS_TLS_UTIL_H
 
 #define _POSIX_C_SOURCE 200809L
 
@@ -184,4 +184,4 @@ tt_pump(struct zr__tls *a, struct zr__tls *b)
 	cr_assert_fail("handshake did not settle in 1000 rounds");
 }
 
-#endif /* ZR_TESTS_TLS_UTIL_H */
+#endif /* ZR_TESTS_TLS_TLS_UTIL_H */
