@@ -225,10 +225,11 @@ net_write(int fd, struct zr__tls *t, const char *s)
 /* openssl s_client -> adapter server; with `mutual` the server requires a
  * client certificate and s_client presents one. */
 static void
-s_client_talks_to_us(bool mutual)
+s_client_talks_to_us(bool mutual, bool tls12)
 {
-	struct zr__tls_ctx *sc = tt_server(&certs, "server", mutual);
-	struct zr__tls *s = tt_session(sc, NULL);
+	struct zr__tls_config cfg = {.server = true, .allow_tls12 = tls12};
+	struct zr__tls_ctx *sc;
+	struct zr__tls *s;
 	char connect[64], got[256], out[4096];
 	uint16_t port;
 	int lfd = listen_loopback(&port), fd;
@@ -236,6 +237,11 @@ s_client_talks_to_us(bool mutual)
 	char *argv[24];
 	int a = 0;
 
+	cfg.cert_file = tt_path(&certs, "server.pem");
+	cfg.key_file = tt_path(&certs, "server.key");
+	cfg.ca_file = mutual ? tt_path(&certs, "ca.pem") : NULL;
+	sc = tt_ctx(&cfg);
+	s = tt_session(sc, NULL);
 	snprintf(connect, sizeof(connect), "127.0.0.1:%u", (unsigned)port);
 	argv[a++] = "openssl";
 	argv[a++] = "s_client";
@@ -247,6 +253,8 @@ s_client_talks_to_us(bool mutual)
 	argv[a++] = "-verify_ip";
 	argv[a++] = "127.0.0.1";
 	argv[a++] = "-quiet"; /* data only on stdout; also waits for the server to close */
+	if (tls12)
+		argv[a++] = "-tls1_2";
 	if (mutual) {
 		argv[a++] = "-cert";
 		argv[a++] = (char *)tt_path(&certs, "client.pem");
@@ -260,11 +268,11 @@ s_client_talks_to_us(bool mutual)
 
 	if (net_read(fd, s, got, 19) != 19) {
 		errlog_dump("s_client.err");
-		cr_assert_fail("server got %s (%s)", zr__tls_done(s) ? "too little" : "no handshake",
-		               zr__tls_error(s));
+		cr_assert_fail("server got %s (%s)",
+		               zr__tls_done(s) ? "too little" : "no handshake", zr__tls_error(s));
 	}
 	cr_assert_arr_eq(got, "ping from s_client\n", 19);
-	cr_assert_str_eq(zr__tls_version(s), "TLSv1.3");
+	cr_assert_str_eq(zr__tls_version(s), tls12 ? "TLSv1.2" : "TLSv1.3");
 	if (mutual)
 		cr_assert_str_eq(zr__tls_peer_subject(s), "CN=client one,O=zring test");
 	else
@@ -283,12 +291,17 @@ s_client_talks_to_us(bool mutual)
 
 Test(tls_interop, openssl_s_client_completes_a_handshake_and_both_directions_carry_bytes)
 {
-	s_client_talks_to_us(false);
+	s_client_talks_to_us(false, false);
 }
 
 Test(tls_interop, openssl_s_client_with_a_client_certificate_is_named_by_its_subject)
 {
-	s_client_talks_to_us(true);
+	s_client_talks_to_us(true, false);
+}
+
+Test(tls_interop, a_tls12_client_is_served_when_the_server_allows_tls12)
+{
+	s_client_talks_to_us(true, true);
 }
 
 Test(tls_interop, a_tls12_only_client_is_refused_with_no_version_in_common)
@@ -301,9 +314,10 @@ Test(tls_interop, a_tls12_only_client_is_refused_with_no_version_in_common)
 	struct child ch;
 
 	snprintf(connect, sizeof(connect), "127.0.0.1:%u", (unsigned)port);
-	child_spawn(&ch,
-	            (char *[]){"openssl", "s_client", "-connect", connect, "-tls1_2", "-quiet", NULL},
-	            tt_path(&certs, "s_client.err"));
+	child_spawn(
+		&ch,
+		(char *[]){"openssl", "s_client", "-connect", connect, "-tls1_2", "-quiet", NULL},
+		tt_path(&certs, "s_client.err"));
 	fd = accept_one(lfd);
 	(void)net_read(fd, s, buf, sizeof(buf));
 	cr_assert_eq(zr__tls_failure(s), ZR__TLS_VERSION, "%d %s", zr__tls_failure(s),
