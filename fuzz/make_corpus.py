@@ -556,6 +556,48 @@ def seeds_conn_curve_one(t):
     put(t, ccs(ops=[hello, world, ccs_replay(1)]))
 
 
+# fuzz_tls: byte 0 picks the target's role (bit 0: server), then 3-byte
+# operations [op, a, b] with n = a | b << 8 (layout at the top of fuzz_tls.c).
+def tls_op(op, n=0):
+    return bytes([op, n & 0xFF, (n >> 8) & 0xFF])
+
+
+def tls_seq(server, *ops):
+    return bytes([1 if server else 0]) + b"".join(ops)
+
+
+def seeds_tls():
+    t = "tls"
+    W, PULL, RAW, XOR, FEED, READ, TW, DROP = range(8)
+    whole = tls_op(FEED, 0xFFFE)        # feed the whole wire (a even: feed)
+    span = tls_op(FEED, 0xFFFF)         # the same through the recv span (a odd)
+    inflight = tls_op(FEED, 0xFF03)     # the span, reading while it is armed (a & 2)
+    for server in (False, True):
+        put(t, tls_seq(server, tls_op(W, 63), tls_op(PULL), whole, tls_op(READ, 63)))
+        put(t, tls_seq(server, tls_op(W, 63), tls_op(PULL), span, tls_op(READ, 0)))
+        put(t, tls_seq(server, tls_op(W, 19999), tls_op(W, 19999), tls_op(PULL),
+                       *[tls_op(FEED, 99), tls_op(READ, 999), tls_op(FEED, 98)] * 8))
+        put(t, tls_seq(server, tls_op(W, 63), tls_op(PULL), whole, tls_op(W, 9), tls_op(PULL),
+                       inflight, tls_op(READ, 99)))
+        put(t, tls_seq(server, tls_op(W, 63), tls_op(PULL), tls_op(XOR, 30), whole,
+                       tls_op(READ, 63)))
+        put(t, tls_seq(server, tls_op(W, 63), tls_op(PULL), tls_op(XOR, 2), whole,
+                       tls_op(READ, 63)))
+        put(t, tls_seq(server, tls_op(W, 10), tls_op(W, 10), tls_op(PULL),
+                       tls_op(DROP, 0), whole, tls_op(READ, 63)))
+        put(t, tls_seq(server, tls_op(TW, 63), tls_op(W, 5), tls_op(DROP, 1),
+                       tls_op(PULL), whole, tls_op(READ, 63), tls_op(TW, 20000)))
+    # Raw records: a header promising more than a record may hold, a
+    # plaintext alert and ChangeCipherSpec after the handshake, an
+    # application record of garbage, SSLv2-looking and ZMTP-looking bytes.
+    for raw in (b"\x17\x03\x03\xff\xff", b"\x15\x03\x03\x00\x02\x02\x28",
+                b"\x14\x03\x03\x00\x01\x01", b"\x17\x03\x03\x00\x20" + bytes(32),
+                b"\x80\x2e\x01\x03\x01", b"\xff" + bytes(8) + b"\x7f\x03\x01NULL"):
+        put(t, tls_seq(False, tls_op(RAW, len(raw)) + raw, whole, tls_op(READ, 99)))
+        put(t, tls_seq(True, tls_op(W, 7), tls_op(PULL), tls_op(RAW, len(raw)) + raw, span,
+                       tls_op(READ, 99)))
+
+
 def main():
     seeds_greeting()
     seeds_frame()
@@ -566,6 +608,7 @@ def main():
     seeds_plain_server()
     seeds_conn()
     seeds_conn_curve()
+    seeds_tls()
     for target in sorted(written):
         print("%-14s %3d seeds" % (target, written[target]))
     return 0

@@ -8,6 +8,9 @@ set -euo pipefail
 packages=(
 	# build
 	cmake ninja-build gcc libc6-dev clang pkg-config liburing-dev libsodium-dev libssl-dev
+	# tests: the openssl command makes the TLS tests' certificates and is their
+	# reference peer (s_client, s_server)
+	openssl
 	# tests: Criterion, libzmq and pyzmq as the real peers, valgrind
 	libcriterion-dev libzmq3-dev python3-zmq valgrind
 	# fault tests (tests/fault): ip netns, veth and tc tbf; iptables for loss
