@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Style lint, kept out of CI's pass/fail for now (see README): clang-format
-# drift, shellcheck warnings in the scripts, and clang-tidy findings for the
-# library sources. Exits non-zero when any of them reports something.
+# Style lint, a step of scripts/test.sh (so of CI): clang-format drift in any
+# C file, shellcheck warnings in the scripts, and clang-tidy findings (the
+# checks in .clang-tidy) for the library sources. Exits non-zero when any of
+# them reports something. ZR_JOBS (default 2) clang-tidy processes at once.
 # Usage: scripts/lint.sh [BUILD_DIR]   (default build/gcc; needs compile_commands.json)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
@@ -28,5 +29,7 @@ if [[ ! -f $build/compile_commands.json ]]; then
 	exit 1
 fi
 mapfile -t lib_sources < <(git ls-files -- 'zmtp/*.c' 'io/*.c' 'engine/*.c')
-clang-tidy -p "$build" --quiet "${lib_sources[@]}" 2>/dev/null | grep -E 'warning:|error:' && rc=1
+printf '%s\0' "${lib_sources[@]}" |
+	xargs -0 -n 1 -P "${ZR_JOBS:-2}" clang-tidy -p "$build" --quiet 2>/dev/null |
+	grep -E 'warning:|error:' && rc=1
 exit $rc

@@ -3,11 +3,13 @@
 #   1. Debian packages (scripts/deps.sh)
 #   2. header guards (scripts/check-guards.sh)
 #   3. gcc build, -Werror, -O2, benchmarks too, and every CTest test -> build/gcc
-#   4. clang build with ASan+UBSan, -Werror, and every test       -> build/asan
-#   5. clang build with TSan, -Werror: tests/tsan/ stress programs -> build/tsan
+#   4. lint (scripts/lint.sh): clang-format of every C file, shellcheck,
+#      clang-tidy of the library sources (uses build/gcc's compile commands)
+#   5. clang build with ASan+UBSan, -Werror, and every test       -> build/asan
+#   6. clang build with TSan, -Werror: tests/tsan/ stress programs -> build/tsan
 #      (Criterion cannot start under TSan)
-#   6. libFuzzer build; each harness runs a few seconds           -> build/fuzz
-#   7. install to a scratch prefix; consumers built with pkg-config and
+#   7. libFuzzer build; each harness runs a few seconds           -> build/fuzz
+#   8. install to a scratch prefix; consumers built with pkg-config and
 #      find_package(zring), shared and static, must run
 # Every step runs even when an earlier one failed; the last line says what
 # failed, and the exit status is non-zero if anything did.
@@ -147,6 +149,7 @@ fuzz_run() {
 step deps scripts/deps.sh
 step guards scripts/check-guards.sh
 step gcc gcc_build
+step lint scripts/lint.sh build/gcc
 step asan asan_build
 step tsan tsan_build
 step fuzz fuzz_run
