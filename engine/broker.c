@@ -16,7 +16,7 @@
  * local subscription; for RPC a DEALER per outstanding request) and applies
  * the seed broker's refusal rules before anything touches a socket.
  */
-#define _GNU_SOURCE /* liburing.h (through engine.h) needs sigset_t */
+#define _GNU_SOURCE /* strdup, strcasecmp (<string.h>), nanosleep, pthread_condattr_setclock */
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>

@@ -9,7 +9,7 @@
  *              and an io-side half (connections, routing state) touched only
  *              on the io thread.
  *   zr__conn   one ZMTP connection: fd, codec, input buffer, output queue,
- *              io_uring operations, timers. io thread only.
+ *              its operations and timers on the loop (io/). io thread only.
  *
  * Data path: zr_send pushes into s->tx (app -> io), marks the socket dirty
  * and wakes the loop if it sleeps; the io thread routes each message to a

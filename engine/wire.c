@@ -1,11 +1,11 @@
 /*
  * The broker's wire layout: encode on publish, decode on delivery (wire.h).
  */
-#define _GNU_SOURCE /* liburing.h (through engine.h) needs sigset_t */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "engine.h"
 #include "wire.h"
