@@ -1177,7 +1177,7 @@ zr_zmtp_abort(struct zr_zmtp *z, int err, const char *reason)
 int
 zr_zmtp_state(const struct zr_zmtp *z)
 {
-	return z->state;
+	return (int)z->state;
 }
 
 /* see zmtp.h */
