@@ -29,8 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "brokermsg.h"
 #include "engine.h"
-#include "wire.h"
 
 #define BROKER_REPLY_PREFIX "zmq-reply:"
 #define BROKER_REPLY_MAX (sizeof BROKER_REPLY_PREFIX + 2 * ZR__SUB_MAX)

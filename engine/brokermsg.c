@@ -1,5 +1,5 @@
 /*
- * The broker's wire layout: encode on publish, decode on delivery (wire.h).
+ * The broker's message layout: encode on publish, decode on delivery (brokermsg.h).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -7,8 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "brokermsg.h"
 #include "engine.h"
-#include "wire.h"
 
 void
 zr__wire_scratch_fini(struct zr__wire_scratch *sc)

@@ -1,13 +1,13 @@
 /*
- * The broker's wire layout (DESIGN.md "The public model", ruststream.md §4):
+ * The broker's message layout on the wire (DESIGN.md "The public model", ruststream.md §4):
  * frame 0 the name, frame 1 "name: value" header lines joined by '\n' (empty
  * when none), frame 2 the payload. Encoding checks headers before anything
  * touches a socket; decoding turns a received message into a zr_delivery
  * whose strings live in a reusable scratch buffer (no allocation once the
  * buffer has grown to the largest message seen).
  */
-#ifndef ZR_ENGINE_WIRE_H
-#define ZR_ENGINE_WIRE_H
+#ifndef ZR_ENGINE_BROKERMSG_H
+#define ZR_ENGINE_BROKERMSG_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -54,4 +54,4 @@ int zr__wire_decode(const zr_msg *m, size_t first, const char *reply_to,
  * sc is scratch space. */
 bool zr__wire_ok(const zr_msg *m, size_t first, struct zr__wire_scratch *sc);
 
-#endif /* ZR_ENGINE_WIRE_H */
+#endif /* ZR_ENGINE_BROKERMSG_H */
