@@ -695,8 +695,8 @@ conn_out_command(struct zr_zmtp *z, size_t body_len)
  * the READY event or a negative code.
  */
 static int
-conn_curve_opened(struct zr_zmtp *z, const uint8_t *meta, size_t meta_len,
-                  struct zr_zmtp_event *ev, uint64_t now_ms)
+conn_curve_opened(struct zr_zmtp *z, const uint8_t *meta, size_t meta_len, struct zr_zmtp_event *ev,
+                  uint64_t now_ms)
 {
 	uint8_t ours[ZR_ZMTP_OUT_MAX];
 	size_t ours_len, mark = z->out_len;
@@ -900,7 +900,8 @@ conn_on_frame(struct zr_zmtp *z, const struct zr_zmtp_frame *f, struct zr_zmtp_e
 		return conn_curve_handshake(z, body, f->len, ev, now_ms);
 	rc = zr_zmtp_cmd_parse(f->data, f->len, mech, &cmd);
 	if (rc < 0)
-		return z->state == ZR_ZMTP_HANDSHAKE ? codec_fail_handshake(z, rc) : codec_fail(z, rc);
+		return z->state == ZR_ZMTP_HANDSHAKE ? codec_fail_handshake(z, rc)
+		                                     : codec_fail(z, rc);
 	if (z->state == ZR_ZMTP_HANDSHAKE)
 		return conn_handshake_cmd(z, &cmd, ev, now_ms);
 	return conn_traffic_cmd(z, &cmd, ev);

@@ -100,7 +100,8 @@ dec_body_piece(struct zr_zmtp_dec *d, const uint8_t *buf, size_t len, struct zr_
 	d->body_off += n;
 	if (d->body_off == d->body_size) {
 		f->flags |= ZR_ZMTP_FRAME_END;
-		d->state = (d->body_flags & ZR_ZMTP_MORE) ? ZR__ZMTP_DEC_HEADER_MORE : ZR__ZMTP_DEC_HEADER;
+		d->state = (d->body_flags & ZR_ZMTP_MORE) ? ZR__ZMTP_DEC_HEADER_MORE
+		                                          : ZR__ZMTP_DEC_HEADER;
 	}
 	return n;
 }

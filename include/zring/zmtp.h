@@ -174,7 +174,7 @@ struct zr_zmtp_frame {
 /* Private to the decoder (zmtp/frame.c), for struct zr_zmtp_dec; not API:
  * names and values may change. What the next octets are. */
 enum zr__zmtp_dec_state {
-	ZR__ZMTP_DEC_HEADER = 0, /* a frame header, no message open */
+	ZR__ZMTP_DEC_HEADER = 0,  /* a frame header, no message open */
 	ZR__ZMTP_DEC_HEADER_MORE, /* a frame header inside a multipart message */
 	ZR__ZMTP_DEC_BODY,        /* a message frame's body (body_flags says whether MORE) */
 };
