@@ -4,11 +4,12 @@
  * the handshake deadline.
  *
  * One state enum (enum zr_zmtp_state) advanced in zr_zmtp_feed's switch, a
- * step enum inside the handshake (enum zr__zmtp_step, zmtp.h: the struct is
- * caller storage), sticky errors; switches over them name every value. The codec's own output
- * (greeting, handshake commands, ERROR, PING, PONG) goes into the inline
- * buffer z->out; its size is checked at init against the worst case this
- * configuration can queue, so appending never fails later.
+ * step enum inside the handshake (enum zr__zmtp_step, in zmtp.h because the
+ * struct is caller storage), sticky errors; switches over them name every
+ * value. The codec's own output (greeting, handshake commands, ERROR, PING,
+ * PONG) goes into the inline buffer z->out; its size is checked at init
+ * against the worst case this configuration can queue, so appending never
+ * fails later (conn_out_reserve guards it).
  *
  * Decisions (checklist B1-B5, B7):
  *  - Our greeting goes out whole at init (no greeting dance needed: we never
