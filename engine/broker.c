@@ -16,7 +16,7 @@
  * local subscription; for RPC a DEALER per outstanding request) and applies
  * the seed broker's refusal rules before anything touches a socket.
  */
-#define _GNU_SOURCE /* liburing.h (through engine.h) needs sigset_t */
+#define _GNU_SOURCE /* strdup, strcasecmp (<string.h>), nanosleep, pthread_condattr_setclock */
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
@@ -29,8 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "brokermsg.h"
 #include "engine.h"
-#include "wire.h"
 
 #define BROKER_REPLY_PREFIX "zmq-reply:"
 #define BROKER_REPLY_MAX (sizeof BROKER_REPLY_PREFIX + 2 * ZR__SUB_MAX)
@@ -56,7 +56,7 @@ struct sub_worker {
 	struct sub_job pending; /* the inbox (one item) */
 	struct sub_job current; /* being handled */
 	bool busy;
-	struct zr__wire_scratch *sc; /* one per delivery of a batch */
+	struct zr__brokermsg_scratch *sc; /* one per delivery of a batch */
 	struct zr_delivery *ds;
 	const struct zr_delivery **dv;
 };
@@ -88,7 +88,7 @@ struct zr_subscription {
 	struct sub_worker *w;
 	unsigned rotation;
 	struct sub_job job;   /* the dispatcher's job in assembly */
-	struct zr__wire_scratch check; /* the dispatcher's scratch for batch checks */
+	struct zr__brokermsg_scratch check; /* the dispatcher's scratch for batch checks */
 	uint64_t seq;
 
 	_Atomic uint64_t received, handled, errors, discarded;
@@ -194,7 +194,7 @@ cond_init_monotonic(pthread_cond_t *c)
 
 struct owned_delivery {
 	struct zr_delivery d; /* first: zr_delivery_free casts back */
-	struct zr__wire_scratch sc;
+	struct zr__brokermsg_scratch sc;
 	zr_msg *m;
 };
 
@@ -206,7 +206,7 @@ zr_delivery_free(struct zr_delivery *d)
 
 	if (o == NULL)
 		return;
-	zr__wire_scratch_fini(&o->sc);
+	zr__brokermsg_scratch_fini(&o->sc);
 	zr_msg_free(o->m);
 	free(o);
 }
@@ -432,7 +432,7 @@ reply_address(const void *rid, size_t len, char *out)
 
 /* Decodes one message of the subscription into d. */
 static void
-sub_decode(struct zr_subscription *sub, zr_msg *m, struct zr__wire_scratch *sc,
+sub_decode(struct zr_subscription *sub, zr_msg *m, struct zr__brokermsg_scratch *sc,
            struct zr_delivery *d)
 {
 	char reply_to[BROKER_REPLY_MAX];
@@ -440,7 +440,7 @@ sub_decode(struct zr_subscription *sub, zr_msg *m, struct zr__wire_scratch *sc,
 	const void *rid;
 
 	if (!sub->rpc) {
-		zr__wire_decode(m, 0, NULL, sc, d);
+		zr__brokermsg_decode(m, 0, NULL, sc, d);
 		return;
 	}
 	/* ROUTER: [routing id, name, headers, payload]. */
@@ -458,7 +458,7 @@ sub_decode(struct zr_subscription *sub, zr_msg *m, struct zr__wire_scratch *sc,
 		return;
 	}
 	reply_address(rid, rid_len, reply_to);
-	zr__wire_decode(m, 1, reply_to, sc, d);
+	zr__brokermsg_decode(m, 1, reply_to, sc, d);
 }
 
 static bool
@@ -687,7 +687,7 @@ sub_workers_free(struct zr_subscription *sub)
 
 		if (w->sc != NULL) {
 			for (size_t k = 0; k < sub->batch; k++)
-				zr__wire_scratch_fini(&w->sc[k]);
+				zr__brokermsg_scratch_fini(&w->sc[k]);
 		}
 		free(w->sc);
 		free(w->ds);
@@ -794,7 +794,7 @@ sub_free(struct zr_subscription *sub)
 {
 	sub_stop_join(sub);
 	sub_workers_free(sub);
-	zr__wire_scratch_fini(&sub->check);
+	zr__brokermsg_scratch_fini(&sub->check);
 	if (sub->efd_stop >= 0)
 		close(sub->efd_stop);
 	pthread_mutex_destroy(&sub->lock);
@@ -1498,7 +1498,7 @@ zr_publish(zr_publisher *p, const char *name, const struct zr_header *h, size_t 
 		return pub_reply(p, name, h, nh, NULL, payload, len);
 	if (zr_msg_new(&m) < 0)
 		return -ENOMEM;
-	rc = zr__wire_encode(m, name, h, nh, NULL, payload, len, p->err, sizeof p->err);
+	rc = zr__brokermsg_encode(m, name, h, nh, NULL, payload, len, p->err, sizeof p->err);
 	if (rc < 0) {
 		char why[ZR_ERRTEXT_MAX];
 
@@ -1566,7 +1566,8 @@ pub_reply(struct zr_publisher *p, const char *dest, const struct zr_header *h, s
 		return -ENOMEM;
 	rc = zr_msg_add(m, rid, rid_len);
 	if (rc == 0)
-		rc = zr__wire_encode(m, "reply", h, nh, extra, payload, len, p->err, sizeof p->err);
+		rc = zr__brokermsg_encode(m, "reply", h, nh, extra, payload, len, p->err,
+		                          sizeof p->err);
 	if (rc < 0) {
 		char why[ZR_ERRTEXT_MAX];
 
@@ -1682,7 +1683,7 @@ pub_await_reply(struct zr_publisher *p, const char *name, const char *corr, uint
 		if (zr_recv(p->dealer, &o->m, ZR_DONTWAIT) == 0) {
 			const char *id;
 
-			if (zr__wire_decode(o->m, 0, NULL, &o->sc, &o->d) == 0 &&
+			if (zr__brokermsg_decode(o->m, 0, NULL, &o->sc, &o->d) == 0 &&
 			    (id = zr_delivery_header(&o->d, "correlation-id")) != NULL &&
 			    strcmp(id, corr) == 0) {
 				*reply = &o->d;
@@ -1738,8 +1739,8 @@ zr_request(zr_publisher *p, const char *name, const struct zr_header *h, size_t 
 	}
 	if (zr_msg_new(&m) < 0)
 		return -ENOMEM;
-	rc = zr__wire_encode(m, name, h, nh, corr.value == idbuf ? &corr : NULL, payload, len, p->err,
-	                     sizeof p->err);
+	rc = zr__brokermsg_encode(m, name, h, nh, corr.value == idbuf ? &corr : NULL, payload, len,
+	                          p->err, sizeof p->err);
 	if (rc < 0) {
 		char why[ZR_ERRTEXT_MAX];
 

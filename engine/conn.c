@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "zmtp/base.h"
 
 #define CONN_MAX_CMD (32u * 1024u) /* fits c->in with room for a header */
 #define CONN_META_BLOCK 4096u      /* references to c->meta taken at once */
@@ -49,12 +50,6 @@ static struct zr__loop *
 conn_loop(const struct zr__conn *c)
 {
 	return &c->sock->ctx->loop;
-}
-
-static struct zr__conn *
-conn_of_op(struct zr__op *op, size_t off)
-{
-	return (struct zr__conn *)((char *)op - off);
 }
 
 struct zr__conn *
@@ -252,7 +247,7 @@ zr__conn_start_connect(struct zr__conn *c)
 static void
 conn_connect_done(struct zr__op *op, int res, uint32_t flags)
 {
-	struct zr__conn *c = conn_of_op(op, offsetof(struct zr__conn, connect_op));
+	struct zr__conn *c = ZR_CONTAINER_OF(op, struct zr__conn, connect_op);
 
 	(void)flags;
 	if (c->state != ZR__CONN_CONNECTING) {
@@ -568,7 +563,7 @@ conn_greeting_hungup(struct zr__conn *c)
  * socket is going away), then tear down. libzmq does not reconnect after a
  * protocol error either (checklist B3.28). */
 static void
-conn_fail(struct zr__conn *c, int err)
+engine_conn_fail(struct zr__conn *c, int err)
 {
 	const uint8_t *p;
 	size_t n;
@@ -589,7 +584,7 @@ conn_fail(struct zr__conn *c, int err)
 static void
 conn_rx_done(struct zr__op *op, int res, uint32_t flags)
 {
-	struct zr__conn *c = conn_of_op(op, offsetof(struct zr__conn, rx_op));
+	struct zr__conn *c = ZR_CONTAINER_OF(op, struct zr__conn, rx_op);
 	int rc;
 
 	(void)flags;
@@ -631,7 +626,7 @@ conn_rx_done(struct zr__op *op, int res, uint32_t flags)
 	c->in_len += (size_t)res;
 	rc = conn_decode(c);
 	if (rc < 0) {
-		conn_fail(c, rc);
+		engine_conn_fail(c, rc);
 		return;
 	}
 	conn_tx_kick(c);
@@ -648,7 +643,7 @@ zr__conn_resume(struct zr__conn *c)
 		return;
 	rc = conn_decode(c);
 	if (rc < 0) {
-		conn_fail(c, rc);
+		engine_conn_fail(c, rc);
 		return;
 	}
 	conn_tx_kick(c);
@@ -939,7 +934,7 @@ conn_tx_kick(struct zr__conn *c)
 static void
 conn_tx_done(struct zr__op *op, int res, uint32_t flags)
 {
-	struct zr__conn *c = conn_of_op(op, offsetof(struct zr__conn, tx_op));
+	struct zr__conn *c = ZR_CONTAINER_OF(op, struct zr__conn, tx_op);
 	size_t left = (size_t)(res > 0 ? res : 0);
 	bool was_full;
 
@@ -1060,7 +1055,7 @@ zr__conn_finish(struct zr__conn *c)
 static void
 conn_timer_fired(struct zr__timer *t)
 {
-	struct zr__conn *c = (struct zr__conn *)((char *)t - offsetof(struct zr__conn, timer));
+	struct zr__conn *c = ZR_CONTAINER_OF(t, struct zr__conn, timer);
 	int rc;
 
 	if (c->kick_out) {
@@ -1084,7 +1079,7 @@ conn_timer_fired(struct zr__timer *t)
 		zr_zmtp_touch(&c->z, zr__now_ms());
 	rc = zr_zmtp_tick(&c->z, zr__now_ms());
 	if (rc < 0) {
-		conn_fail(c, rc);
+		engine_conn_fail(c, rc);
 		return;
 	}
 	conn_tx_kick(c);

@@ -9,7 +9,7 @@
  *              and an io-side half (connections, routing state) touched only
  *              on the io thread.
  *   zr__conn   one ZMTP connection: fd, codec, input buffer, output queue,
- *              io_uring operations, timers. io thread only.
+ *              its operations and timers on the loop (io/). io thread only.
  *
  * Data path: zr_send pushes into s->tx (app -> io), marks the socket dirty
  * and wakes the loop if it sleeps; the io thread routes each message to a
@@ -188,12 +188,12 @@ enum zr__conn_state {
 struct zr__conn {
 	struct zr_socket *sock;
 	struct zr__conn *next, *prev; /* the socket's list */
-	int state;
+	enum zr__conn_state state;
 	int fd;
 	bool connecter; /* re-dials ep after a loss */
 	bool accepted;  /* counted in the socket's naccepted until freed */
 	bool no_reconnect;
-	int fail_err; /* what conn_fail closed it for (0: not failed) */
+	int fail_err; /* what engine_conn_fail closed it for (0: not failed) */
 	struct zr__endpoint ep;
 	uint32_t attempts;
 

@@ -4,7 +4,7 @@
  * assembled straight into its buffer (the frame size is known from the header
  * and bounded by MAXMSGSIZE, so the buffer is sized once per frame).
  */
-#define _GNU_SOURCE /* liburing.h (through engine.h) needs sigset_t */
+#define _POSIX_C_SOURCE 200809L /* strnlen */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

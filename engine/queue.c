@@ -4,7 +4,6 @@
  * cached copy of the other side's, so a busy producer and consumer touch the
  * shared line only when the cached view runs out.
  */
-#define _GNU_SOURCE /* liburing.h (through engine.h) needs sigset_t */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /*
  * Endpoint text, addresses and the sockets behind them.
  */
-#define _GNU_SOURCE /* liburing.h needs sigset_t; getaddrinfo, eventfd */
+#define _GNU_SOURCE /* getaddrinfo and its AI_ flags, S_ISSOCK */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>

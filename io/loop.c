@@ -3,7 +3,7 @@
  * completions per turn, a deadline heap for timers, and an eventfd wakeup
  * that costs nothing while the loop is awake.
  */
-#define _GNU_SOURCE /* liburing.h needs sigset_t; getaddrinfo, eventfd */
+#define _GNU_SOURCE /* liburing.h needs sigset_t; eventfd */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +11,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <liburing.h>
+
 #include "loop.h"
+#include "zmtp/base.h"
+
+/* Behind struct zr__loop, so no other layer sees liburing's types. */
+struct zr__ring {
+	struct io_uring uring;
+};
+
+_Static_assert(ZR__OP_F_MORE == IORING_CQE_F_MORE, "ZR__OP_F_MORE is not the kernel's flag");
 
 /*
  * ThreadSanitizer does not see liburing map and unmap the rings: liburing
@@ -59,11 +69,11 @@ zr__now_ms(void)
 static struct io_uring_sqe *
 loop_sqe(struct zr__loop *l)
 {
-	struct io_uring_sqe *sqe = io_uring_get_sqe(&l->ring);
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&l->ring->uring);
 
 	if (sqe == NULL) {
-		io_uring_submit(&l->ring);
-		sqe = io_uring_get_sqe(&l->ring);
+		io_uring_submit(&l->ring->uring);
+		sqe = io_uring_get_sqe(&l->ring->uring);
 	}
 	return sqe;
 }
@@ -83,7 +93,7 @@ static int loop_wake_arm(struct zr__loop *l);
 static void
 loop_wake_done(struct zr__op *op, int res, uint32_t flags)
 {
-	struct zr__loop *l = (struct zr__loop *)((char *)op - offsetof(struct zr__loop, wake_op));
+	struct zr__loop *l = ZR_CONTAINER_OF(op, struct zr__loop, wake_op);
 
 	(void)flags;
 	if (res == -ECANCELED || l->wake_fd < 0)
@@ -140,7 +150,7 @@ loop_ring_init(struct zr__loop *l, unsigned sq_entries)
 		memset(&p, 0, sizeof p);
 		p.flags = flag_sets[i] | IORING_SETUP_CQSIZE;
 		p.cq_entries = cq;
-		rc = io_uring_queue_init_params(sq_entries, &l->ring, &p);
+		rc = io_uring_queue_init_params(sq_entries, &l->ring->uring, &p);
 		if (rc == 0) {
 			LOOP_TSAN_MAPPED();
 			l->setup_flags = flag_sets[i];
@@ -165,24 +175,30 @@ zr__loop_init(struct zr__loop *l, unsigned sq_entries, zr__wake_cb *wake_cb, voi
 	l->wake_arg = wake_arg;
 	l->wake_op.cb = loop_wake_done;
 
+	l->ring = malloc(sizeof *l->ring);
+	if (l->ring == NULL)
+		return -ENOMEM;
 	rc = loop_ring_init(l, sq_entries);
 	if (rc < 0)
-		return rc;
-	io_uring_register_ring_fd(&l->ring); /* an optimisation: failure is fine */
+		goto fail_ring;
+	io_uring_register_ring_fd(&l->ring->uring); /* an optimisation: failure is fine */
 
 	l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (l->wake_fd < 0) {
 		rc = -errno;
-		LOOP_TSAN_UNMAPPED();
-		io_uring_queue_exit(&l->ring);
-		return rc;
+		goto fail_queue;
 	}
 	rc = loop_wake_arm(l);
-	if (rc < 0) {
-		close(l->wake_fd);
-		LOOP_TSAN_UNMAPPED();
-		io_uring_queue_exit(&l->ring);
-	}
+	if (rc == 0)
+		return 0;
+	close(l->wake_fd);
+	l->wake_fd = -1;
+fail_queue:
+	LOOP_TSAN_UNMAPPED();
+	io_uring_queue_exit(&l->ring->uring);
+fail_ring:
+	free(l->ring);
+	l->ring = NULL;
 	return rc;
 }
 
@@ -302,7 +318,7 @@ loop_reap(struct zr__loop *l)
 	int total = 0;
 
 	for (;;) {
-		unsigned n = io_uring_peek_batch_cqe(&l->ring, cqes, LOOP_CQE_BATCH), i;
+		unsigned n = io_uring_peek_batch_cqe(&l->ring->uring, cqes, LOOP_CQE_BATCH), i;
 
 		if (n == 0)
 			return total;
@@ -311,13 +327,13 @@ loop_reap(struct zr__loop *l)
 			done[i].res = cqes[i]->res;
 			done[i].flags = cqes[i]->flags;
 		}
-		io_uring_cq_advance(&l->ring, n);
+		io_uring_cq_advance(&l->ring->uring, n);
 		for (i = 0; i < n; i++) {
 			struct zr__op *op = done[i].op;
 
 			if (op == NULL)
 				continue; /* a cancel request's own completion */
-			if (!(done[i].flags & IORING_CQE_F_MORE)) {
+			if (!zr__op_more(done[i].flags)) {
 				op->inflight--;
 				l->inflight--;
 			}
@@ -340,16 +356,16 @@ zr__loop_run(struct zr__loop *l, uint64_t deadline_ms)
 		until = l->heap[0]->deadline;
 
 	atomic_store(&l->sleeping, 1);
-	if (n > 0 || atomic_load(&l->woken) || io_uring_cq_ready(&l->ring) > 0)
+	if (n > 0 || atomic_load(&l->woken) || io_uring_cq_ready(&l->ring->uring) > 0)
 		until = 0;
 	if (until == UINT64_MAX) {
-		rc = io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1, NULL, NULL);
+		rc = io_uring_submit_and_wait_timeout(&l->ring->uring, &cqe, 1, NULL, NULL);
 	} else {
 		uint64_t wait = until > now ? until - now : 0;
 
 		ts.tv_sec = (long long)(wait / 1000u);
 		ts.tv_nsec = (long long)(wait % 1000u) * 1000000;
-		rc = io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1, &ts, NULL);
+		rc = io_uring_submit_and_wait_timeout(&l->ring->uring, &cqe, 1, &ts, NULL);
 	}
 	atomic_store(&l->sleeping, 0);
 	if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)
@@ -382,13 +398,15 @@ zr__loop_fini(struct zr__loop *l)
 		struct io_uring_cqe *cqe;
 		struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 100 * 1000000};
 
-		io_uring_submit_and_wait_timeout(&l->ring, &cqe, 1, &ts, NULL);
+		io_uring_submit_and_wait_timeout(&l->ring->uring, &cqe, 1, &ts, NULL);
 		loop_reap(l);
 	}
 	if (fd >= 0)
 		close(fd);
 	LOOP_TSAN_UNMAPPED();
-	io_uring_queue_exit(&l->ring);
+	io_uring_queue_exit(&l->ring->uring);
+	free(l->ring);
+	l->ring = NULL;
 	free(l->heap);
 	l->heap = NULL;
 	l->heap_len = l->heap_cap = 0;

@@ -9,8 +9,12 @@
  * Operations: an owner embeds a struct zr__op per operation it keeps in
  * flight, prepares the SQE with one of the zr__op_* helpers, and gets exactly
  * one callback per CQE (multishot operations: one per CQE, the last without
- * IORING_CQE_F_MORE). A buffer given to an operation belongs to the kernel
+ * ZR__OP_F_MORE). A buffer given to an operation belongs to the kernel
  * until that operation's final callback; an op may be freed only after it.
+ *
+ * liburing stays behind this header: the ring lives in io/loop.c (struct
+ * zr__ring), so the engine includes no <liburing.h> and needs none of the
+ * feature macros it wants.
  */
 #ifndef ZR_IO_LOOP_H
 #define ZR_IO_LOOP_H
@@ -20,8 +24,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
-
-#include <liburing.h>
 
 struct zr__op;
 
@@ -45,8 +47,17 @@ struct zr__timer {
 
 typedef void zr__wake_cb(void *arg);
 
+/* The io_uring ring: defined in io/loop.c, the one file that includes liburing. */
+struct zr__ring;
+
+/*
+ * The members are the loop's own (io/loop.c): do not touch them. The owner
+ * embeds the struct, so the part another thread touches (the wakeup) lives as
+ * long as the owner does, and the awake check in zr__loop_wake stays two
+ * atomics on this struct, with no pointer to follow.
+ */
 struct zr__loop {
-	struct io_uring ring;
+	struct zr__ring *ring;
 	unsigned setup_flags; /* what the ring was created with (probe result) */
 	int wake_fd;          /* eventfd; a READ on it stays armed */
 	uint64_t wake_val;
@@ -103,12 +114,16 @@ int zr__op_sendmsg(struct zr__loop *l, struct zr__op *op, int fd, const struct m
 int zr__op_accept(struct zr__loop *l, struct zr__op *op, int fd);
 int zr__op_connect(struct zr__loop *l, struct zr__op *op, int fd, const struct sockaddr *addr,
                    socklen_t addrlen);
+/* The flag of a callback's flags that says more CQEs follow: the kernel's
+ * IORING_CQE_F_MORE (io/loop.c checks that they are the same bit). */
+#define ZR__OP_F_MORE (1u << 1)
+
 /* Whether a multishot operation's CQE flags say more CQEs follow (false: the
  * operation ended and the owner re-arms it if it wants more). */
 static inline bool
 zr__op_more(uint32_t flags)
 {
-	return (flags & IORING_CQE_F_MORE) != 0;
+	return (flags & ZR__OP_F_MORE) != 0;
 }
 
 /* Cancels every operation on fd; their callbacks still run. */

@@ -4,10 +4,12 @@
  * the handshake deadline.
  *
  * One state enum (enum zr_zmtp_state) advanced in zr_zmtp_feed's switch, a
- * step enum inside the handshake, sticky errors. The codec's own output
- * (greeting, handshake commands, ERROR, PING, PONG) goes into the inline
- * buffer z->out; its size is checked at init against the worst case this
- * configuration can queue, so appending never fails later.
+ * step enum inside the handshake (enum zr__zmtp_step, in zmtp.h because the
+ * struct is caller storage), sticky errors; switches over them name every
+ * value. The codec's own output (greeting, handshake commands, ERROR, PING,
+ * PONG) goes into the inline buffer z->out; its size is checked at init
+ * against the worst case this configuration can queue, so appending never
+ * fails later (conn_out_reserve guards it).
  *
  * Decisions (checklist B1-B5, B7):
  *  - Our greeting goes out whole at init (no greeting dance needed: we never
@@ -45,6 +47,7 @@
 
 #include <zring/zmtp.h>
 
+#include "base.h"
 #include "curve.h"
 #include "wire.h"
 
@@ -60,18 +63,6 @@ _Static_assert(_Alignof(struct zr__curve) <= _Alignof(uint64_t),
 /* PING: header 2, name 5, TTL 2 (we send no context). PONG: 2 + 5 + 16. */
 #define CONN_PING_CMD_MAX (2 + 5 + 2)
 #define CONN_PONG_CMD_MAX (2 + 5 + ZR_ZMTP_PING_CONTEXT_MAX)
-
-enum conn_step {
-	CONN_NULL_WAIT_READY = 1,
-	CONN_PLAIN_C_WAIT_WELCOME,
-	CONN_PLAIN_C_WAIT_READY,
-	CONN_PLAIN_S_WAIT_HELLO,
-	CONN_PLAIN_S_WAIT_INITIATE,
-	CONN_CURVE_C_WAIT_WELCOME,
-	CONN_CURVE_C_WAIT_READY,
-	CONN_CURVE_S_WAIT_HELLO,
-	CONN_CURVE_S_WAIT_INITIATE,
-};
 
 /* A PING or PONG as a CURVE MESSAGE: data frame header 2, MESSAGE 33, command body. */
 #define CONN_CURVE_WRAP (2 + ZR__CURVE_MESSAGE_MIN)
@@ -182,27 +173,8 @@ conn_out_worst(const struct zr_zmtp_config *cfg, size_t meta)
 	return n + CONN_ERROR_CMD_MAX + CONN_PING_CMD_MAX + CONN_PONG_CMD_MAX;
 }
 
-/*
- * Appends n bytes to the output. Nothing already queued ever moves: the
- * caller may have handed those bytes to an asynchronous send. Room is
- * certain: the buffer empties back to offset 0 whenever all is acked
- * (zr_zmtp_out_ack), PING and PONG are laid out only then, and between two
- * such moments the most that can be queued is conn_out_worst, checked at init.
- */
-static uint8_t *
-conn_out_reserve(struct zr_zmtp *z, size_t n)
-{
-	uint8_t *p;
-
-	if (z->out_len + n > sizeof z->out)
-		return NULL;
-	p = z->out + z->out_len;
-	z->out_len += n;
-	return p;
-}
-
 static int
-conn_fail(struct zr_zmtp *z, int err)
+codec_fail(struct zr_zmtp *z, int err)
 {
 	z->err = err;
 	z->state = ZR_ZMTP_FAILED;
@@ -213,6 +185,30 @@ conn_fail(struct zr_zmtp *z, int err)
 	return err;
 }
 
+/*
+ * Appends n bytes to the output. Nothing already queued ever moves: the
+ * caller may have handed those bytes to an asynchronous send. Room is
+ * certain: the buffer empties back to offset 0 whenever all is acked
+ * (zr_zmtp_out_ack), PING and PONG are laid out only then, and between two
+ * such moments the most that can be queued is conn_out_worst, checked at init.
+ * This is the one place that guards it: should the bound ever be wrong, the
+ * codec fails here (-ENOBUFS) and returns NULL, and the caller writes nothing
+ * and returns z->err (or nothing).
+ */
+static uint8_t *
+conn_out_reserve(struct zr_zmtp *z, size_t n)
+{
+	uint8_t *p;
+
+	if (!ZR_INVARIANT(n <= sizeof z->out - z->out_len)) {
+		codec_fail(z, -ENOBUFS);
+		return NULL;
+	}
+	p = z->out + z->out_len;
+	z->out_len += n;
+	return p;
+}
+
 static void
 conn_queue_cmd(struct zr_zmtp *z, const char *name, const uint8_t *data, size_t len)
 {
@@ -221,7 +217,7 @@ conn_queue_cmd(struct zr_zmtp *z, const char *name, const uint8_t *data, size_t 
 	int n;
 
 	if (p == NULL)
-		return; /* cannot happen: conn_out_worst bounds the queue */
+		return;
 	n = zr_zmtp_cmd_encode(p, need, name, data, len);
 	z->out_len -= need - (n > 0 ? (size_t)n : 0);
 }
@@ -262,11 +258,11 @@ conn_may_send_error(const struct zr_zmtp *z)
 
 /* Fails in the handshake: tells the peer why with ERROR first (if we may). */
 static int
-conn_fail_handshake(struct zr_zmtp *z, int err)
+codec_fail_handshake(struct zr_zmtp *z, int err)
 {
 	if (conn_may_send_error(z))
 		conn_queue_error(z, zr_strerror(err));
-	return conn_fail(z, err);
+	return codec_fail(z, err);
 }
 
 /* Writes our metadata block (conn_metadata_size octets) at p. */
@@ -298,7 +294,7 @@ conn_queue_metadata(struct zr_zmtp *z, const char *name)
 	uint8_t *p = conn_out_reserve(z, (size_t)hlen + 1 + nlen + meta);
 
 	if (p == NULL)
-		return; /* cannot happen: checked at init */
+		return;
 	memcpy(p, hdr, (size_t)hlen);
 	off = (size_t)hlen;
 	p[off++] = (uint8_t)nlen;
@@ -385,6 +381,8 @@ zr_zmtp_init(struct zr_zmtp *z, const struct zr_zmtp_config *cfg, uint64_t now_m
 	z->ping_deadline = CONN_NEVER;
 
 	p = conn_out_reserve(z, ZR_ZMTP_GREETING_SIZE);
+	if (p == NULL)
+		return z->err;
 	/* as-server: 1 for a PLAIN or CURVE server as RFC 23 says; NULL sends 0. */
 	zr_zmtp_greeting_encode(p, cfg->minor, cfg->mechanism,
 	                        cfg->mechanism != ZR_MECH_NULL && cfg->as_server);
@@ -408,19 +406,19 @@ conn_curve_start(struct zr_zmtp *z)
 	int n;
 
 	if (z->cfg.as_server) {
-		z->step = CONN_CURVE_S_WAIT_HELLO;
+		z->step = ZR__ZMTP_CURVE_S_WAIT_HELLO;
 		return 0;
 	}
 	p = conn_out_reserve(z, 2 + ZR__CURVE_HELLO_SIZE);
 	if (p == NULL)
-		return conn_fail(z, -ENOBUFS); /* cannot happen: conn_out_worst */
+		return z->err;
 	zr_zmtp_frame_header(p, ZR__CURVE_HELLO_SIZE, ZR_ZMTP_COMMAND);
 	n = zr__curve_client_hello(conn_curve(z), p + 2, ZR__CURVE_HELLO_SIZE);
 	if (n < 0) {
 		z->out_len -= 2 + ZR__CURVE_HELLO_SIZE;
-		return conn_fail(z, n);
+		return codec_fail(z, n);
 	}
-	z->step = CONN_CURVE_C_WAIT_WELCOME;
+	z->step = ZR__ZMTP_CURVE_C_WAIT_WELCOME;
 	return 0;
 }
 
@@ -429,22 +427,22 @@ static int
 conn_on_greeting(struct zr_zmtp *z, const struct zr_zmtp_greeting *g)
 {
 	if (g->mechanism < 0)
-		return conn_fail(z, -ZR_EMECHANISM);
+		return codec_fail(z, -ZR_EMECHANISM);
 	if (g->mechanism != z->cfg.mechanism)
-		return conn_fail(z, -ZR_EMECHMISMATCH);
+		return codec_fail(z, -ZR_EMECHMISMATCH);
 	z->peer_major = g->major;
 	z->peer_minor = g->minor;
 	z->state = ZR_ZMTP_HANDSHAKE;
 	if (z->cfg.mechanism == ZR_MECH_NULL) {
 		conn_queue_metadata(z, "READY");
-		z->step = CONN_NULL_WAIT_READY;
+		z->step = ZR__ZMTP_NULL_WAIT_READY;
 	} else if (z->cfg.mechanism == ZR_MECH_CURVE) {
 		return conn_curve_start(z);
 	} else if (!z->cfg.as_server) {
 		conn_queue_plain_hello(z);
-		z->step = CONN_PLAIN_C_WAIT_WELCOME;
+		z->step = ZR__ZMTP_PLAIN_C_WAIT_WELCOME;
 	} else {
-		z->step = CONN_PLAIN_S_WAIT_HELLO;
+		z->step = ZR__ZMTP_PLAIN_S_WAIT_HELLO;
 	}
 	return 0;
 }
@@ -512,7 +510,7 @@ conn_peer_error(struct zr_zmtp *z, const struct zr_zmtp_cmd *cmd, struct zr_zmtp
 	ev->type = ZR_ZMTP_EV_PEER_ERROR;
 	ev->data = cmd->value;
 	ev->len = cmd->value_len;
-	conn_fail(z, -ZR_EPEERERROR);
+	codec_fail(z, -ZR_EPEERERROR);
 	return ZR_OK;
 }
 
@@ -547,7 +545,7 @@ conn_auth(struct zr_zmtp *z, struct zr_zmtp_auth_req *req)
 	code[2] = '0';
 	code[3] = '\0';
 	conn_queue_error(z, code);
-	return conn_fail(z, -ZR_EAUTH);
+	return codec_fail(z, -ZR_EAUTH);
 }
 
 /* PLAIN server: ask the application about a HELLO. */
@@ -579,43 +577,50 @@ conn_handshake_cmd(struct zr_zmtp *z, const struct zr_zmtp_cmd *cmd, struct zr_z
 		return conn_peer_error(z, cmd, ev);
 
 	switch (z->step) {
-	case CONN_NULL_WAIT_READY:
-	case CONN_PLAIN_C_WAIT_READY:
+	case ZR__ZMTP_NULL_WAIT_READY:
+	case ZR__ZMTP_PLAIN_C_WAIT_READY:
 		if (cmd->type != ZR_CMD_READY)
 			break;
 		rc = conn_check_metadata(z, cmd->value, cmd->value_len, ev);
 		if (rc < 0)
-			return conn_fail_handshake(z, rc);
+			return codec_fail_handshake(z, rc);
 		conn_enter_traffic(z, now_ms);
 		return ZR_OK;
-	case CONN_PLAIN_C_WAIT_WELCOME:
+	case ZR__ZMTP_PLAIN_C_WAIT_WELCOME:
 		if (cmd->type != ZR_CMD_WELCOME)
 			break;
 		conn_queue_metadata(z, "INITIATE");
-		z->step = CONN_PLAIN_C_WAIT_READY;
+		z->step = ZR__ZMTP_PLAIN_C_WAIT_READY;
 		return ZR_NEED_MORE;
-	case CONN_PLAIN_S_WAIT_HELLO:
+	case ZR__ZMTP_PLAIN_S_WAIT_HELLO:
 		if (cmd->type != ZR_CMD_HELLO)
 			break;
 		rc = conn_plain_auth(z, cmd);
 		if (rc < 0)
 			return rc;
 		conn_queue_cmd(z, "WELCOME", NULL, 0);
-		z->step = CONN_PLAIN_S_WAIT_INITIATE;
+		z->step = ZR__ZMTP_PLAIN_S_WAIT_INITIATE;
 		return ZR_NEED_MORE;
-	case CONN_PLAIN_S_WAIT_INITIATE:
+	case ZR__ZMTP_PLAIN_S_WAIT_INITIATE:
 		if (cmd->type != ZR_CMD_INITIATE)
 			break;
 		rc = conn_check_metadata(z, cmd->value, cmd->value_len, ev);
 		if (rc < 0)
-			return conn_fail_handshake(z, rc);
+			return codec_fail_handshake(z, rc);
 		conn_queue_metadata(z, "READY");
 		conn_enter_traffic(z, now_ms);
 		return ZR_OK;
-	default:
-		break;
+	case ZR__ZMTP_STEP_NONE:
+	case ZR__ZMTP_CURVE_C_WAIT_WELCOME:
+	case ZR__ZMTP_CURVE_C_WAIT_READY:
+	case ZR__ZMTP_CURVE_S_WAIT_HELLO:
+	case ZR__ZMTP_CURVE_S_WAIT_INITIATE:
+		/* The greeting sets a step with the state; conn_on_frame hands
+		 * CURVE's handshake to conn_curve_handshake. */
+		(void)ZR_INVARIANT(!"a NULL or PLAIN handshake step");
+		return codec_fail(z, -EINVAL);
 	}
-	return conn_fail_handshake(z, -ZR_EUNEXPECTED);
+	return codec_fail_handshake(z, -ZR_EUNEXPECTED);
 }
 
 /* A command in traffic: same return convention as conn_handshake_cmd. */
@@ -643,7 +648,7 @@ conn_traffic_cmd(struct zr_zmtp *z, const struct zr_zmtp_cmd *cmd, struct zr_zmt
 	case ZR_CMD_ERROR:
 		return conn_peer_error(z, cmd, ev);
 	default: /* READY, HELLO, WELCOME, INITIATE once the handshake is over */
-		return conn_fail(z, -ZR_EUNEXPECTED);
+		return codec_fail(z, -ZR_EUNEXPECTED);
 	}
 }
 
@@ -662,12 +667,12 @@ conn_curve_fail(struct zr_zmtp *z, int rc, const uint8_t *body, size_t len,
 		int prc = zr_zmtp_cmd_parse(body, len, ZR_MECH_CURVE, &cmd);
 
 		if (prc < 0 || cmd.type != ZR_CMD_ERROR)
-			return conn_fail(z, prc < 0 ? prc : -ZR_EERRORCMD);
+			return codec_fail(z, prc < 0 ? prc : -ZR_EERRORCMD);
 		return conn_peer_error(z, &cmd, ev);
 	}
 	if (z->cfg.as_server && rc <= -ZR_EBASE)
-		return conn_fail_handshake(z, rc);
-	return conn_fail(z, rc);
+		return codec_fail_handshake(z, rc);
+	return codec_fail(z, rc);
 }
 
 /* Reserves a command frame of body_len octets in the output; returns where
@@ -686,6 +691,41 @@ conn_out_command(struct zr_zmtp *z, size_t body_len)
 }
 
 /*
+ * CURVE's READY (client) or INITIATE (server) opened: checks the peer's
+ * metadata, the server answers READY, and traffic begins. Returns ZR_OK with
+ * the READY event or a negative code.
+ */
+static int
+conn_curve_opened(struct zr_zmtp *z, const uint8_t *meta, size_t meta_len, struct zr_zmtp_event *ev,
+                  uint64_t now_ms)
+{
+	uint8_t ours[ZR_ZMTP_OUT_MAX];
+	size_t ours_len, mark = z->out_len;
+	uint8_t *p;
+	int rc;
+
+	rc = zr_zmtp_props_validate(meta, meta_len);
+	if (rc == 0)
+		rc = conn_check_metadata(z, meta, meta_len, ev);
+	if (rc < 0)
+		return z->cfg.as_server ? codec_fail_handshake(z, rc) : codec_fail(z, rc);
+	if (z->cfg.as_server) {
+		ours_len = conn_metadata_write(&z->cfg, ours);
+		p = conn_out_command(z, ZR__CURVE_READY_MIN + ours_len);
+		if (p == NULL)
+			return z->err;
+		rc = zr__curve_server_ready(conn_curve(z), ours, ours_len, p,
+		                            ZR__CURVE_READY_MIN + ours_len);
+		if (rc < 0) {
+			z->out_len = mark;
+			return codec_fail(z, rc);
+		}
+	}
+	conn_enter_traffic(z, now_ms);
+	return ZR_OK;
+}
+
+/*
  * A CURVE handshake command (body: the whole frame body, in the caller's
  * writable buf; boxes are opened in place). Same return convention as
  * conn_handshake_cmd.
@@ -696,42 +736,42 @@ conn_curve_handshake(struct zr_zmtp *z, uint8_t *body, size_t len, struct zr_zmt
 {
 	struct zr__curve *c = conn_curve(z);
 	uint8_t ours[ZR_ZMTP_OUT_MAX];
-	size_t ours_len = 0, meta_len, mark = z->out_len;
+	size_t ours_len, meta_len, mark = z->out_len;
 	const uint8_t *meta;
 	uint8_t *p;
 	int rc;
 
 	switch (z->step) {
-	case CONN_CURVE_C_WAIT_WELCOME:
+	case ZR__ZMTP_CURVE_C_WAIT_WELCOME:
 		ours_len = conn_metadata_write(&z->cfg, ours);
 		p = conn_out_command(z, ZR__CURVE_INITIATE_MIN + ours_len);
 		if (p == NULL)
-			return conn_fail(z, -ENOBUFS); /* cannot happen: conn_out_worst */
+			return z->err;
 		rc = zr__curve_client_on_welcome(c, body, len, ours, ours_len, p,
 		                                 ZR__CURVE_INITIATE_MIN + ours_len);
 		if (rc < 0) {
 			z->out_len = mark;
 			return conn_curve_fail(z, rc, body, len, ev);
 		}
-		z->step = CONN_CURVE_C_WAIT_READY;
+		z->step = ZR__ZMTP_CURVE_C_WAIT_READY;
 		return ZR_NEED_MORE;
-	case CONN_CURVE_C_WAIT_READY:
+	case ZR__ZMTP_CURVE_C_WAIT_READY:
 		rc = zr__curve_client_on_ready(c, body, len, body, len, &meta, &meta_len);
 		if (rc < 0)
 			return conn_curve_fail(z, rc, body, len, ev);
-		break;
-	case CONN_CURVE_S_WAIT_HELLO:
+		return conn_curve_opened(z, meta, meta_len, ev, now_ms);
+	case ZR__ZMTP_CURVE_S_WAIT_HELLO:
 		p = conn_out_command(z, ZR__CURVE_WELCOME_SIZE);
 		if (p == NULL)
-			return conn_fail(z, -ENOBUFS);
+			return z->err;
 		rc = zr__curve_server_on_hello(c, body, len, now_ms, p, ZR__CURVE_WELCOME_SIZE);
 		if (rc < 0) {
 			z->out_len = mark;
 			return conn_curve_fail(z, rc, body, len, ev);
 		}
-		z->step = CONN_CURVE_S_WAIT_INITIATE;
+		z->step = ZR__ZMTP_CURVE_S_WAIT_INITIATE;
 		return ZR_NEED_MORE;
-	case CONN_CURVE_S_WAIT_INITIATE: {
+	case ZR__ZMTP_CURVE_S_WAIT_INITIATE: {
 		struct zr_zmtp_auth_req req = {.mechanism = ZR_MECH_CURVE};
 
 		rc = zr__curve_server_on_initiate(c, body, len, now_ms, body, len, &meta, &meta_len);
@@ -743,31 +783,20 @@ conn_curve_handshake(struct zr_zmtp *z, uint8_t *body, size_t len, struct zr_zmt
 		rc = conn_auth(z, &req);
 		if (rc < 0)
 			return rc;
+		return conn_curve_opened(z, meta, meta_len, ev, now_ms);
+	}
+	case ZR__ZMTP_STEP_NONE:
+	case ZR__ZMTP_NULL_WAIT_READY:
+	case ZR__ZMTP_PLAIN_C_WAIT_WELCOME:
+	case ZR__ZMTP_PLAIN_C_WAIT_READY:
+	case ZR__ZMTP_PLAIN_S_WAIT_HELLO:
+	case ZR__ZMTP_PLAIN_S_WAIT_INITIATE:
 		break;
 	}
-	default:
-		return conn_fail_handshake(z, -ZR_EUNEXPECTED);
-	}
-
-	/* READY (client) or INITIATE (server) opened: the peer's metadata. */
-	rc = zr_zmtp_props_validate(meta, meta_len);
-	if (rc == 0)
-		rc = conn_check_metadata(z, meta, meta_len, ev);
-	if (rc < 0)
-		return z->cfg.as_server ? conn_fail_handshake(z, rc) : conn_fail(z, rc);
-	if (z->cfg.as_server) {
-		ours_len = conn_metadata_write(&z->cfg, ours);
-		p = conn_out_command(z, ZR__CURVE_READY_MIN + ours_len);
-		if (p == NULL)
-			return conn_fail(z, -ENOBUFS);
-		rc = zr__curve_server_ready(c, ours, ours_len, p, ZR__CURVE_READY_MIN + ours_len);
-		if (rc < 0) {
-			z->out_len = mark;
-			return conn_fail(z, rc);
-		}
-	}
-	conn_enter_traffic(z, now_ms);
-	return ZR_OK;
+	/* conn_curve_start sets a CURVE step with the state: only our bug (or a
+	 * step outside the enum) gets here. */
+	(void)ZR_INVARIANT(!"a CURVE handshake step");
+	return codec_fail(z, -EINVAL);
 }
 
 /*
@@ -783,25 +812,25 @@ conn_curve_traffic(struct zr_zmtp *z, uint8_t *body, const struct zr_zmtp_frame 
 	int n, rc;
 
 	if (f->flags & ZR_ZMTP_MORE)
-		return conn_fail(z, -ZR_ECURVECMD); /* MORE travels inside the box */
+		return codec_fail(z, -ZR_ECURVECMD); /* MORE travels inside the box */
 	n = zr__curve_decode_message(conn_curve(z), body, f->len, body, f->len, &mflags);
 	if (n < 0)
-		return conn_fail(z, n == -EMSGSIZE ? -ZR_ETOOLARGE : n);
+		return codec_fail(z, n == -EMSGSIZE ? -ZR_ETOOLARGE : n);
 	if (mflags & 0x02) {
 		if (mflags & 0x01)
-			return conn_fail(z, -ZR_ECMDMORE);
+			return codec_fail(z, -ZR_ECMDMORE);
 		if (z->msg_more)
-			return conn_fail(z, -ZR_ECMDINMSG);
+			return codec_fail(z, -ZR_ECMDINMSG);
 		rc = zr_zmtp_cmd_parse(body, (size_t)n, ZR_MECH_CURVE, &cmd);
 		if (rc < 0)
-			return conn_fail(z, rc);
+			return codec_fail(z, rc);
 		return conn_traffic_cmd(z, &cmd, ev);
 	}
 	if ((uint64_t)n > z->cfg.max_msg_size - z->msg_total)
-		return conn_fail(z, -ZR_ETOOLARGE);
+		return codec_fail(z, -ZR_ETOOLARGE);
 	/* Empty MORE boxes pass the size check for ever: count them. */
 	if (z->msg_frames >= z->cfg.max_msg_frames)
-		return conn_fail(z, -ZR_ETOOMANYFRAMES);
+		return codec_fail(z, -ZR_ETOOMANYFRAMES);
 	z->msg_more = (mflags & 0x01) != 0;
 	z->msg_total = z->msg_more ? z->msg_total + (uint64_t)n : 0;
 	z->msg_frames = z->msg_more ? z->msg_frames + 1 : 0;
@@ -856,7 +885,7 @@ conn_on_frame(struct zr_zmtp *z, const struct zr_zmtp_frame *f, struct zr_zmtp_e
 		return conn_curve_traffic(z, body, f, ev);
 	if (!(f->flags & ZR_ZMTP_COMMAND)) {
 		if (z->state != ZR_ZMTP_TRAFFIC)
-			return conn_fail_handshake(z, -ZR_EEARLYMSG);
+			return codec_fail_handshake(z, -ZR_EEARLYMSG);
 		memset(ev, 0, sizeof *ev);
 		ev->type = ZR_ZMTP_EV_FRAME;
 		ev->data = f->data;
@@ -872,7 +901,8 @@ conn_on_frame(struct zr_zmtp *z, const struct zr_zmtp_frame *f, struct zr_zmtp_e
 		return conn_curve_handshake(z, body, f->len, ev, now_ms);
 	rc = zr_zmtp_cmd_parse(f->data, f->len, mech, &cmd);
 	if (rc < 0)
-		return z->state == ZR_ZMTP_HANDSHAKE ? conn_fail_handshake(z, rc) : conn_fail(z, rc);
+		return z->state == ZR_ZMTP_HANDSHAKE ? codec_fail_handshake(z, rc)
+		                                     : codec_fail(z, rc);
 	if (z->state == ZR_ZMTP_HANDSHAKE)
 		return conn_handshake_cmd(z, &cmd, ev, now_ms);
 	return conn_traffic_cmd(z, &cmd, ev);
@@ -892,7 +922,7 @@ conn_feed(struct zr_zmtp *z, uint8_t *buf, size_t len, size_t *consumed,
 		case ZR_ZMTP_GREETING:
 			rc = zr_zmtp_greeting_parse(buf, len, &g);
 			if (rc < 0)
-				return conn_fail(z, rc);
+				return codec_fail(z, rc);
 			if (rc == ZR_NEED_MORE)
 				return ZR_NEED_MORE;
 			off = ZR_ZMTP_GREETING_SIZE;
@@ -900,14 +930,14 @@ conn_feed(struct zr_zmtp *z, uint8_t *buf, size_t len, size_t *consumed,
 			rc = conn_on_greeting(z, &g);
 			if (rc < 0)
 				return rc;
-			break;
+			continue;
 		case ZR_ZMTP_HANDSHAKE:
 		case ZR_ZMTP_TRAFFIC:
 			rc = zr_zmtp_dec_feed(&z->dec, buf + off, len - off, &used, &f);
 			if (rc < 0) {
 				if (z->state == ZR_ZMTP_HANDSHAKE)
-					return conn_fail_handshake(z, rc);
-				return conn_fail(z, rc);
+					return codec_fail_handshake(z, rc);
+				return codec_fail(z, rc);
 			}
 			if (rc == ZR_NEED_MORE) {
 				*consumed = off + used;
@@ -918,12 +948,14 @@ conn_feed(struct zr_zmtp *z, uint8_t *buf, size_t len, size_t *consumed,
 			rc = conn_on_frame(z, &f, ev, now_ms);
 			if (rc != ZR_NEED_MORE)
 				return rc;
-			break;
+			continue;
 		case ZR_ZMTP_FAILED:
 			return z->err;
-		default:
-			return conn_fail(z, -EINVAL); /* corrupted state: our bug, not the peer's */
 		}
+		/* A state outside the enum: z is not an initialised codec (our
+		 * bug or the caller's), never the peer's doing. */
+		(void)ZR_INVARIANT(!"z->state is an enum zr_zmtp_state");
+		return codec_fail(z, -EINVAL);
 	}
 }
 
@@ -959,9 +991,11 @@ zr_zmtp_want(const struct zr_zmtp *z, const uint8_t *buf, size_t len)
 	case ZR_ZMTP_HANDSHAKE:
 	case ZR_ZMTP_TRAFFIC:
 		return zr_zmtp_dec_want(&z->dec, buf, len);
-	default:
+	case ZR_ZMTP_FAILED:
 		return 0;
 	}
+	(void)ZR_INVARIANT(!"z->state is an enum zr_zmtp_state");
+	return 0;
 }
 
 /* see zmtp.h */
@@ -1011,7 +1045,7 @@ zr_zmtp_encode_frame(struct zr_zmtp *z, unsigned flags, const uint8_t *data, siz
 	                                       ((flags & ZR_ZMTP_COMMAND) ? 0x02 : 0)),
 	                             data, len, out + h, cap - (size_t)h);
 	if (n < 0)
-		return zr__curve_error(conn_curve(z)) ? conn_fail(z, n) : n;
+		return zr__curve_error(conn_curve(z)) ? codec_fail(z, n) : n;
 	return h + n;
 }
 
@@ -1035,7 +1069,7 @@ conn_queue_traffic_cmd(struct zr_zmtp *z, const char *name, const uint8_t *data,
 	need = zr_zmtp_frame_wire_size(z, 1 + nlen + len);
 	p = conn_out_reserve(z, need);
 	if (p == NULL)
-		return; /* cannot happen: conn_out_worst bounds the queue */
+		return;
 	n = zr_zmtp_encode_frame(z, ZR_ZMTP_COMMAND, body, 1 + nlen + len, p, need);
 	z->out_len -= need - (n > 0 ? (size_t)n : 0);
 }
@@ -1087,13 +1121,13 @@ zr_zmtp_tick(struct zr_zmtp *z, uint64_t now_ms)
 		return z->err;
 	if (z->state != ZR_ZMTP_TRAFFIC) {
 		if (now_ms >= z->hs_deadline)
-			return conn_fail(z, -ZR_EHANDSHAKE_TIMEOUT);
+			return codec_fail(z, -ZR_EHANDSHAKE_TIMEOUT);
 		return 0;
 	}
 	if (now_ms >= z->ping_deadline)
-		return conn_fail(z, -ZR_EHEARTBEAT_TIMEOUT);
+		return codec_fail(z, -ZR_EHEARTBEAT_TIMEOUT);
 	if (z->peer_ttl_ms > 0 && now_ms >= z->last_rx + z->peer_ttl_ms)
-		return conn_fail(z, -ZR_EHEARTBEAT_TIMEOUT);
+		return codec_fail(z, -ZR_EHEARTBEAT_TIMEOUT);
 	if (now_ms >= z->next_ping) {
 		uint32_t timeout = z->cfg.heartbeat_timeout_ms ? z->cfg.heartbeat_timeout_ms
 		                                               : z->cfg.heartbeat_ivl_ms;
@@ -1138,14 +1172,14 @@ zr_zmtp_abort(struct zr_zmtp *z, int err, const char *reason)
 		return z->err;
 	if (conn_may_send_error(z))
 		conn_queue_error(z, reason ? reason : zr_strerror(err));
-	return conn_fail(z, err);
+	return codec_fail(z, err);
 }
 
 /* see zmtp.h */
 int
 zr_zmtp_state(const struct zr_zmtp *z)
 {
-	return z->state;
+	return (int)z->state;
 }
 
 /* see zmtp.h */

@@ -52,8 +52,7 @@ zr_zmtp_dec_init(struct zr_zmtp_dec *d, uint64_t max_msg_size, uint32_t max_cmd_
 	d->body_size = 0;
 	d->body_off = 0;
 	d->body_flags = 0;
-	d->in_body = false;
-	d->in_msg = false;
+	d->state = ZR__ZMTP_DEC_HEADER;
 	d->whole = false;
 	d->err = 0;
 }
@@ -101,7 +100,8 @@ dec_body_piece(struct zr_zmtp_dec *d, const uint8_t *buf, size_t len, struct zr_
 	d->body_off += n;
 	if (d->body_off == d->body_size) {
 		f->flags |= ZR_ZMTP_FRAME_END;
-		d->in_body = false;
+		d->state = (d->body_flags & ZR_ZMTP_MORE) ? ZR__ZMTP_DEC_HEADER_MORE
+		                                          : ZR__ZMTP_DEC_HEADER;
 	}
 	return n;
 }
@@ -122,7 +122,7 @@ dec_header_check(const struct zr_zmtp_dec *d, const uint8_t *buf, size_t len, ui
 	if (flags & ZR_ZMTP_COMMAND) {
 		if (flags & ZR_ZMTP_MORE)
 			return -ZR_ECMDMORE;
-		if (d->in_msg)
+		if (d->state == ZR__ZMTP_DEC_HEADER_MORE)
 			return -ZR_ECMDINMSG;
 	}
 	if ((flags & ZR_ZMTP_LONG) && len >= 2 && (buf[1] & 0x80))
@@ -156,7 +156,7 @@ zr_zmtp_dec_feed(struct zr_zmtp_dec *d, const uint8_t *buf, size_t len, size_t *
 		return d->err;
 	if (len == 0)
 		return ZR_NEED_MORE;
-	if (d->in_body) {
+	if (d->state == ZR__ZMTP_DEC_BODY) {
 		*consumed = dec_body_piece(d, buf, len, f);
 		return ZR_OK;
 	}
@@ -175,9 +175,11 @@ zr_zmtp_dec_feed(struct zr_zmtp_dec *d, const uint8_t *buf, size_t len, size_t *
 		if (len - (size_t)hlen < size)
 			return ZR_NEED_MORE;
 		if (!(flags & ZR_ZMTP_COMMAND)) {
-			d->in_msg = (flags & ZR_ZMTP_MORE) != 0;
-			d->msg_total = d->in_msg ? d->msg_total + size : 0;
-			d->msg_frames = d->in_msg ? d->msg_frames + 1 : 0;
+			bool more = (flags & ZR_ZMTP_MORE) != 0;
+
+			d->state = more ? ZR__ZMTP_DEC_HEADER_MORE : ZR__ZMTP_DEC_HEADER;
+			d->msg_total = more ? d->msg_total + size : 0;
+			d->msg_frames = more ? d->msg_frames + 1 : 0;
 		}
 		f->data = buf + hlen;
 		f->len = (size_t)size;
@@ -191,11 +193,11 @@ zr_zmtp_dec_feed(struct zr_zmtp_dec *d, const uint8_t *buf, size_t len, size_t *
 	if (flags & ZR_ZMTP_MORE) {
 		d->msg_total += size;
 		d->msg_frames++;
-		d->in_msg = true;
+		d->state = ZR__ZMTP_DEC_HEADER_MORE;
 	} else {
 		d->msg_total = 0;
 		d->msg_frames = 0;
-		d->in_msg = false;
+		d->state = ZR__ZMTP_DEC_HEADER;
 	}
 	*consumed = (size_t)hlen;
 	d->body_size = size;
@@ -209,7 +211,7 @@ zr_zmtp_dec_feed(struct zr_zmtp_dec *d, const uint8_t *buf, size_t len, size_t *
 		f->flags = flags | ZR_ZMTP_FRAME_END;
 		return ZR_OK;
 	}
-	d->in_body = true;
+	d->state = ZR__ZMTP_DEC_BODY;
 	if (len == (size_t)hlen)
 		return ZR_NEED_MORE;
 	*consumed += dec_body_piece(d, buf + hlen, len - (size_t)hlen, f);
@@ -223,7 +225,7 @@ zr_zmtp_dec_want(const struct zr_zmtp_dec *d, const uint8_t *buf, size_t len)
 	uint64_t size = 0;
 	int hlen;
 
-	if (d->in_body || len == 0)
+	if (d->state == ZR__ZMTP_DEC_BODY || len == 0)
 		return 1;
 	hlen = dec_header_check(d, buf, len, &size);
 	if (hlen < 0)

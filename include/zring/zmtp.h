@@ -171,6 +171,14 @@ struct zr_zmtp_frame {
 	unsigned flags;      /* ZR_ZMTP_MORE, ZR_ZMTP_COMMAND, ZR_ZMTP_FRAME_END */
 };
 
+/* Private to the decoder (zmtp/frame.c), for struct zr_zmtp_dec; not API:
+ * names and values may change. What the next octets are. */
+enum zr__zmtp_dec_state {
+	ZR__ZMTP_DEC_HEADER = 0,  /* a frame header, no message open */
+	ZR__ZMTP_DEC_HEADER_MORE, /* a frame header inside a multipart message */
+	ZR__ZMTP_DEC_BODY,        /* a message frame's body (body_flags says whether MORE) */
+};
+
 /* The frame decoder. Caller storage; initialise with zr_zmtp_dec_init. The
  * members are private: do not rely on their names or layout. */
 struct zr_zmtp_dec {
@@ -182,10 +190,9 @@ struct zr_zmtp_dec {
 	uint64_t body_size;    /* the frame whose body is being handed out */
 	uint64_t body_off;
 	unsigned body_flags;
-	bool in_body;
-	bool in_msg; /* a MORE frame was seen: the message is not finished */
-	bool whole;  /* message frames too come out whole (CURVE) */
-	int err;     /* sticky */
+	enum zr__zmtp_dec_state state;
+	bool whole; /* a mode, not a state: message frames too come out whole (CURVE) */
+	int err;    /* sticky */
 };
 
 /* Initialises d; its frame limit is ZR_ZMTP_DEFAULT_MAX_MSG_FRAMES. */
@@ -469,14 +476,31 @@ struct zr_zmtp_event {
 /* Room for a mechanism's private state inside struct zr_zmtp (CURVE). */
 #define ZR_ZMTP_MECH_STATE_MAX 768
 
+/* Private to the codec (zmtp/conn.c), for struct zr_zmtp; not API: names
+ * and values may change. The mechanism's own step inside ZR_ZMTP_HANDSHAKE:
+ * what the peer's next command must be (C: we are the client, S: the
+ * server). */
+enum zr__zmtp_step {
+	ZR__ZMTP_STEP_NONE = 0, /* before the handshake */
+	ZR__ZMTP_NULL_WAIT_READY,
+	ZR__ZMTP_PLAIN_C_WAIT_WELCOME,
+	ZR__ZMTP_PLAIN_C_WAIT_READY,
+	ZR__ZMTP_PLAIN_S_WAIT_HELLO,
+	ZR__ZMTP_PLAIN_S_WAIT_INITIATE,
+	ZR__ZMTP_CURVE_C_WAIT_WELCOME,
+	ZR__ZMTP_CURVE_C_WAIT_READY,
+	ZR__ZMTP_CURVE_S_WAIT_HELLO,
+	ZR__ZMTP_CURVE_S_WAIT_INITIATE,
+};
+
 /* The connection codec. Caller storage; initialise with zr_zmtp_init. The
  * members are private: do not rely on their names or layout. */
 struct zr_zmtp {
 	struct zr_zmtp_config cfg;
 	struct zr_zmtp_dec dec;
-	int state;  /* enum zr_zmtp_state */
-	int step;   /* the mechanism's own step inside ZR_ZMTP_HANDSHAKE */
-	int err;    /* sticky */
+	enum zr_zmtp_state state;
+	enum zr__zmtp_step step; /* inside ZR_ZMTP_HANDSHAKE */
+	int err;                 /* sticky */
 	uint8_t peer_major, peer_minor;
 	int peer_type;
 	uint64_t hs_deadline;   /* UINT64_MAX when none */

@@ -6,7 +6,7 @@
  * garbage peers, round-robin, REP with several clients, long runs of small
  * messages, endpoint errors.
  */
-#define _GNU_SOURCE /* engine.h (liburing) before scenarios.h */
+#define _GNU_SOURCE /* for engine_util.h (pipe2, vasprintf), before engine.h's system headers */
 #include "engine/engine.h"
 #include "scenarios.h"
 #include "sock_helpers.h"

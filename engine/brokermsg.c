@@ -1,17 +1,17 @@
 /*
- * The broker's wire layout: encode on publish, decode on delivery (wire.h).
+ * The broker's message layout: encode on publish, decode on delivery (brokermsg.h).
  */
-#define _GNU_SOURCE /* liburing.h (through engine.h) needs sigset_t */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "brokermsg.h"
 #include "engine.h"
-#include "wire.h"
 
 void
-zr__wire_scratch_fini(struct zr__wire_scratch *sc)
+zr__brokermsg_scratch_fini(struct zr__brokermsg_scratch *sc)
 {
 	free(sc->buf);
 	free(sc->hv);
@@ -60,7 +60,7 @@ zr__utf8_valid(const void *data, size_t len)
 /* ---- encode ---------------------------------------------------------------- */
 
 static int
-wire_check_header(const struct zr_header *h, char *err, size_t errcap)
+brokermsg_check_header(const struct zr_header *h, char *err, size_t errcap)
 {
 	const char *bad = NULL;
 	int rc = -EINVAL;
@@ -83,9 +83,9 @@ wire_check_header(const struct zr_header *h, char *err, size_t errcap)
 }
 
 int
-zr__wire_encode(zr_msg *m, const char *name, const struct zr_header *h, size_t nh,
-                const struct zr_header *extra, const void *payload, size_t len, char *err,
-                size_t errcap)
+zr__brokermsg_encode(zr_msg *m, const char *name, const struct zr_header *h, size_t nh,
+                     const struct zr_header *extra, const void *payload, size_t len, char *err,
+                     size_t errcap)
 {
 	size_t hlen = 0, name_len = strlen(name);
 	size_t total = nh + (extra != NULL);
@@ -94,7 +94,7 @@ zr__wire_encode(zr_msg *m, const char *name, const struct zr_header *h, size_t n
 	for (size_t i = 0; i < total; i++) {
 		const struct zr_header *x = i < nh ? &h[i] : extra;
 
-		rc = wire_check_header(x, err, errcap);
+		rc = brokermsg_check_header(x, err, errcap);
 		if (rc < 0)
 			return rc;
 		hlen += strlen(x->name) + 2 + strlen(x->value) + (i + 1 < total);
@@ -124,23 +124,23 @@ zr__wire_encode(zr_msg *m, const char *name, const struct zr_header *h, size_t n
 /* ---- decode ---------------------------------------------------------------- */
 
 static bool
-wire_space(char c)
+brokermsg_space(char c)
 {
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' || c == '\f';
 }
 
 /* Trims [*s, *e) in place of surrounding whitespace. */
 static void
-wire_trim(char **s, char **e)
+brokermsg_trim(char **s, char **e)
 {
-	while (*s < *e && wire_space(**s))
+	while (*s < *e && brokermsg_space(**s))
 		(*s)++;
-	while (*e > *s && wire_space((*e)[-1]))
+	while (*e > *s && brokermsg_space((*e)[-1]))
 		(*e)--;
 }
 
 static int
-wire_fail(struct zr__wire_scratch *sc, struct zr_delivery *d, const char *text)
+brokermsg_fail(struct zr__brokermsg_scratch *sc, struct zr_delivery *d, const char *text)
 {
 	if (text != sc->err)
 		snprintf(sc->err, sizeof sc->err, "%s", text);
@@ -150,7 +150,7 @@ wire_fail(struct zr__wire_scratch *sc, struct zr_delivery *d, const char *text)
 }
 
 static int
-wire_grow(struct zr__wire_scratch *sc, size_t bytes, size_t headers)
+brokermsg_grow(struct zr__brokermsg_scratch *sc, size_t bytes, size_t headers)
 {
 	if (bytes > sc->cap) {
 		size_t cap = sc->cap ? sc->cap : 256;
@@ -179,10 +179,10 @@ wire_grow(struct zr__wire_scratch *sc, size_t bytes, size_t headers)
 	return 0;
 }
 
-/* The frames of the wire layout, or an error text. */
+/* The frames of the layout, or an error text. */
 static const char *
-wire_frames(const zr_msg *m, size_t first, const uint8_t **name, size_t *name_len,
-            const uint8_t **hdr, size_t *hdr_len, const void **payload, size_t *payload_len)
+brokermsg_frames(const zr_msg *m, size_t first, const uint8_t **name, size_t *name_len,
+                 const uint8_t **hdr, size_t *hdr_len, const void **payload, size_t *payload_len)
 {
 	size_t n = m->nframes > first ? m->nframes - first : 0;
 
@@ -204,21 +204,21 @@ wire_frames(const zr_msg *m, size_t first, const uint8_t **name, size_t *name_le
 }
 
 bool
-zr__wire_ok(const zr_msg *m, size_t first, struct zr__wire_scratch *sc)
+zr__brokermsg_ok(const zr_msg *m, size_t first, struct zr__brokermsg_scratch *sc)
 {
 	struct zr_delivery d = {0};
 
-	return zr__wire_decode(m, first, NULL, sc, &d) == 0;
+	return zr__brokermsg_decode(m, first, NULL, sc, &d) == 0;
 }
 
 int
-zr__wire_decode(const zr_msg *m, size_t first, const char *reply_to, struct zr__wire_scratch *sc,
-                struct zr_delivery *d)
+zr__brokermsg_decode(const zr_msg *m, size_t first, const char *reply_to,
+                     struct zr__brokermsg_scratch *sc, struct zr_delivery *d)
 {
 	const uint8_t *name, *hdr;
 	size_t name_len = 0, hdr_len, lines = 1, rlen = reply_to ? strlen(reply_to) + 1 : 0, nh = 0;
-	const char *bad = wire_frames(m, first, &name, &name_len, &hdr, &hdr_len, &d->payload,
-	                              &d->payload_len);
+	const char *bad = brokermsg_frames(m, first, &name, &name_len, &hdr, &hdr_len, &d->payload,
+	                                   &d->payload_len);
 	char *p, *end;
 
 	d->error = 0;
@@ -228,10 +228,10 @@ zr__wire_decode(const zr_msg *m, size_t first, const char *reply_to, struct zr__
 	d->nheaders = 0;
 	d->name = "";
 	if (bad != NULL)
-		return wire_fail(sc, d, bad);
+		return brokermsg_fail(sc, d, bad);
 	for (size_t i = 0; i < hdr_len; i++)
 		lines += hdr[i] == '\n';
-	if (wire_grow(sc, name_len + 1 + hdr_len + 1 + rlen, lines + 1) < 0)
+	if (brokermsg_grow(sc, name_len + 1 + hdr_len + 1 + rlen, lines + 1) < 0)
 		return -ENOMEM;
 	memcpy(sc->buf, name, name_len);
 	sc->buf[name_len] = '\0';
@@ -247,7 +247,7 @@ zr__wire_decode(const zr_msg *m, size_t first, const char *reply_to, struct zr__
 		if (eol == NULL)
 			eol = end;
 		ns = p, ve = eol;
-		wire_trim(&ns, &ve);
+		brokermsg_trim(&ns, &ve);
 		if (ns == ve) { /* a blank line */
 			p = eol + 1;
 			continue;
@@ -256,11 +256,11 @@ zr__wire_decode(const zr_msg *m, size_t first, const char *reply_to, struct zr__
 		if (colon == NULL) {
 			snprintf(sc->err, sizeof sc->err, "a header line has no ':': '%.*s'",
 			         (int)((ve - ns) > 160 ? 160 : (ve - ns)), ns);
-			return wire_fail(sc, d, sc->err);
+			return brokermsg_fail(sc, d, sc->err);
 		}
 		ne = colon, vs = colon + 1;
-		wire_trim(&ns, &ne);
-		wire_trim(&vs, &ve);
+		brokermsg_trim(&ns, &ne);
+		brokermsg_trim(&vs, &ve);
 		*ne = '\0';
 		*ve = '\0';
 		p = eol + 1;
