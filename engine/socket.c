@@ -1450,8 +1450,7 @@ sock_accept_why(int res)
 static void
 sock_accept_retry(struct zr__timer *t)
 {
-	struct zr__listener *l =
-		(struct zr__listener *)((char *)t - offsetof(struct zr__listener, retry));
+	struct zr__listener *l = ZR_CONTAINER_OF(t, struct zr__listener, retry);
 	struct zr_socket *s = l->sock;
 	int rc;
 
@@ -1502,7 +1501,7 @@ sock_listener_fd_closed(struct zr_socket *s, struct zr__listener *l)
 static void
 sock_accept_done(struct zr__op *op, int res, uint32_t flags)
 {
-	struct zr__listener *l = (struct zr__listener *)op;
+	struct zr__listener *l = ZR_CONTAINER_OF(op, struct zr__listener, op);
 	struct zr_socket *s = l->sock;
 
 	if (res >= 0) {
@@ -1599,7 +1598,7 @@ zr__sock_unsent(struct zr_socket *s)
 static void
 sock_close_progress(struct zr__timer *t)
 {
-	struct zr_socket *s = (struct zr_socket *)((char *)t - offsetof(struct zr_socket, close_timer));
+	struct zr_socket *s = ZR_CONTAINER_OF(t, struct zr_socket, close_timer);
 	bool unsent;
 
 	sock_route_pending(s);
@@ -1623,7 +1622,7 @@ zr__sock_close_kick(struct zr_socket *s)
 static void
 sock_linger_fired(struct zr__timer *t)
 {
-	struct zr_socket *s = (struct zr_socket *)((char *)t - offsetof(struct zr_socket, linger_timer));
+	struct zr_socket *s = ZR_CONTAINER_OF(t, struct zr_socket, linger_timer);
 
 	zr_msg_free(s->pending);
 	s->pending = NULL;
