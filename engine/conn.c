@@ -88,7 +88,7 @@ conn_codec_config(struct zr__conn *c)
 	const struct zr__options *o = &c->sock->opt;
 	struct zr_zmtp_config *cfg = &c->zcfg;
 	/* REQ and REP speak to their peers as the types the wire knows. */
-	zr_zmtp_config_default(cfg, c->sock->type);
+	zr_zmtp_config_default(cfg, (int)c->sock->type);
 	cfg->routing_id = o->routing_id;
 	cfg->routing_id_len = o->routing_id_len;
 	cfg->mechanism = o->mechanism;
@@ -356,9 +356,9 @@ conn_frame(struct zr__conn *c, const struct zr_zmtp_event *ev)
 			c->rx_msg->meta = c->meta;
 			if (c->meta != NULL)
 				c->meta_credit--;
-			/* ROUTER and REP see who sent it: the routing id first. */
-			if (c->sock->type == ZR_ROUTER || c->sock->type == ZR_REP) {
-				rc = zr_msg_add(c->rx_msg, c->rid, c->rid_len);
+			/* The pattern's own first frames (ROUTER, REP: who sent it). */
+			if (c->sock->ops->rx_begin != NULL) {
+				rc = c->sock->ops->rx_begin(c->sock, c, c->rx_msg);
 				if (rc < 0)
 					return rc;
 			}
@@ -1144,7 +1144,7 @@ conn_free(struct zr__conn *c)
 		zr__sock_pipes_add(s, -1);
 	if (c->accepted)
 		s->naccepted--;
-	zr__subs_drop(&s->subs, &c->subs);
+	zr__subs_drop(&s->ps.subs, &c->subs);
 	zr_zmtp_fini(&c->z);
 	conn_meta_drop(c);
 	free(c->tx_buf);

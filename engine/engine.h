@@ -33,6 +33,7 @@
 
 #include "io/endpoint.h"
 #include "io/loop.h"
+#include "pattern.h"
 #include "subs.h"
 
 /* ---- messages ----------------------------------------------------------- */
@@ -245,7 +246,7 @@ struct zr__conn {
 	/* routing */
 	uint8_t rid[ZR__SUB_MAX + 1];
 	size_t rid_len;
-	struct zr__subs_owner subs; /* PUB/XPUB: what this subscriber holds in sock->subs */
+	struct zr__subs_owner subs; /* PUB/XPUB: what this subscriber holds in sock->ps.subs */
 	char drop_why[ZR_EVENT_REASON_MAX]; /* why we closed it, for the DISCONNECTED event */
 };
 
@@ -258,14 +259,10 @@ struct zr__eplist {
 	char resolved[ZR__ENDPOINT_TEXT_MAX]; /* as the io thread names it */
 };
 
-struct zr__rid {
-	uint8_t len;
-	uint8_t id[ZR__SUB_MAX];
-};
-
 struct zr_socket {
 	struct zr_ctx *ctx;
-	int type;
+	const struct zr__sock_ops *ops; /* its pattern (pattern.h): chosen at open */
+	enum zr_socktype type;
 	struct zr__options opt;
 	zr_zmtp_auth_cb *auth; /* set by the app before bind/connect; called on the io thread */
 	void *auth_arg;
@@ -334,37 +331,24 @@ struct zr_socket {
 	int efd_mon;
 	atomic_int mon_armed;
 
-	/* ROUTER: the routing ids of the connected peers, for ROUTER_MANDATORY's
-	 * synchronous answer. io thread writes, app reads, under rid_lock (taken
-	 * on send only when the option is set). */
-	pthread_mutex_t rid_lock;
-	struct zr__rid *rids;
-	size_t nrids, rids_cap;
+	/* Each pattern family's own state (pattern.h); only the socket's family
+	 * touches its part. */
+	struct zr__pat_rr rr;
+	struct zr__pat_route route;
+	struct zr__pat_pubsub ps;
 
 	/* app thread only */
 	struct zr__eplist *bound, *connected; /* for zr_unbind / zr_disconnect */
-	bool req_waiting;         /* REQ: a request is out, waiting for its reply */
-	zr_msg *rep_envelope;     /* REP: the envelope of the request being answered */
-	bool rep_has_request;
 
 	/* io thread only */
 	bool listed;                   /* on the ctx's list */
 	struct zr_socket *next, *prev; /* the ctx's list */
 	struct zr__conn *conns;
 	size_t nconns_active;
-	struct zr__conn *rr;       /* round-robin cursor */
 	zr_msg *pending;           /* taken from tx but not yet routed */
 	struct zr__listener **listeners;
 	size_t nlisten;
-	struct zr__subs subs;      /* PUB/XPUB: the subscribers' (owner: each connection);
-	                              SUB/XSUB: ours, re-sent on connect (owner: subs_self) */
-	struct zr__subs_owner subs_self;
-	/* XPUB: cancels a lost subscriber left that rx had no room for, oldest
-	 * first (see sock_xpub_notice for the bound). */
-	zr_msg **xpub_pending;
-	size_t xpub_pending_head, xpub_pending_n, xpub_pending_cap;
 	size_t naccepted;          /* accepted connections not yet freed (CONNS_MAX) */
-	struct zr__conn *req_peer; /* REQ: where the request went */
 	bool io_closing;
 	struct zr__timer linger_timer; /* LINGER ran out: close everything */
 	struct zr__timer close_timer;  /* re-check close progress, outside any callback */

@@ -1,17 +1,9 @@
 /*
  * Sockets: the app-facing calls (send, receive, options, bind, connect,
- * close) and, on the io thread, routing by socket type (RFC 28-31):
- *
- *   PUSH, DEALER, REQ   round-robin over peers with room; none: the send waits
- *   PAIR                the one peer
- *   ROUTER, REP         frame 0 names the peer; unknown or full: dropped
- *   PUB, XPUB           every peer whose subscriptions match frame 0; a full
- *                       peer's copy is dropped (RFC 29, libzmq's default)
- *   XSUB                subscriptions (0x01/0x00 + topic) and messages to all
- *
- * REQ and REP are DEALER and ROUTER with the envelope kept on the app side:
- * REQ adds the empty delimiter and takes one reply, only from the peer it
- * asked; REP keeps the envelope of the request it answers.
+ * close), the queues between the app thread and the io thread, the
+ * listeners and close. What a socket type does with a message (where it
+ * goes, what comes back, what the app may do next) is its pattern's:
+ * s->ops (pattern.h, pat_*.c), never a test of the type here.
  *
  * The app thread and the io thread share only the two SPSC queues, the
  * eventfds and a few atomic flags; see engine.h.
@@ -31,6 +23,7 @@
 #include <sodium.h>
 
 #include "engine.h"
+#include "zmtp/base.h"
 
 #define SOCK_BYTES_DEFAULT ((int64_t)8 << 20)
 /* What one subscriber may hold (zring.h, ZR_SUBS_MAX / ZR_SUBS_MAXBYTES):
@@ -99,11 +92,11 @@ sock_queues(struct zr_socket *s)
 	if (s->queues_ready)
 		return 0;
 	/* The app -> io handoff. Types that wait for room (PUSH, DEALER, ...)
-	 * get SNDHWM slots, so what waits there stays near libzmq's bound. PUB,
-	 * XPUB and ROUTER never wait: their limit is each peer's own queue, and
-	 * the io thread empties the handoff at once, so it only has to absorb a
-	 * burst between two turns of the loop. */
-	if ((s->type == ZR_PUB || s->type == ZR_XPUB || s->type == ZR_ROUTER) && tx_cap < 1024)
+	 * get SNDHWM slots, so what waits there stays near libzmq's bound.
+	 * Types that never wait (PUB, XPUB, ROUTER: tx_burst) have each peer's
+	 * own queue as their limit, and the io thread empties the handoff at
+	 * once, so it only has to absorb a burst between two turns of the loop. */
+	if (s->ops->tx_burst && tx_cap < 1024)
 		tx_cap = 1024;
 	/* A direction the type never uses gets the smallest rings: an idle PUSH
 	 * or PULL is ~16 KiB smaller (each ring of 1024 is 8 KiB). PUSH and PUB
@@ -112,9 +105,9 @@ sock_queues(struct zr_socket *s)
 	size_t rx_cap = s->opt.rcvhwm > 0 ? (size_t)s->opt.rcvhwm : 1024, rx_spare = SOCK_SPARE_MAX,
 	       tx_spare = SOCK_SPARE_MAX;
 
-	if (s->type == ZR_PUSH || s->type == ZR_PUB)
+	if (!s->ops->can_recv)
 		rx_cap = rx_spare = 1;
-	if (s->type == ZR_PULL || s->type == ZR_SUB)
+	if (!s->ops->can_send)
 		tx_cap = tx_spare = 1;
 	rc = zr__spsc_init(&s->tx, tx_cap);
 	if (rc < 0)
@@ -207,23 +200,20 @@ sock_deadline(int flags, int timeout_ms)
 int
 zr_socket_open(zr_ctx *ctx, int type, zr_socket **out)
 {
+	const struct zr__sock_ops *ops = zr__sock_ops_of(type);
 	struct zr_socket *s;
 	struct zr__cmd *cmd;
 
-	switch (type) {
-	case ZR_PAIR: case ZR_PUB: case ZR_SUB: case ZR_REQ: case ZR_REP: case ZR_DEALER:
-	case ZR_ROUTER: case ZR_PULL: case ZR_PUSH: case ZR_XPUB: case ZR_XSUB:
-		break;
-	default:
+	if (ops == NULL)
 		return -EINVAL;
-	}
 	/* Aligned for its cache-line groups (see struct zr_socket). */
 	s = aligned_alloc(_Alignof(struct zr_socket), sizeof *s);
 	if (s == NULL)
 		return -ENOMEM;
 	memset(s, 0, sizeof *s);
 	s->ctx = ctx;
-	s->type = type;
+	s->ops = ops;
+	s->type = (enum zr_socktype)type;
 	s->opt = (struct zr__options){
 		.sndhwm = 1000, .rcvhwm = 1000, .linger_ms = -1, .sndtimeo_ms = -1, .rcvtimeo_ms = -1,
 		.reconnect_ivl_ms = 100, .handshake_ivl_ms = 30000,
@@ -257,16 +247,21 @@ zr_socket_open(zr_ctx *ctx, int type, zr_socket **out)
 	atomic_init(&s->calls, 0);
 	atomic_init(&s->calls_tx, 0);
 	atomic_init(&s->calls_rx, 0);
-	pthread_mutex_init(&s->rid_lock, NULL);
 	atomic_init(&s->mon_mask, 0);
 	atomic_init(&s->mon_armed, 0);
 	s->efd_mon = -1;
-	cmd = sock_cmd(s, ZR__CMD_OPEN, 0);
-	if (cmd == NULL) {
-		close(s->efd_rx);
-		close(s->efd_tx);
-		free(s);
-		return -ENOMEM;
+	{
+		int rc = ops->init != NULL ? ops->init(s) : 0;
+
+		cmd = rc == 0 ? sock_cmd(s, ZR__CMD_OPEN, 0) : NULL;
+		if (cmd == NULL) {
+			if (rc == 0 && ops->fini != NULL)
+				ops->fini(s);
+			close(s->efd_rx);
+			close(s->efd_tx);
+			free(s);
+			return rc < 0 ? rc : -ENOMEM;
+		}
 	}
 	zr__ctx_command(ctx, cmd);
 	*out = s;
@@ -444,74 +439,6 @@ zr_connect(zr_socket *s, const char *endpoint)
 	return 0;
 }
 
-/* REQ/REP envelope work before a send; undone if the send fails. */
-static int
-sock_send_prepare(zr_socket *s, zr_msg *m, uint32_t *added)
-{
-	*added = 0;
-	switch (s->type) {
-	case ZR_PULL:
-	case ZR_SUB:
-		return -ENOTSUP;
-	case ZR_REQ:
-		if (s->req_waiting)
-			return -EFSM;
-		*added = 1;
-		return zr__msg_push_front(m, "", 0);
-	case ZR_REP:
-		if (!s->rep_has_request)
-			return -EFSM;
-		for (size_t i = s->rep_envelope->nframes; i-- > 0;) {
-			size_t len;
-			const void *f = zr_msg_frame(s->rep_envelope, i, &len);
-			int rc = zr__msg_push_front(m, f, len);
-
-			if (rc < 0) {
-				zr__msg_drop_front(m, *added);
-				*added = 0;
-				return rc;
-			}
-			(*added)++;
-		}
-		return 0;
-	default:
-		return 0;
-	}
-}
-
-static void
-sock_send_done(zr_socket *s)
-{
-	if (s->type == ZR_REQ) {
-		s->req_waiting = true;
-	} else if (s->type == ZR_REP) {
-		s->rep_has_request = false;
-		zr_msg_free(s->rep_envelope);
-		s->rep_envelope = NULL;
-	}
-}
-
-/* ROUTER_MANDATORY: is frame 0 the routing id of a connected peer? */
-static bool
-sock_rid_known(zr_socket *s, const zr_msg *m)
-{
-	size_t len;
-	const uint8_t *id = zr_msg_frame(m, 0, &len);
-	bool found = false;
-
-	pthread_mutex_lock(&s->rid_lock);
-	for (size_t i = 0; i < s->nrids && !found; i++)
-		found = s->rids[i].len == len && memcmp(s->rids[i].id, id, len) == 0;
-	pthread_mutex_unlock(&s->rid_lock);
-	return found;
-}
-
-static bool
-sock_blocks_without_peer(const zr_socket *s)
-{
-	return s->type == ZR_PUSH || s->type == ZR_DEALER || s->type == ZR_REQ || s->type == ZR_PAIR;
-}
-
 /*
  * A byte budget between two threads (SNDBYTES on tx, RCVBYTES on rx): the
  * producer's running total `given`, its copy `seen` of the consumer's
@@ -547,9 +474,17 @@ sock_tx_offer(zr_socket *s, zr_msg *m)
 	return true;
 }
 
+static void
+sock_send_done(zr_socket *s)
+{
+	if (s->ops->send_done != NULL)
+		s->ops->send_done(s);
+}
+
 static int
 sock_send(zr_socket *s, zr_msg **msg, uint64_t deadline, int cancel_fd)
 {
+	const struct zr__sock_ops *ops = s->ops;
 	uint32_t added;
 	zr_msg *m = *msg;
 	int rc;
@@ -559,16 +494,19 @@ sock_send(zr_socket *s, zr_msg **msg, uint64_t deadline, int cancel_fd)
 	rc = sock_queues(s);
 	if (rc < 0)
 		return rc;
-	if (s->type == ZR_ROUTER && s->opt.router_mandatory && !sock_rid_known(s, m))
-		return -EHOSTUNREACH;
-	rc = sock_send_prepare(s, m, &added);
-	if (rc < 0)
-		return rc;
+	if (!ops->can_send)
+		return -ENOTSUP;
+	added = 0;
+	if (ops->send_prepare != NULL) {
+		rc = ops->send_prepare(s, m, &added);
+		if (rc < 0)
+			return rc;
+	}
 	for (;;) {
 		/* Types that never drop wait while there is no peer at all, as
 		 * libzmq's do while they have no pipe: a bound PUSH with nobody
 		 * connected blocks (and times out) instead of queueing. */
-		if (sock_blocks_without_peer(s) && atomic_load(&s->npipes) == 0) {
+		if (ops->waits_for_peer && atomic_load(&s->npipes) == 0) {
 			atomic_store(&s->tx_armed, 1);
 			atomic_thread_fence(memory_order_seq_cst);
 			if (atomic_load(&s->npipes) == 0) {
@@ -604,44 +542,6 @@ sock_send(zr_socket *s, zr_msg **msg, uint64_t deadline, int cancel_fd)
 	}
 }
 
-/* REQ/REP envelope work after a receive. Returns false to drop the message. */
-static int
-sock_recv_finish(zr_socket *s, zr_msg *m)
-{
-	size_t len;
-
-	if (s->type == ZR_REQ) {
-		/* Only an answer to the request we have out, behind its delimiter. */
-		if (!s->req_waiting || m->nframes < 2 || (zr_msg_frame(m, 0, &len), len != 0))
-			return 0;
-		zr__msg_drop_front(m, 1);
-		s->req_waiting = false;
-		return 1;
-	}
-	if (s->type == ZR_REP) {
-		uint32_t delim = 1;
-		zr_msg *env;
-
-		while (delim < m->nframes && (zr_msg_frame(m, delim, &len), len != 0))
-			delim++;
-		if (delim >= m->nframes || zr_msg_new(&env) < 0)
-			return 0;
-		for (uint32_t i = 0; i <= delim; i++) {
-			const void *f = zr_msg_frame(m, i, &len);
-
-			if (zr_msg_add(env, f, len) < 0) {
-				zr_msg_free(env);
-				return 0;
-			}
-		}
-		zr__msg_drop_front(m, delim + 1);
-		s->rep_envelope = env;
-		s->rep_has_request = true;
-		return 1;
-	}
-	return 1;
-}
-
 /*
  * App thread: a small message the io thread made is copied into one this
  * thread makes, and the io thread's goes back to it through rx_spare. The
@@ -673,10 +573,13 @@ sock_recv(zr_socket *s, zr_msg **msg, int flags, bool own)
 	zr_msg *m;
 	int rc;
 
-	if (s->type == ZR_PUSH || s->type == ZR_PUB)
+	if (!s->ops->can_recv)
 		return -ENOTSUP;
-	if ((s->type == ZR_REQ && !s->req_waiting) || (s->type == ZR_REP && s->rep_has_request))
-		return -EFSM;
+	if (s->ops->recv_check != NULL) {
+		rc = s->ops->recv_check(s);
+		if (rc < 0)
+			return rc;
+	}
 	rc = sock_queues(s);
 	if (rc < 0)
 		return rc;
@@ -711,7 +614,7 @@ sock_recv(zr_socket *s, zr_msg **msg, int flags, bool own)
 			if (atomic_load_explicit(&s->rx_paused, memory_order_relaxed) &&
 			    zr__spsc_count(&s->rx) <= s->rx_resume_at)
 				zr__ctx_dirty(s->ctx, s);
-			if (!sock_recv_finish(s, m)) {
+			if (s->ops->recv_finish != NULL && !s->ops->recv_finish(s, m)) {
 				zr_msg_free(m);
 				continue;
 			}
@@ -1056,7 +959,7 @@ sock_subscribe(zr_socket *s, int type, const void *v, size_t len)
 {
 	struct zr__cmd *cmd;
 
-	if (s->type != ZR_SUB && s->type != ZR_XSUB)
+	if (!s->ops->app_subscribes)
 		return -EINVAL;
 	cmd = sock_cmd(s, type, len);
 	if (cmd == NULL)
@@ -1285,208 +1188,10 @@ sock_tx_taken(struct zr_socket *s)
 		sock_signal(s->efd_tx);
 }
 
-/* A raw subscription frame for c's protocol version: the topic from topic,
- * or (topic NULL) from what h holds. */
-static zr_msg *
-sock_sub_msg(const struct zr__conn *c, bool subscribe, const uint8_t *topic, size_t len,
-             const struct zr__subs_hold *h)
-{
-	uint8_t prefix[ZR_ZMTP_SUB_PREFIX_MAX];
-	int n = zr_zmtp_sub_prefix(prefix, zr_zmtp_peer_minor(&c->z), subscribe, len);
-	zr_msg *m;
-
-	if (n < 0 || zr_msg_new(&m) < 0)
-		return NULL;
-	if (zr__msg_reserve(m, (size_t)n + len) < 0) {
-		zr_msg_free(m);
-		return NULL;
-	}
-	memcpy(m->data, prefix, (size_t)n);
-	if (topic == NULL)
-		zr__subs_topic(h, m->data + n);
-	else if (len > 0)
-		memcpy(m->data + n, topic, len);
-	m->len = (size_t)n + len;
-	m->raw = true;
-	return m;
-}
-
-static void
-sock_send_sub(struct zr__conn *c, bool subscribe, const uint8_t *topic, size_t len,
-              const struct zr__subs_hold *h)
-{
-	zr_msg *m = sock_sub_msg(c, subscribe, topic, len, h);
-
-	/* Forced past SNDHWM: subscriptions are never dropped by the data HWM
-	 * (libzmq loses them on reconnect, #2258). */
-	if (m != NULL && !zr__conn_send(c, m, true))
-		zr__msg_unref(m);
-}
-
-static struct zr__conn *
-sock_next_ready(struct zr_socket *s)
-{
-	struct zr__conn *start = s->rr != NULL && s->rr->next != NULL ? s->rr->next : s->conns;
-	struct zr__conn *c = start;
-
-	if (c == NULL)
-		return NULL;
-	do {
-		if (zr__conn_has_room(c))
-			return c;
-		c = c->next != NULL ? c->next : s->conns;
-	} while (c != start);
-	return NULL;
-}
-
-/* The active connection with routing id rid, other than except. */
-static struct zr__conn *
-sock_find_rid(struct zr_socket *s, const void *rid, size_t len, const struct zr__conn *except)
-{
-	for (struct zr__conn *c = s->conns; c != NULL; c = c->next) {
-		if (c != except && c->state == ZR__CONN_ACTIVE && c->rid_len == len &&
-		    memcmp(c->rid, rid, len) == 0)
-			return c;
-	}
-	return NULL;
-}
-
-/* SUB/XSUB: our own filter, counted; the wire hears only a change. The app
- * sets it, so no limit applies. */
-static void
-sock_xsub_subscription(struct zr_socket *s, bool subscribe, const uint8_t *t, size_t len)
-{
-	int rc = subscribe ? zr__subs_add(&s->subs, &s->subs_self, t, len, SIZE_MAX, SIZE_MAX)
-	                   : zr__subs_remove(&s->subs, &s->subs_self, t, len);
-
-	if (rc <= 0 || (subscribe ? !(rc & ZR__SUBS_NEW_OWNER) : !(rc & ZR__SUBS_GONE_OWNER)))
-		return;
-	for (struct zr__conn *c = s->conns; c != NULL; c = c->next) {
-		if (c->state == ZR__CONN_ACTIVE)
-			sock_send_sub(c, subscribe, t, len, NULL);
-	}
-}
-
-static struct zr__conn *
-sock_conn_of_subs(struct zr__subs_owner *o)
-{
-	return (struct zr__conn *)((char *)o - offsetof(struct zr__conn, subs));
-}
-
-/*
- * PUB/XPUB: a copy to every subscriber whose subscriptions match frame 0,
- * found by one walk of the socket's trie (its cost grows with frame 0 and
- * the matching prefixes' holders, not with the topics subscribed).
- * A matching subscriber with a full queue is handled by ZR_PUB_POLICY; one
- * that does not match never holds the publisher back, whatever its state.
- */
-static bool
-sock_route_fanout(struct zr_socket *s, zr_msg *m)
-{
-	size_t len;
-	const uint8_t *f0 = zr_msg_frame(m, 0, &len);
-	int policy = s->opt.pub_policy;
-	struct zr__subs_owner *hit = zr__subs_collect(&s->subs, f0, len), *o, *next;
-	struct zr__conn *c;
-
-	if (policy == ZR_PUB_BLOCK) {
-		/* Lossless: all or nothing, so a retry never duplicates. */
-		for (o = hit; o != NULL; o = o->match_next) {
-			c = sock_conn_of_subs(o);
-			if (c->state == ZR__CONN_ACTIVE && !zr__conn_has_room(c))
-				return false;
-		}
-	}
-	bool matched = false;
-
-	/* Nothing below changes the trie (a kick-out closes on a later turn),
-	 * so the collected list stays valid. */
-	for (o = hit; o != NULL; o = next) {
-		bool room;
-
-		next = o->match_next;
-		c = sock_conn_of_subs(o);
-		if (c->state != ZR__CONN_ACTIVE)
-			continue;
-		matched = true;
-		room = zr__conn_has_room(c);
-		if (!room && policy == ZR_PUB_DROP_OLD)
-			room = zr__conn_drop_oldest(c);
-		if (!room) {
-			if (policy == ZR_PUB_DISCONNECT)
-				zr__conn_kick_out(c);
-			continue; /* DROP_NEW: this subscriber misses this message */
-		}
-		m->refs++;
-		if (!zr__conn_send(c, m, true))
-			m->refs--;
-	}
-	if (!matched)
-		atomic_fetch_add_explicit(&s->unmatched, 1, memory_order_relaxed);
-	zr__msg_unref(m);
-	return true;
-}
-
-/* Routes one message; false when it must wait for room (PUSH-like types). */
-static bool
-sock_route(struct zr_socket *s, zr_msg *m)
-{
-	struct zr__conn *c;
-	size_t len;
-	const uint8_t *f0;
-
-	switch (s->type) {
-	case ZR_PUSH:
-	case ZR_DEALER:
-	case ZR_REQ:
-	case ZR_PAIR:
-		c = sock_next_ready(s);
-		if (c == NULL)
-			return false;
-		s->rr = c;
-		if (s->type == ZR_REQ)
-			s->req_peer = c;
-		zr__conn_send(c, m, false);
-		return true;
-	case ZR_ROUTER:
-	case ZR_REP:
-		f0 = zr_msg_frame(m, 0, &len);
-		c = sock_find_rid(s, f0, len, NULL);
-		if (c == NULL || !zr__conn_has_room(c)) {
-			zr__msg_unref(m); /* unknown or full peer: dropped (RFC 28) */
-			return true;
-		}
-		zr__msg_drop_front(m, 1);
-		zr__conn_send(c, m, false);
-		return true;
-	case ZR_PUB:
-	case ZR_XPUB:
-		return sock_route_fanout(s, m);
-	case ZR_XSUB:
-		f0 = zr_msg_frame(m, 0, &len);
-		if (m->nframes == 1 && len >= 1 && (f0[0] == 0 || f0[0] == 1)) {
-			sock_xsub_subscription(s, f0[0] == 1, f0 + 1, len - 1);
-			zr__msg_unref(m);
-			return true;
-		}
-		for (c = s->conns; c != NULL; c = c->next) {
-			if (c->state != ZR__CONN_ACTIVE)
-				continue;
-			m->refs++;
-			if (!zr__conn_send(c, m, false))
-				m->refs--;
-		}
-		zr__msg_unref(m);
-		return true;
-	default:
-		zr__msg_unref(m);
-		return true;
-	}
-}
-
 static void
 sock_route_pending(struct zr_socket *s)
 {
+	bool (*route)(struct zr_socket *, zr_msg *) = s->ops->route;
 	uint64_t taken = 0;
 	bool any = false;
 
@@ -1503,7 +1208,7 @@ sock_route_pending(struct zr_socket *s)
 			any = true;
 		}
 		s->pending = NULL;
-		if (!sock_route(s, m)) {
+		if (!route(s, m)) {
 			s->pending = m;
 			break;
 		}
@@ -1523,10 +1228,6 @@ sock_route_pending(struct zr_socket *s)
 		sock_tx_taken(s);
 }
 
-static bool sock_xpub_flush(struct zr_socket *s);
-static void sock_xpub_wait(struct zr_socket *s);
-static void sock_xpub_lost(struct zr_socket *s, struct zr__conn *c);
-
 void
 zr__sock_io_dirty(struct zr_socket *s)
 {
@@ -1534,10 +1235,10 @@ zr__sock_io_dirty(struct zr_socket *s)
 	 * fills the queue again). Clear the flag first so a pause that happens
 	 * now sets it again. */
 	if (atomic_exchange(&s->rx_paused, 0)) {
-		/* A lost subscriber's cancels go first: they are older than any
-		 * notice a paused connection offers again. */
-		if (s->xpub_pending_n > 0 && !sock_xpub_flush(s))
-			sock_xpub_wait(s);
+		/* The pattern's own waiting messages first (an XPUB's cancels
+		 * are older than any notice a paused connection offers again). */
+		if (s->ops->rx_room != NULL)
+			s->ops->rx_room(s);
 		for (struct zr__conn *c = s->conns, *next; c != NULL; c = next) {
 			next = c->next;
 			if (c->rx_paused)
@@ -1580,6 +1281,12 @@ sock_rx_push(struct zr_socket *s, zr_msg *m)
 	return true;
 }
 
+bool
+zr__sock_rx_push(struct zr_socket *s, zr_msg *m)
+{
+	return sock_rx_push(s, m);
+}
+
 void
 zr__sock_rx_flush(struct zr_socket *s)
 {
@@ -1617,258 +1324,22 @@ zr__sock_msg_sent(struct zr_socket *s, zr_msg *m)
 int
 zr__sock_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m)
 {
-	size_t len;
-	const uint8_t *f0 = zr_msg_frame(m, 0, &len);
-	int rc = 1;
+	if (s->ops->deliver != NULL) {
+		int rc = s->ops->deliver(s, c, m);
 
-	switch (s->type) {
-	case ZR_PUB:
-	case ZR_XPUB:
-		/* ZMTP 3.0 subscriptions arrive as messages: 0x01/0x00 + topic. */
-		if (m->nframes == 1 && len >= 1 && (f0[0] == 0 || f0[0] == 1))
-			rc = zr__sock_subscription(s, c, f0[0] == 1, f0 + 1, len - 1);
-		if (rc != 0)
-			zr_msg_free(m);
-		return rc;
-	case ZR_SUB:
-		if (!zr__subs_match(&s->subs, f0, len)) {
-			zr_msg_free(m);
-			return 1;
-		}
-		break;
-	case ZR_REQ:
-		if (c != s->req_peer) {
-			zr_msg_free(m); /* RFC 28: only from the peer we asked */
-			return 1;
-		}
-		break;
-	case ZR_PUSH:
-		zr_msg_free(m);
-		return 1;
-	default:
-		break;
+		if (rc != ZR__PAT_RX)
+			return rc;
 	}
 	return sock_rx_push(s, m) ? 1 : 0;
-}
-
-/*
- * XPUB: the app hears a subscribe only when the topic is new for the socket
- * and a cancel only when its last holder goes (libzmq's rule; XPUB_VERBOSE:
- * every subscribe, XPUB_VERBOSER: every cancel of a held subscription too).
- * A cancel for a topic the peer does not hold is ignored, so a peer can
- * never cancel a topic upstream for the others (libzmq passes it on).
- *
- * A notice is never dropped: when rx has no room, the connection that sent
- * the (un)subscribe pauses with it (nothing applied) and offers it again
- * when the app reads. A lost connection cannot pause, so its cancels wait
- * in s->xpub_pending, oldest first, and every later notice waits behind
- * them. The list is bounded by what the lost connections held: each pending
- * cancel is a subscription one of them held (charged to it within
- * SUBS_MAX / SUBS_MAXBYTES: a notice costs less than the entry's charge),
- * and while the list is not empty no topic can get its first holder (that
- * takes a notice, which waits behind the list; with XPUB_VERBOSE(R) every
- * subscribe does). So the list holds at most one cancel per topic held when
- * it began (VERBOSER: one per holding then), whatever peers come and go.
- */
-
-/* The 3.0-form notice: the flag, then the topic (from topic, or h's). */
-static zr_msg *
-sock_xpub_notice(bool subscribe, const uint8_t *topic, size_t len, const struct zr__subs_hold *h)
-{
-	uint8_t flag = subscribe ? 1 : 0;
-	zr_msg *m;
-
-	if (zr_msg_new(&m) < 0)
-		return NULL;
-	if (zr__msg_frame_begin(m, len + 1) < 0) {
-		zr_msg_free(m);
-		return NULL;
-	}
-	zr__msg_frame_append(m, &flag, 1);
-	if (topic != NULL) {
-		zr__msg_frame_append(m, topic, len);
-	} else {
-		zr__subs_topic(h, m->data + m->len);
-		m->len += len;
-		m->frames[0].len += len;
-	}
-	return m;
-}
-
-/* Pending cancels into rx while it has room; true when none is left. */
-static bool
-sock_xpub_flush(struct zr_socket *s)
-{
-	bool pushed = false;
-
-	while (s->xpub_pending_n > 0) {
-		if (!sock_rx_push(s, s->xpub_pending[s->xpub_pending_head]))
-			break;
-		pushed = true;
-		s->xpub_pending_head = (s->xpub_pending_head + 1) % s->xpub_pending_cap;
-		s->xpub_pending_n--;
-	}
-	if (pushed)
-		zr__sock_rx_flush(s);
-	return s->xpub_pending_n == 0;
-}
-
-/* Pending cancels wait for room: the app's next read must wake us (as a
- * paused connection's, conn.c), and room made before the flag is seen. */
-static void
-sock_xpub_wait(struct zr_socket *s)
-{
-	atomic_store(&s->rx_paused, 1);
-	atomic_thread_fence(memory_order_seq_cst);
-	(void)sock_xpub_flush(s);
-}
-
-static void
-sock_xpub_pend(struct zr_socket *s, zr_msg *m)
-{
-	if (s->xpub_pending_n == s->xpub_pending_cap) {
-		size_t cap = s->xpub_pending_cap ? s->xpub_pending_cap * 2 : 16;
-		zr_msg **v = malloc(cap * sizeof *v);
-
-		if (v == NULL) {
-			zr_msg_free(m); /* out of memory: the one way a notice is lost */
-			return;
-		}
-		for (size_t i = 0; i < s->xpub_pending_n; i++)
-			v[i] = s->xpub_pending[(s->xpub_pending_head + i) % s->xpub_pending_cap];
-		free(s->xpub_pending);
-		s->xpub_pending = v;
-		s->xpub_pending_cap = cap;
-		s->xpub_pending_head = 0;
-	}
-	s->xpub_pending[(s->xpub_pending_head + s->xpub_pending_n) % s->xpub_pending_cap] = m;
-	s->xpub_pending_n++;
-}
-
-/* Tells the app; 1, 0 when rx (or an older pending cancel) leaves no room,
- * -ENOMEM. */
-static int
-sock_xpub_tell(struct zr_socket *s, bool subscribe, const uint8_t *topic, size_t len)
-{
-	zr_msg *m;
-
-	if (s->xpub_pending_n > 0 && !sock_xpub_flush(s))
-		return 0;
-	m = sock_xpub_notice(subscribe, topic, len, NULL);
-	if (m == NULL)
-		return -ENOMEM;
-	if (!sock_rx_push(s, m)) {
-		zr_msg_free(m);
-		return 0;
-	}
-	return 1;
-}
-
-static void
-sock_xpub_lost(struct zr_socket *s, struct zr__conn *c)
-{
-	for (const struct zr__subs_hold *h = c->subs.held; h != NULL; h = zr__subs_next(h)) {
-		zr_msg *m;
-
-		if (!zr__subs_sole(h) && s->opt.xpub_verbose < 2)
-			continue;
-		m = sock_xpub_notice(false, NULL, zr__subs_topic(h, NULL), h);
-		if (m == NULL)
-			continue; /* out of memory */
-		if (s->xpub_pending_n > 0 || !sock_rx_push(s, m))
-			sock_xpub_pend(s, m);
-	}
-	zr__sock_rx_flush(s);
-	if (s->xpub_pending_n > 0)
-		sock_xpub_wait(s);
-}
-
-/* The limit c went over, in words, for its DISCONNECTED event. */
-static void
-sock_subs_over(struct zr_socket *s, struct zr__conn *c)
-{
-	const char *peer = c->peer_addr[0] ? c->peer_addr : "the peer";
-
-	if (s->opt.subs_max >= 0 && c->subs.n >= (size_t)s->opt.subs_max)
-		snprintf(c->drop_why, sizeof c->drop_why, "%s: subscriptions over SUBS_MAX (%d)",
-		         peer, s->opt.subs_max);
-	else
-		snprintf(c->drop_why, sizeof c->drop_why,
-		         "%s: subscriptions over SUBS_MAXBYTES (%lld bytes, %zu held)", peer,
-		         (long long)s->opt.subs_maxbytes, c->subs.n);
 }
 
 int
 zr__sock_subscription(struct zr_socket *s, struct zr__conn *c, bool subscribe, const uint8_t *topic,
                       size_t len)
 {
-	const struct zr__options *o = &s->opt;
-	bool xpub = s->type == ZR_XPUB;
-	int rc, told;
-
-	if (s->type != ZR_PUB && !xpub)
-		return 1;
-	if (!subscribe) {
-		rc = zr__subs_peek_remove(&s->subs, &c->subs, topic, len);
-		if (rc == 0)
-			return 1; /* not held: nothing to undo, nothing to tell */
-		if (xpub && ((rc & ZR__SUBS_GONE_TRIE) || o->xpub_verbose == 2)) {
-			told = sock_xpub_tell(s, false, topic, len);
-			if (told <= 0)
-				return told;
-		}
-		(void)zr__subs_remove(&s->subs, &c->subs, topic, len);
-		return 1;
-	}
-	rc = zr__subs_add(&s->subs, &c->subs, topic, len,
-	                  o->subs_max >= 0 ? (size_t)o->subs_max : SIZE_MAX,
-	                  o->subs_maxbytes >= 0 && (uint64_t)o->subs_maxbytes < SIZE_MAX
-	                          ? (size_t)o->subs_maxbytes
-	                          : SIZE_MAX);
-	if (rc == -EDQUOT)
-		sock_subs_over(s, c);
-	if (rc < 0)
-		return rc;
-	if (xpub && ((rc & ZR__SUBS_NEW_TRIE) || o->xpub_verbose >= 1)) {
-		told = sock_xpub_tell(s, true, topic, len);
-		if (told <= 0) {
-			/* Undone, to be offered again with room (or c closes). */
-			(void)zr__subs_remove(&s->subs, &c->subs, topic, len);
-			return told;
-		}
-	}
-	return 1;
-}
-
-/* io thread: publish or withdraw a ROUTER peer's id for ROUTER_MANDATORY. */
-static void
-sock_rid_publish(struct zr_socket *s, const struct zr__conn *c, bool add)
-{
-	pthread_mutex_lock(&s->rid_lock);
-	if (add) {
-		if (s->nrids == s->rids_cap) {
-			size_t cap = s->rids_cap ? s->rids_cap * 2 : 16;
-			struct zr__rid *v = realloc(s->rids, cap * sizeof *v);
-
-			if (v != NULL) {
-				s->rids = v;
-				s->rids_cap = cap;
-			}
-		}
-		if (s->nrids < s->rids_cap) {
-			s->rids[s->nrids].len = (uint8_t)c->rid_len;
-			memcpy(s->rids[s->nrids].id, c->rid, c->rid_len);
-			s->nrids++;
-		}
-	} else {
-		for (size_t i = 0; i < s->nrids; i++) {
-			if (s->rids[i].len == c->rid_len && memcmp(s->rids[i].id, c->rid, c->rid_len) == 0) {
-				s->rids[i] = s->rids[--s->nrids];
-				break;
-			}
-		}
-	}
-	pthread_mutex_unlock(&s->rid_lock);
+	if (s->ops->peer_subscription == NULL)
+		return 1; /* a type without subscribers ignores them */
+	return s->ops->peer_subscription(s, c, subscribe, topic, len);
 }
 
 /* io thread: the pipe count moved; a sender waiting for its first peer wakes. */
@@ -1885,43 +1356,16 @@ zr__sock_pipes_add(struct zr_socket *s, int delta)
 	sock_pipes_add(s, delta);
 }
 
-/*
- * A routing id for a peer without a usable one of its own: 0x00 and four
- * random octets, libzmq's shape (RFC 37 reserves the 0x00 prefix for this).
- * Random, not counted: a broker writes a requester's id into the reply-to
- * address its responders see, and a sequential id would let one requester
- * name another's. Drawn once per connection, never twice alike among the
- * peers present.
- */
-static void
-sock_rid_generate(struct zr_socket *s, struct zr__conn *c)
-{
-	do {
-		if (getrandom(c->rid + 1, 4, GRND_NONBLOCK) != 4)
-			randombytes_buf(c->rid + 1, 4); /* early boot: sodium waits for entropy */
-		c->rid[0] = 0;
-		c->rid_len = 5;
-	} while (sock_find_rid(s, c->rid, c->rid_len, c) != NULL);
-}
-
 int
 zr__sock_conn_active(struct zr_socket *s, struct zr__conn *c)
 {
-	/* RFC 31: a PAIR talks to one peer; a second one is turned away. */
-	if (s->type == ZR_PAIR && s->nconns_active > 0)
-		return -EISCONN;
-	if (s->type == ZR_ROUTER || s->type == ZR_REP) {
-		/* The peer's Identity if it gave a usable one, else 0x00 + uint32
-		 * as libzmq generates (RFC 37 reserves the 0x00 prefix for this). */
-		if (c->rid_len == 0 || sock_find_rid(s, c->rid, c->rid_len, c) != NULL)
-			sock_rid_generate(s, c);
-	}
-	if (s->type == ZR_ROUTER)
-		sock_rid_publish(s, c, true);
-	if (s->type == ZR_SUB || s->type == ZR_XSUB) {
-		for (const struct zr__subs_hold *h = s->subs_self.held; h != NULL;
-		     h = zr__subs_next(h))
-			sock_send_sub(c, true, NULL, zr__subs_topic(h, NULL), h);
+	/* The pattern may refuse it (a second PAIR peer) or set it up (a
+	 * routing id, our subscriptions) before it counts. */
+	if (s->ops->conn_active != NULL) {
+		int rc = s->ops->conn_active(s, c);
+
+		if (rc < 0)
+			return rc;
 	}
 	s->nconns_active++;
 	atomic_fetch_add(&s->nready, 1);
@@ -1939,16 +1383,8 @@ zr__sock_conn_lost(struct zr_socket *s, struct zr__conn *c)
 	atomic_fetch_sub(&s->nready, 1);
 	if (!c->connecter)
 		sock_pipes_add(s, -1);
-	if (s->type == ZR_ROUTER)
-		sock_rid_publish(s, c, false);
-	if (s->rr == c)
-		s->rr = NULL;
-	if (s->req_peer == c)
-		s->req_peer = NULL;
-	if (s->type == ZR_XPUB)
-		sock_xpub_lost(s, c);
-	/* A reconnected subscriber subscribes afresh. */
-	zr__subs_drop(&s->subs, &c->subs);
+	if (s->ops->conn_lost != NULL)
+		s->ops->conn_lost(s, c);
 }
 
 void
@@ -2014,8 +1450,7 @@ sock_accept_why(int res)
 static void
 sock_accept_retry(struct zr__timer *t)
 {
-	struct zr__listener *l =
-		(struct zr__listener *)((char *)t - offsetof(struct zr__listener, retry));
+	struct zr__listener *l = ZR_CONTAINER_OF(t, struct zr__listener, retry);
 	struct zr_socket *s = l->sock;
 	int rc;
 
@@ -2066,7 +1501,7 @@ sock_listener_fd_closed(struct zr_socket *s, struct zr__listener *l)
 static void
 sock_accept_done(struct zr__op *op, int res, uint32_t flags)
 {
-	struct zr__listener *l = (struct zr__listener *)op;
+	struct zr__listener *l = ZR_CONTAINER_OF(op, struct zr__listener, op);
 	struct zr_socket *s = l->sock;
 
 	if (res >= 0) {
@@ -2163,7 +1598,7 @@ zr__sock_unsent(struct zr_socket *s)
 static void
 sock_close_progress(struct zr__timer *t)
 {
-	struct zr_socket *s = (struct zr_socket *)((char *)t - offsetof(struct zr_socket, close_timer));
+	struct zr_socket *s = ZR_CONTAINER_OF(t, struct zr_socket, close_timer);
 	bool unsent;
 
 	sock_route_pending(s);
@@ -2187,7 +1622,7 @@ zr__sock_close_kick(struct zr_socket *s)
 static void
 sock_linger_fired(struct zr__timer *t)
 {
-	struct zr_socket *s = (struct zr_socket *)((char *)t - offsetof(struct zr_socket, linger_timer));
+	struct zr_socket *s = ZR_CONTAINER_OF(t, struct zr_socket, linger_timer);
 
 	zr_msg_free(s->pending);
 	s->pending = NULL;
@@ -2264,7 +1699,9 @@ zr__sock_io_command(struct zr_socket *s, struct zr__cmd *cmd)
 		return;
 	case ZR__CMD_SUBSCRIBE:
 	case ZR__CMD_UNSUBSCRIBE:
-		sock_xsub_subscription(s, cmd->type == ZR__CMD_SUBSCRIBE, cmd->data, cmd->len);
+		/* Only types that take the options send these (sock_subscribe). */
+		if (ZR_INVARIANT(s->ops->subscribe != NULL))
+			s->ops->subscribe(s, cmd->type == ZR__CMD_SUBSCRIBE, cmd->data, cmd->len);
 		return;
 	case ZR__CMD_UNBIND:
 		for (size_t i = 0; i < s->nlisten; i++) {
@@ -2337,22 +1774,14 @@ zr__sock_io_free(struct zr_socket *s)
 		zr__spsc_fini(&s->rx_spare);
 		zr__spsc_fini(&s->tx_spare);
 	}
-	for (; s->xpub_pending_n > 0; s->xpub_pending_n--) {
-		zr_msg_free(s->xpub_pending[s->xpub_pending_head]);
-		s->xpub_pending_head = (s->xpub_pending_head + 1) % s->xpub_pending_cap;
-	}
-	free(s->xpub_pending);
-	zr__subs_drop(&s->subs, &s->subs_self);
-	zr__subs_fini(&s->subs);
-	zr_msg_free(s->rep_envelope);
+	if (s->ops->fini != NULL)
+		s->ops->fini(s);
 	if (s->mon_ready) {
 		while ((m = zr__spsc_pop(&s->mon)) != NULL)
 			free(m);
 		zr__spsc_fini(&s->mon);
 		close(s->efd_mon);
 	}
-	pthread_mutex_destroy(&s->rid_lock);
-	free(s->rids);
 	sock_eplist_free(&s->bound);
 	sock_eplist_free(&s->connected);
 	close(s->efd_rx);

@@ -1,0 +1,500 @@
+/*
+ * Publish-subscribe (RFC 29):
+ *
+ *   PUB, XPUB   every peer whose subscriptions match frame 0; a full peer's
+ *               copy follows ZR_PUB_POLICY (dropped by default, libzmq's)
+ *   SUB, XSUB   filter what arrives by their own subscriptions, which they
+ *               send to every peer (again on each reconnect); XSUB also
+ *               sends messages to all, and takes subscriptions as messages
+ *               (0x01/0x00 + topic)
+ *
+ * The subscription sets are subs.c's tries: a PUB/XPUB's holds every
+ * subscriber's (owner: the connection), a SUB/XSUB's its own (owner: self).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "zmtp/base.h"
+
+/* ---- SUB, XSUB: our subscriptions on the wire --------------------------- */
+
+/* A raw subscription frame for c's protocol version: the topic from topic,
+ * or (topic NULL) from what h holds. */
+static zr_msg *
+sub_msg(const struct zr__conn *c, bool subscribe, const uint8_t *topic, size_t len,
+        const struct zr__subs_hold *h)
+{
+	uint8_t prefix[ZR_ZMTP_SUB_PREFIX_MAX];
+	int n = zr_zmtp_sub_prefix(prefix, zr_zmtp_peer_minor(&c->z), subscribe, len);
+	zr_msg *m;
+
+	if (n < 0 || zr_msg_new(&m) < 0)
+		return NULL;
+	if (zr__msg_reserve(m, (size_t)n + len) < 0) {
+		zr_msg_free(m);
+		return NULL;
+	}
+	memcpy(m->data, prefix, (size_t)n);
+	if (topic == NULL)
+		zr__subs_topic(h, m->data + n);
+	else if (len > 0)
+		memcpy(m->data + n, topic, len);
+	m->len = (size_t)n + len;
+	m->raw = true;
+	return m;
+}
+
+static void
+sub_send(struct zr__conn *c, bool subscribe, const uint8_t *topic, size_t len,
+         const struct zr__subs_hold *h)
+{
+	zr_msg *m = sub_msg(c, subscribe, topic, len, h);
+
+	/* Forced past SNDHWM: subscriptions are never dropped by the data HWM
+	 * (libzmq loses them on reconnect, #2258). */
+	if (m != NULL && !zr__conn_send(c, m, true))
+		zr__msg_unref(m);
+}
+
+/* SUB/XSUB: our own filter, counted; the wire hears only a change. The app
+ * sets it, so no limit applies. */
+static void
+sub_subscribe(struct zr_socket *s, bool subscribe, const uint8_t *t, size_t len)
+{
+	struct zr__pat_pubsub *ps = &s->ps;
+	int rc = subscribe ? zr__subs_add(&ps->subs, &ps->self, t, len, SIZE_MAX, SIZE_MAX)
+	                   : zr__subs_remove(&ps->subs, &ps->self, t, len);
+
+	if (rc <= 0 || (subscribe ? !(rc & ZR__SUBS_NEW_OWNER) : !(rc & ZR__SUBS_GONE_OWNER)))
+		return;
+	for (struct zr__conn *c = s->conns; c != NULL; c = c->next) {
+		if (c->state == ZR__CONN_ACTIVE)
+			sub_send(c, subscribe, t, len, NULL);
+	}
+}
+
+/* A new peer hears every subscription we hold. */
+static int
+sub_conn_active(struct zr_socket *s, struct zr__conn *c)
+{
+	for (const struct zr__subs_hold *h = s->ps.self.held; h != NULL; h = zr__subs_next(h))
+		sub_send(c, true, NULL, zr__subs_topic(h, NULL), h);
+	return 0;
+}
+
+static int
+sub_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m)
+{
+	size_t len;
+	const uint8_t *f0 = zr_msg_frame(m, 0, &len);
+
+	(void)c;
+	if (!zr__subs_match(&s->ps.subs, f0, len)) {
+		zr_msg_free(m);
+		return 1;
+	}
+	return ZR__PAT_RX;
+}
+
+/* XSUB: a subscription message changes our filter; anything else goes to
+ * every peer. */
+static bool
+xsub_route(struct zr_socket *s, zr_msg *m)
+{
+	size_t len;
+	const uint8_t *f0 = zr_msg_frame(m, 0, &len);
+
+	if (m->nframes == 1 && len >= 1 && (f0[0] == 0 || f0[0] == 1)) {
+		sub_subscribe(s, f0[0] == 1, f0 + 1, len - 1);
+		zr__msg_unref(m);
+		return true;
+	}
+	for (struct zr__conn *c = s->conns; c != NULL; c = c->next) {
+		if (c->state != ZR__CONN_ACTIVE)
+			continue;
+		m->refs++;
+		if (!zr__conn_send(c, m, false))
+			m->refs--;
+	}
+	zr__msg_unref(m);
+	return true;
+}
+
+/* ---- PUB, XPUB: publishing ---------------------------------------------- */
+
+/*
+ * A copy to every subscriber whose subscriptions match frame 0, found by one
+ * walk of the socket's trie (its cost grows with frame 0 and the matching
+ * prefixes' holders, not with the topics subscribed). A matching subscriber
+ * with a full queue is handled by ZR_PUB_POLICY; one that does not match
+ * never holds the publisher back, whatever its state.
+ */
+static bool
+pub_route(struct zr_socket *s, zr_msg *m)
+{
+	size_t len;
+	const uint8_t *f0 = zr_msg_frame(m, 0, &len);
+	int policy = s->opt.pub_policy;
+	struct zr__subs_owner *hit = zr__subs_collect(&s->ps.subs, f0, len), *o, *next;
+	struct zr__conn *c;
+
+	if (policy == ZR_PUB_BLOCK) {
+		/* Lossless: all or nothing, so a retry never duplicates. */
+		for (o = hit; o != NULL; o = o->match_next) {
+			c = ZR_CONTAINER_OF(o, struct zr__conn, subs);
+			if (c->state == ZR__CONN_ACTIVE && !zr__conn_has_room(c))
+				return false;
+		}
+	}
+	bool matched = false;
+
+	/* Nothing below changes the trie (a kick-out closes on a later turn),
+	 * so the collected list stays valid. */
+	for (o = hit; o != NULL; o = next) {
+		bool room;
+
+		next = o->match_next;
+		c = ZR_CONTAINER_OF(o, struct zr__conn, subs);
+		if (c->state != ZR__CONN_ACTIVE)
+			continue;
+		matched = true;
+		room = zr__conn_has_room(c);
+		if (!room && policy == ZR_PUB_DROP_OLD)
+			room = zr__conn_drop_oldest(c);
+		if (!room) {
+			if (policy == ZR_PUB_DISCONNECT)
+				zr__conn_kick_out(c);
+			continue; /* DROP_NEW: this subscriber misses this message */
+		}
+		m->refs++;
+		if (!zr__conn_send(c, m, true))
+			m->refs--;
+	}
+	if (!matched)
+		atomic_fetch_add_explicit(&s->unmatched, 1, memory_order_relaxed);
+	zr__msg_unref(m);
+	return true;
+}
+
+/* ---- XPUB: notices to the app ------------------------------------------- */
+
+/*
+ * XPUB: the app hears a subscribe only when the topic is new for the socket
+ * and a cancel only when its last holder goes (libzmq's rule; XPUB_VERBOSE:
+ * every subscribe, XPUB_VERBOSER: every cancel of a held subscription too).
+ * A cancel for a topic the peer does not hold is ignored, so a peer can
+ * never cancel a topic upstream for the others (libzmq passes it on).
+ *
+ * A notice is never dropped: when rx has no room, the connection that sent
+ * the (un)subscribe pauses with it (nothing applied) and offers it again
+ * when the app reads. A lost connection cannot pause, so its cancels wait
+ * in s->ps.xpub_pending, oldest first, and every later notice waits behind
+ * them. The list is bounded by what the lost connections held: each pending
+ * cancel is a subscription one of them held (charged to it within
+ * SUBS_MAX / SUBS_MAXBYTES: a notice costs less than the entry's charge),
+ * and while the list is not empty no topic can get its first holder (that
+ * takes a notice, which waits behind the list; with XPUB_VERBOSE(R) every
+ * subscribe does). So the list holds at most one cancel per topic held when
+ * it began (VERBOSER: one per holding then), whatever peers come and go.
+ */
+
+/* The 3.0-form notice: the flag, then the topic (from topic, or h's). */
+static zr_msg *
+xpub_notice(bool subscribe, const uint8_t *topic, size_t len, const struct zr__subs_hold *h)
+{
+	uint8_t flag = subscribe ? 1 : 0;
+	zr_msg *m;
+
+	if (zr_msg_new(&m) < 0)
+		return NULL;
+	if (zr__msg_frame_begin(m, len + 1) < 0) {
+		zr_msg_free(m);
+		return NULL;
+	}
+	zr__msg_frame_append(m, &flag, 1);
+	if (topic != NULL) {
+		zr__msg_frame_append(m, topic, len);
+	} else {
+		zr__subs_topic(h, m->data + m->len);
+		m->len += len;
+		m->frames[0].len += len;
+	}
+	return m;
+}
+
+/* Pending cancels into rx while it has room; true when none is left. */
+static bool
+xpub_flush(struct zr_socket *s)
+{
+	struct zr__pat_pubsub *ps = &s->ps;
+	bool pushed = false;
+
+	while (ps->xpub_pending_n > 0) {
+		if (!zr__sock_rx_push(s, ps->xpub_pending[ps->xpub_pending_head]))
+			break;
+		pushed = true;
+		ps->xpub_pending_head = (ps->xpub_pending_head + 1) % ps->xpub_pending_cap;
+		ps->xpub_pending_n--;
+	}
+	if (pushed)
+		zr__sock_rx_flush(s);
+	return ps->xpub_pending_n == 0;
+}
+
+/* Pending cancels wait for room: the app's next read must wake us (as a
+ * paused connection's, conn.c), and room made before the flag is seen. */
+static void
+xpub_wait(struct zr_socket *s)
+{
+	atomic_store(&s->rx_paused, 1);
+	atomic_thread_fence(memory_order_seq_cst);
+	(void)xpub_flush(s);
+}
+
+/* Room in rx: a lost subscriber's cancels go first, as they are older than
+ * any notice a paused connection offers again. */
+static void
+xpub_rx_room(struct zr_socket *s)
+{
+	if (s->ps.xpub_pending_n > 0 && !xpub_flush(s))
+		xpub_wait(s);
+}
+
+static void
+xpub_pend(struct zr_socket *s, zr_msg *m)
+{
+	struct zr__pat_pubsub *ps = &s->ps;
+
+	if (ps->xpub_pending_n == ps->xpub_pending_cap) {
+		size_t cap = ps->xpub_pending_cap ? ps->xpub_pending_cap * 2 : 16;
+		zr_msg **v = malloc(cap * sizeof *v);
+
+		if (v == NULL) {
+			zr_msg_free(m); /* out of memory: the one way a notice is lost */
+			return;
+		}
+		for (size_t i = 0; i < ps->xpub_pending_n; i++)
+			v[i] = ps->xpub_pending[(ps->xpub_pending_head + i) % ps->xpub_pending_cap];
+		free(ps->xpub_pending);
+		ps->xpub_pending = v;
+		ps->xpub_pending_cap = cap;
+		ps->xpub_pending_head = 0;
+	}
+	ps->xpub_pending[(ps->xpub_pending_head + ps->xpub_pending_n) % ps->xpub_pending_cap] = m;
+	ps->xpub_pending_n++;
+}
+
+/* Tells the app; 1, 0 when rx (or an older pending cancel) leaves no room,
+ * -ENOMEM. */
+static int
+xpub_tell(struct zr_socket *s, bool subscribe, const uint8_t *topic, size_t len)
+{
+	zr_msg *m;
+
+	if (s->ps.xpub_pending_n > 0 && !xpub_flush(s))
+		return 0;
+	m = xpub_notice(subscribe, topic, len, NULL);
+	if (m == NULL)
+		return -ENOMEM;
+	if (!zr__sock_rx_push(s, m)) {
+		zr_msg_free(m);
+		return 0;
+	}
+	return 1;
+}
+
+/* c's subscriptions leave with it: the cancels the app must hear. */
+static void
+xpub_lost(struct zr_socket *s, struct zr__conn *c)
+{
+	for (const struct zr__subs_hold *h = c->subs.held; h != NULL; h = zr__subs_next(h)) {
+		zr_msg *m;
+
+		if (!zr__subs_sole(h) && s->opt.xpub_verbose < 2)
+			continue;
+		m = xpub_notice(false, NULL, zr__subs_topic(h, NULL), h);
+		if (m == NULL)
+			continue; /* out of memory */
+		if (s->ps.xpub_pending_n > 0 || !zr__sock_rx_push(s, m))
+			xpub_pend(s, m);
+	}
+	zr__sock_rx_flush(s);
+	if (s->ps.xpub_pending_n > 0)
+		xpub_wait(s);
+}
+
+/* ---- PUB, XPUB: the subscribers' subscriptions -------------------------- */
+
+/* The limit c went over, in words, for its DISCONNECTED event. */
+static void
+pub_subs_over(struct zr_socket *s, struct zr__conn *c)
+{
+	const char *peer = c->peer_addr[0] ? c->peer_addr : "the peer";
+
+	if (s->opt.subs_max >= 0 && c->subs.n >= (size_t)s->opt.subs_max)
+		snprintf(c->drop_why, sizeof c->drop_why, "%s: subscriptions over SUBS_MAX (%d)",
+		         peer, s->opt.subs_max);
+	else
+		snprintf(c->drop_why, sizeof c->drop_why,
+		         "%s: subscriptions over SUBS_MAXBYTES (%lld bytes, %zu held)", peer,
+		         (long long)s->opt.subs_maxbytes, c->subs.n);
+}
+
+/* zr__sock_subscription for PUB (xpub false) and XPUB. */
+static inline int
+pub_subscription_of(struct zr_socket *s, struct zr__conn *c, bool subscribe, const uint8_t *topic,
+                    size_t len, bool xpub)
+{
+	const struct zr__options *o = &s->opt;
+	struct zr__subs *t = &s->ps.subs;
+	int rc, told;
+
+	if (!subscribe) {
+		rc = zr__subs_peek_remove(t, &c->subs, topic, len);
+		if (rc == 0)
+			return 1; /* not held: nothing to undo, nothing to tell */
+		if (xpub && ((rc & ZR__SUBS_GONE_TRIE) || o->xpub_verbose == 2)) {
+			told = xpub_tell(s, false, topic, len);
+			if (told <= 0)
+				return told;
+		}
+		(void)zr__subs_remove(t, &c->subs, topic, len);
+		return 1;
+	}
+	rc = zr__subs_add(t, &c->subs, topic, len,
+	                  o->subs_max >= 0 ? (size_t)o->subs_max : SIZE_MAX,
+	                  o->subs_maxbytes >= 0 && (uint64_t)o->subs_maxbytes < SIZE_MAX
+	                          ? (size_t)o->subs_maxbytes
+	                          : SIZE_MAX);
+	if (rc == -EDQUOT)
+		pub_subs_over(s, c);
+	if (rc < 0)
+		return rc;
+	if (xpub && ((rc & ZR__SUBS_NEW_TRIE) || o->xpub_verbose >= 1)) {
+		told = xpub_tell(s, true, topic, len);
+		if (told <= 0) {
+			/* Undone, to be offered again with room (or c closes). */
+			(void)zr__subs_remove(t, &c->subs, topic, len);
+			return told;
+		}
+	}
+	return 1;
+}
+
+static int
+pub_subscription(struct zr_socket *s, struct zr__conn *c, bool subscribe, const uint8_t *topic,
+                 size_t len)
+{
+	return pub_subscription_of(s, c, subscribe, topic, len, false);
+}
+
+static int
+xpub_subscription(struct zr_socket *s, struct zr__conn *c, bool subscribe, const uint8_t *topic,
+                  size_t len)
+{
+	return pub_subscription_of(s, c, subscribe, topic, len, true);
+}
+
+/* ZMTP 3.0 subscriptions arrive as messages: 0x01/0x00 + topic. Anything
+ * else a subscriber sends is dropped. */
+static inline int
+pub_deliver_of(struct zr_socket *s, struct zr__conn *c, zr_msg *m, bool xpub)
+{
+	size_t len;
+	const uint8_t *f0 = zr_msg_frame(m, 0, &len);
+	int rc = 1;
+
+	if (m->nframes == 1 && len >= 1 && (f0[0] == 0 || f0[0] == 1))
+		rc = pub_subscription_of(s, c, f0[0] == 1, f0 + 1, len - 1, xpub);
+	if (rc != 0)
+		zr_msg_free(m);
+	return rc;
+}
+
+static int
+pub_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m)
+{
+	return pub_deliver_of(s, c, m, false);
+}
+
+static int
+xpub_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m)
+{
+	return pub_deliver_of(s, c, m, true);
+}
+
+/* A reconnected subscriber subscribes afresh. */
+static void
+pub_conn_lost(struct zr_socket *s, struct zr__conn *c)
+{
+	zr__subs_drop(&s->ps.subs, &c->subs);
+}
+
+static void
+xpub_conn_lost(struct zr_socket *s, struct zr__conn *c)
+{
+	xpub_lost(s, c);
+	zr__subs_drop(&s->ps.subs, &c->subs);
+}
+
+static void
+pubsub_fini(struct zr_socket *s)
+{
+	struct zr__pat_pubsub *ps = &s->ps;
+
+	for (; ps->xpub_pending_n > 0; ps->xpub_pending_n--) {
+		zr_msg_free(ps->xpub_pending[ps->xpub_pending_head]);
+		ps->xpub_pending_head = (ps->xpub_pending_head + 1) % ps->xpub_pending_cap;
+	}
+	free(ps->xpub_pending);
+	zr__subs_drop(&ps->subs, &ps->self);
+	zr__subs_fini(&ps->subs);
+}
+
+/* ---- the types ---------------------------------------------------------- */
+
+const struct zr__sock_ops zr__pat_pub = {
+	.can_send = true,
+	.tx_burst = true,
+	.route = pub_route,
+	.deliver = pub_deliver,
+	.peer_subscription = pub_subscription,
+	.conn_lost = pub_conn_lost,
+	.fini = pubsub_fini,
+};
+
+const struct zr__sock_ops zr__pat_xpub = {
+	.can_send = true,
+	.can_recv = true,
+	.tx_burst = true,
+	.route = pub_route,
+	.deliver = xpub_deliver,
+	.peer_subscription = xpub_subscription,
+	.conn_lost = xpub_conn_lost,
+	.rx_room = xpub_rx_room,
+	.fini = pubsub_fini,
+};
+
+const struct zr__sock_ops zr__pat_sub = {
+	.can_recv = true,
+	.app_subscribes = true,
+	.route = zr__pat_route_drop,
+	.deliver = sub_deliver,
+	.subscribe = sub_subscribe,
+	.conn_active = sub_conn_active,
+	.fini = pubsub_fini,
+};
+
+const struct zr__sock_ops zr__pat_xsub = {
+	.can_send = true,
+	.can_recv = true,
+	.app_subscribes = true,
+	.route = xsub_route,
+	.subscribe = sub_subscribe,
+	.conn_active = sub_conn_active,
+	.fini = pubsub_fini,
+};

@@ -1,0 +1,172 @@
+/*
+ * Round robin and REQ (RFC 28, 30, 31):
+ *
+ *   PUSH, DEALER, REQ   round-robin over peers with room; none: the send waits
+ *   PAIR                the one peer; a second one is turned away
+ *   PULL                receives from all; PUSH receives nothing
+ *
+ * REQ is DEALER with the envelope kept on the app side: it adds the empty
+ * delimiter and takes one reply, only from the peer it asked.
+ */
+#define _GNU_SOURCE /* liburing.h (through engine.h) needs sigset_t */
+#include <errno.h>
+
+#include "engine.h"
+
+/* The next connection with room after the cursor, or NULL. */
+static struct zr__conn *
+rr_next_ready(struct zr_socket *s)
+{
+	struct zr__conn *cur = s->rr.cursor;
+	struct zr__conn *start = cur != NULL && cur->next != NULL ? cur->next : s->conns;
+	struct zr__conn *c = start;
+
+	if (c == NULL)
+		return NULL;
+	do {
+		if (zr__conn_has_room(c))
+			return c;
+		c = c->next != NULL ? c->next : s->conns;
+	} while (c != start);
+	return NULL;
+}
+
+static bool
+rr_route(struct zr_socket *s, zr_msg *m)
+{
+	struct zr__conn *c = rr_next_ready(s);
+
+	if (c == NULL)
+		return false;
+	s->rr.cursor = c;
+	zr__conn_send(c, m, false);
+	return true;
+}
+
+static void
+rr_conn_lost(struct zr_socket *s, struct zr__conn *c)
+{
+	if (s->rr.cursor == c)
+		s->rr.cursor = NULL;
+	if (s->rr.req_peer == c)
+		s->rr.req_peer = NULL;
+}
+
+/* ---- PUSH, PAIR --------------------------------------------------------- */
+
+static int
+push_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m)
+{
+	(void)s;
+	(void)c;
+	zr_msg_free(m);
+	return 1;
+}
+
+/* RFC 31: a PAIR talks to one peer. */
+static int
+pair_conn_active(struct zr_socket *s, struct zr__conn *c)
+{
+	(void)c;
+	return s->nconns_active > 0 ? -EISCONN : 0;
+}
+
+/* ---- REQ ---------------------------------------------------------------- */
+
+static int
+req_send_prepare(struct zr_socket *s, zr_msg *m, uint32_t *added)
+{
+	if (s->rr.req_waiting)
+		return -EFSM;
+	*added = 1;
+	return zr__msg_push_front(m, "", 0);
+}
+
+static void
+req_send_done(struct zr_socket *s)
+{
+	s->rr.req_waiting = true;
+}
+
+static int
+req_recv_check(struct zr_socket *s)
+{
+	return s->rr.req_waiting ? 0 : -EFSM;
+}
+
+/* Only an answer to the request we have out, behind its delimiter. */
+static int
+req_recv_finish(struct zr_socket *s, zr_msg *m)
+{
+	size_t len;
+
+	if (!s->rr.req_waiting || m->nframes < 2 || (zr_msg_frame(m, 0, &len), len != 0))
+		return 0;
+	zr__msg_drop_front(m, 1);
+	s->rr.req_waiting = false;
+	return 1;
+}
+
+static bool
+req_route(struct zr_socket *s, zr_msg *m)
+{
+	if (!rr_route(s, m))
+		return false;
+	s->rr.req_peer = s->rr.cursor;
+	return true;
+}
+
+static int
+req_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m)
+{
+	if (c != s->rr.req_peer) {
+		zr_msg_free(m); /* RFC 28: only from the peer we asked */
+		return 1;
+	}
+	return ZR__PAT_RX;
+}
+
+/* ---- the types ---------------------------------------------------------- */
+
+const struct zr__sock_ops zr__pat_push = {
+	.can_send = true,
+	.waits_for_peer = true,
+	.route = rr_route,
+	.deliver = push_deliver,
+	.conn_lost = rr_conn_lost,
+};
+
+const struct zr__sock_ops zr__pat_pull = {
+	.can_recv = true,
+	.route = zr__pat_route_drop,
+};
+
+const struct zr__sock_ops zr__pat_dealer = {
+	.can_send = true,
+	.can_recv = true,
+	.waits_for_peer = true,
+	.route = rr_route,
+	.conn_lost = rr_conn_lost,
+};
+
+const struct zr__sock_ops zr__pat_pair = {
+	.can_send = true,
+	.can_recv = true,
+	.waits_for_peer = true,
+	.route = rr_route,
+	.conn_active = pair_conn_active,
+	.conn_lost = rr_conn_lost,
+};
+
+const struct zr__sock_ops zr__pat_req = {
+	.can_send = true,
+	.can_recv = true,
+	.waits_for_peer = true,
+	.send_prepare = req_send_prepare,
+	.send_done = req_send_done,
+	.recv_check = req_recv_check,
+	.recv_finish = req_recv_finish,
+	.route = req_route,
+	.deliver = req_deliver,
+	.conn_lost = rr_conn_lost,
+};
