@@ -625,7 +625,10 @@ static const char bench_usage_head[] =
 	"over tcp://127.0.0.1, and prints per scenario the medians, min-max and\n"
 	"the ratio zring/libzmq. Writes zring-bench-<time>.csv (summary),\n"
 	"zring-bench-<time>-runs.csv (every run) and zring-bench-<time>.svg (a\n"
-	"chart of the throughput ratios) into DIR (default: .).\n"
+	"chart of the throughput ratios) into DIR (default: .). Raw TCP\n"
+	"reference scenarios (plain sockets, no library) measure the loopback's\n"
+	"ceiling and floor in the same run; PUSH/PULL 64 B and REQ/REP are\n"
+	"printed against them.\n"
 	"\n"
 	"options:\n";
 
