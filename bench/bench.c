@@ -44,7 +44,12 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -52,7 +57,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -64,6 +71,15 @@
 #define BENCH_SUBS_MAX 8     /* "pubsub8" */
 #define BENCH_STALL_MS 500   /* stall-send: a send waiting this long means the peer is full */
 #define BENCH_IDLE_WAIT_S 60 /* idle-recv: many connections take a while */
+#define BENCH_FANOUT_MAX 4096 /* "fanoutN": subscribers in one receiving process */
+#define BENCH_TOPIC_SUBS 10   /* "topicsT": subscribers sharing the T topics */
+#define BENCH_TOPIC_LEN 6     /* "t%05u": fixed width, so no topic prefixes another */
+#define BENCH_TOPIC_MAX 49999 /* 2T - 1 still has 5 digits */
+#define BENCH_TOPIC_BUF 8
+#define BENCH_TOPIC_STRIDE 7919ul /* prime: message i's topic walks all 2T of them */
+#define BENCH_RESCAN_MS 1000      /* fan-out receiver: look at every socket this often */
+#define BENCH_RAW_BATCH 65536     /* raw-thr-send: bytes per write */
+#define BENCH_RAW_RBUF 262144     /* raw-thr-recv: bytes per read at most */
 
 /* A ROUTER peer's routing id. */
 struct bench_rid {
@@ -200,6 +216,28 @@ bench_recv_routed(struct bench_sock *s, void *buf, size_t cap, struct bench_rid 
 	if (zmq_getsockopt(s->s, ZMQ_RCVMORE, &more, &len) < 0)
 		return -errno;
 	return more ? -EPROTO : rc;
+}
+
+/* As bench_recv, but -EAGAIN at once when no message waits. */
+static long
+bench_recv_nb(struct bench_sock *s, void *buf, size_t cap)
+{
+	int rc;
+
+	do
+		rc = zmq_recv(s->s, buf, cap, ZMQ_DONTWAIT);
+	while (rc < 0 && errno == EINTR);
+	return rc < 0 ? -errno : rc;
+}
+
+/* A descriptor to poll for readability (ZMQ_FD; never read it). */
+static int
+bench_sock_fd(struct bench_sock *s)
+{
+	int fd = -1;
+	size_t len = sizeof fd;
+
+	return zmq_getsockopt(s->s, ZMQ_FD, &fd, &len) == 0 ? fd : -errno;
 }
 
 /* ROUTER: sends [routing id, body]. */
@@ -342,6 +380,18 @@ bench_recv(struct bench_sock *s, void *buf, size_t cap)
 }
 
 static long
+bench_recv_nb(struct bench_sock *s, void *buf, size_t cap)
+{
+	return zr_recv_bytes(s->s, buf, cap, ZR_DONTWAIT);
+}
+
+static int
+bench_sock_fd(struct bench_sock *s)
+{
+	return zr_socket_fd(s->s);
+}
+
+static long
 bench_recv_routed(struct bench_sock *s, void *buf, size_t cap, struct bench_rid *rid)
 {
 	zr_msg *m;
@@ -428,6 +478,7 @@ struct bench_args {
 	unsigned long count;
 	size_t size;
 	bool curve;            /* pushpull-curve */
+	bool raw;              /* raw-*: plain TCP sockets, no library */
 	const char *serverkey; /* thr-send pushpull-curve: the receiver's public key, Z85 */
 };
 
@@ -573,8 +624,8 @@ bind_and_announce(struct bench_sock *s, const char *ep, const char *key)
 static void
 result_head(const struct bench_args *a)
 {
-	printf("RESULT lib=%s mode=%s pattern=%s size=%zu count=%lu", BENCH_LIB, a->mode,
-	       a->pattern, a->size, a->count);
+	printf("RESULT lib=%s mode=%s pattern=%s size=%zu count=%lu", a->raw ? "raw" : BENCH_LIB,
+	       a->mode, a->pattern, a->size, a->count);
 }
 
 static int
@@ -592,23 +643,40 @@ struct bench_pattern {
 	int rx_type, tx_type;
 	int subs;    /* pubsub: subscribers (SUB sockets in the receiver) */
 	bool routed; /* dealerrouter: the ROUTER receives [id, body] */
+	bool fanout; /* fanoutN, topicsT: the publisher binds, the SUBs connect */
+	int topics;  /* topicsT: T distinct topics over BENCH_TOPIC_SUBS SUBs */
 };
 
 static int
 pattern_parse(const char *name, struct bench_pattern *p)
 {
-	*p = (struct bench_pattern){B_PULL, B_PUSH, 0, false};
+	unsigned long n = 1;
+
+	*p = (struct bench_pattern){B_PULL, B_PUSH, 0, false, false, 0};
 	if (strcmp(name, "pushpull") == 0 || strcmp(name, "pushpull-curve") == 0)
 		return 0;
 	if (strcmp(name, "dealerrouter") == 0) {
-		*p = (struct bench_pattern){B_ROUTER, B_DEALER, 0, true};
+		*p = (struct bench_pattern){B_ROUTER, B_DEALER, 0, true, false, 0};
 		return 0;
 	}
 	if (strncmp(name, "pubsub", 6) == 0) {
-		unsigned long n = 1;
 		if (name[6] && (parse_ulong(name + 6, &n) < 0 || n < 1 || n > BENCH_SUBS_MAX))
 			return -1;
-		*p = (struct bench_pattern){B_SUB, B_XPUB, (int)n, false};
+		*p = (struct bench_pattern){B_SUB, B_XPUB, (int)n, false, false, 0};
+		return 0;
+	}
+	if (strncmp(name, "fanout", 6) == 0) {
+		if (parse_ulong(name + 6, &n) < 0 || n < 1 || n > BENCH_FANOUT_MAX)
+			return -1;
+		*p = (struct bench_pattern){B_SUB, B_XPUB, (int)n, false, true, 0};
+		return 0;
+	}
+	if (strncmp(name, "topics", 6) == 0) {
+		/* Every subscriber an equal share; 2T coprime with the stride. */
+		if (parse_ulong(name + 6, &n) < 0 || n < BENCH_TOPIC_SUBS || n > BENCH_TOPIC_MAX ||
+		    n % BENCH_TOPIC_SUBS || (2 * n) % BENCH_TOPIC_STRIDE == 0)
+			return -1;
+		*p = (struct bench_pattern){B_SUB, B_XPUB, BENCH_TOPIC_SUBS, false, true, (int)n};
 		return 0;
 	}
 	return -1;
@@ -642,6 +710,32 @@ wait_for_driver(void)
 
 	if (!fgets(line, sizeof line, stdin))
 		return;
+}
+
+/* As many file descriptors as the hard limit allows (idle connections, fan-out). */
+static void
+raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+/* Message i's topic number in a "topicsT" run: 0 .. 2T-1, those below T held
+ * by a subscriber (T / BENCH_TOPIC_SUBS each, in order), the rest by none. */
+static unsigned
+topic_of(unsigned long i, int topics)
+{
+	return (unsigned)(i * BENCH_TOPIC_STRIDE % (2ul * (unsigned long)topics));
+}
+
+static void
+topic_name(char out[BENCH_TOPIC_BUF], unsigned t)
+{
+	snprintf(out, BENCH_TOPIC_BUF, "t%05u", t % 100000u);
 }
 
 /* One receiving socket's share of a throughput run. */
@@ -699,6 +793,197 @@ recv_job_run(void *arg)
 	return NULL;
 }
 
+/* The fan-out receiver's state: N SUB sockets read by one thread. */
+struct fanout {
+	const struct bench_args *a;
+	const struct bench_pattern *pat;
+	struct bench_sock *s;
+	unsigned long *want, *got;
+	unsigned long done, total;
+	char *buf;
+	double t_first, t_last;
+};
+
+/*
+ * Takes every message socket k holds now (until EAGAIN: only then does the
+ * socket's descriptor signal the next one). Returns how many, or -1 (said).
+ */
+static long
+fanout_drain(struct fanout *f, int k)
+{
+	const struct bench_args *a = f->a;
+	long n = 0;
+
+	for (;;) {
+		long rc = bench_recv_nb(&f->s[k], f->buf, a->size + 1);
+		if (rc == -EAGAIN)
+			return n;
+		if (rc < 0) {
+			fail("fan-out receive", rc);
+			return -1;
+		}
+		if ((size_t)rc != a->size) {
+			fprintf(stderr, "FAIL %s thr-recv: subscriber %d got %ld bytes, want %zu\n",
+			        BENCH_LIB, k, rc, a->size);
+			return -1;
+		}
+		if (f->pat->topics) {
+			/* Only the topics this subscriber holds may reach it. */
+			int per = f->pat->topics / f->pat->subs;
+			unsigned t = 0;
+			for (int d = 1; d < BENCH_TOPIC_LEN; d++)
+				t = t * 10 + (unsigned)(f->buf[d] - '0');
+			if (f->buf[0] != 't' || t >= (unsigned)f->pat->topics ||
+			    (int)t / per != k) {
+				fprintf(stderr, "FAIL %s thr-recv: subscriber %d got topic %.6s\n",
+				        BENCH_LIB, k, f->buf);
+				return -1;
+			}
+		}
+		if (++f->got[k] > f->want[k]) {
+			fprintf(stderr,
+			        "FAIL %s thr-recv: subscriber %d got more than %lu messages\n",
+			        BENCH_LIB, k, f->want[k]);
+			return -1;
+		}
+		if (f->done++ == 0) {
+			f->t_first = now_s();
+			cpu_start = cpu_s();
+		}
+		n++;
+	}
+}
+
+/*
+ * Fan-out receiver ("fanoutN", "topicsT"): N SUB sockets in one context, each
+ * connected to the publisher's endpoint, all read by this one thread: epoll
+ * on their descriptors (zr_socket_fd, ZMQ_FD: the same shape on both
+ * libraries), each ready socket drained until EAGAIN. N threads would not
+ * fit 2 cores; N processes would not fit either. Every BENCH_RESCAN_MS
+ * without a wakeup every socket is looked at anyway, and what that finds is
+ * reported as "rescued" (messages whose wakeup never came; 0 in a sound
+ * run, and a run with any is a finding, not a figure).
+ */
+static int
+fanout_recv(const struct bench_args *a, const struct bench_pattern *pat)
+{
+	struct fanout f = {.a = a, .pat = pat};
+	struct bench_ctx c;
+	struct epoll_event ev[64];
+	int n = pat->subs, ep;
+	unsigned long rescued = 0;
+	long rc;
+
+	f.s = calloc((size_t)n, sizeof *f.s);
+	f.want = calloc((size_t)n, sizeof *f.want);
+	f.got = calloc((size_t)n, sizeof *f.got);
+	f.buf = malloc(a->size + 1);
+	if (!f.s || !f.want || !f.got || !f.buf)
+		return fail("malloc", -ENOMEM);
+	raise_fd_limit();
+	if ((ep = epoll_create1(EPOLL_CLOEXEC)) < 0)
+		return fail("epoll", -errno);
+	if ((rc = bench_ctx_new(&c)) < 0 || (rc = bench_ctx_max_sockets(&c, n + 16)) < 0)
+		return fail("context", rc);
+	int per = pat->topics ? pat->topics / n : 0;
+	for (int k = 0; k < n; k++) {
+		char topic[BENCH_TOPIC_BUF], mark[16];
+
+		if ((rc = sock_open(&c, B_SUB, 0, &f.s[k])) < 0)
+			return fail("socket", rc);
+		if (pat->topics) {
+			for (int t = k * per; t < (k + 1) * per && rc == 0; t++) {
+				topic_name(topic, (unsigned)t);
+				rc = bench_sock_setopt(&f.s[k], B_SUBSCRIBE, topic,
+				                       BENCH_TOPIC_LEN);
+			}
+		} else {
+			/* Everything, and a mark of its own so the publisher can count
+			 * its subscribers (as in thr_recv). */
+			int len = snprintf(mark, sizeof mark, "\xff%d", k);
+			rc = bench_sock_setopt(&f.s[k], B_SUBSCRIBE, "", 0);
+			if (rc == 0)
+				rc = bench_sock_setopt(&f.s[k], B_SUBSCRIBE, mark, (size_t)len);
+		}
+		if (rc < 0)
+			return fail("subscribe", rc);
+		if ((rc = bench_connect(&f.s[k], a->endpoint)) < 0)
+			return fail("connect", rc);
+		int fd = bench_sock_fd(&f.s[k]);
+		struct epoll_event e = {.events = EPOLLIN, .data.u32 = (uint32_t)k};
+		if (fd < 0)
+			return fail("socket descriptor", fd);
+		if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &e) < 0)
+			return fail("epoll_ctl", -errno);
+	}
+	if (pat->topics) {
+		for (unsigned long i = 0; i < a->count; i++) {
+			unsigned t = topic_of(i, pat->topics);
+			if (t < (unsigned)pat->topics)
+				f.want[t / (unsigned)per]++;
+		}
+	} else {
+		for (int k = 0; k < n; k++)
+			f.want[k] = a->count;
+	}
+	for (int k = 0; k < n; k++)
+		f.total += f.want[k];
+
+	/* A socket's descriptor signals only after a receive found nothing: one
+	 * look at each arms them all (and takes what already came). */
+	for (int k = 0; k < n; k++)
+		if (fanout_drain(&f, k) < 0)
+			return 1;
+	double last_msg = now_s();
+	while (f.done < f.total) {
+		int nev = epoll_wait(ep, ev, (int)(sizeof ev / sizeof ev[0]), BENCH_RESCAN_MS);
+		long got = 0;
+		if (nev < 0 && errno != EINTR)
+			return fail("epoll_wait", -errno);
+		for (int e = 0; e < nev; e++) {
+			if ((rc = fanout_drain(&f, (int)ev[e].data.u32)) < 0)
+				return 1;
+			got += rc;
+		}
+		if (nev == 0) {
+			for (int k = 0; k < n; k++) {
+				if ((rc = fanout_drain(&f, k)) < 0)
+					return 1;
+				got += rc;
+			}
+			rescued += (unsigned long)got;
+		}
+		if (got)
+			last_msg = now_s();
+		else if (now_s() - last_msg > BENCH_WAIT_S) {
+			fprintf(stderr,
+			        "FAIL %s thr-recv: got %lu of %lu deliveries (%d subscribers)\n",
+			        BENCH_LIB, f.done, f.total, n);
+			return 1;
+		}
+	}
+	f.t_last = now_s();
+	double c1 = cpu_s();
+	for (int k = 0; k < n; k++)
+		bench_sock_close(&f.s[k]);
+	bench_ctx_free(&c);
+	close(ep);
+
+	double secs = f.t_last - f.t_first;
+	double msgs = a->count > 1 ? (double)(a->count - 1) : 1.0;
+	double rate = secs > 0 ? msgs / secs : 0;
+	result_head(a);
+	printf(" secs=%.6f msgs_per_s=%.0f mb_per_s=%.3f cpu_s_per_M=%.4f deliveries=%lu "
+	       "rescued=%lu\n",
+	       secs, rate, rate * (double)a->size / 1e6, (c1 - cpu_start) / msgs * 1e6, f.total,
+	       rescued);
+	free(f.s);
+	free(f.want);
+	free(f.got);
+	free(f.buf);
+	return 0;
+}
+
 /*
  * The receiver: one socket (PULL, ROUTER, SUB), or for "pubsubN" N SUB
  * sockets, each bound to its own endpoint and read by its own thread; READY
@@ -718,6 +1003,8 @@ thr_recv(const struct bench_args *a)
 	long rc;
 
 	pattern_parse(a->pattern, &pat);
+	if (pat.fanout)
+		return fanout_recv(a, &pat);
 	int n = pat.subs > 1 ? pat.subs : 1;
 	if ((rc = bench_ctx_new(&c)) < 0)
 		return fail("context", rc);
@@ -814,10 +1101,12 @@ connect_all(struct bench_sock *s, const char *list)
 static int
 wait_subscribers(struct bench_sock *s, int subs)
 {
-	bool seen[BENCH_SUBS_MAX] = {false};
+	bool *seen = calloc((size_t)subs, sizeof *seen);
 	char sub[64];
 	int have = 0;
 
+	if (!seen)
+		return fail("malloc", -ENOMEM);
 	while (have < subs) {
 		long rc = bench_recv(s, sub, sizeof sub);
 		if (rc < 0)
@@ -836,6 +1125,34 @@ wait_subscribers(struct bench_sock *s, int subs)
 			}
 		}
 	}
+	free(seen);
+	return 0;
+}
+
+/* "topicsT": the publisher waits until all T topics are subscribed. */
+static int
+wait_topics(struct bench_sock *s, int topics)
+{
+	bool *seen = calloc((size_t)topics, sizeof *seen);
+	char sub[64];
+	int have = 0;
+
+	if (!seen)
+		return fail("malloc", -ENOMEM);
+	while (have < topics) {
+		long rc = bench_recv(s, sub, sizeof sub);
+		if (rc < 0)
+			return fail("waiting for the subscriptions", rc);
+		if (rc == 1 + BENCH_TOPIC_LEN && sub[0] == 1 && sub[1] == 't') {
+			sub[rc] = '\0';
+			int t = atoi(sub + 2);
+			if (t >= 0 && t < topics && !seen[t]) {
+				seen[t] = true;
+				have++;
+			}
+		}
+	}
+	free(seen);
 	return 0;
 }
 
@@ -862,16 +1179,35 @@ thr_send(const struct bench_args *a)
 		return fail("lossless publisher", rc);
 	if (a->curve && (rc = curve_client_setup(&s, a->serverkey)) < 0)
 		return fail("CURVE client keys", rc);
-	if ((rc = connect_all(&s, a->endpoint)) < 0)
-		return fail("connect", rc);
+	/* Fan-out: the publisher binds, its many subscribers connect. */
+	if (pat.fanout) {
+		raise_fd_limit();
+		rc = bind_and_announce(&s, a->endpoint, NULL);
+	} else {
+		rc = connect_all(&s, a->endpoint);
+	}
+	if (rc < 0)
+		return fail(pat.fanout ? "bind" : "connect", rc);
 	if (a->curve && require_curve(&s) != 0)
 		return 1;
 	/* From the last subscription on nothing is dropped. */
-	if (pat.subs && wait_subscribers(&s, pat.subs) != 0)
+	if (pat.topics ? wait_topics(&s, pat.topics) != 0
+	               : pat.subs && wait_subscribers(&s, pat.subs) != 0)
 		return 1;
+	/* Every topic's name, made before the clock starts. */
+	char(*names)[BENCH_TOPIC_BUF] = NULL;
+	if (pat.topics) {
+		names = calloc(2 * (size_t)pat.topics, sizeof *names);
+		if (!names)
+			return fail("malloc", -ENOMEM);
+		for (unsigned t = 0; t < 2 * (unsigned)pat.topics; t++)
+			topic_name(names[t], t);
+	}
 	t0 = now_s();
 	c0 = cpu_s();
 	for (i = 0; i < a->count; i++) {
+		if (names)
+			memcpy(buf, names[topic_of(i, pat.topics)], BENCH_TOPIC_LEN);
 		rc = bench_send(&s, buf, a->size);
 		if (rc < 0)
 			return fail("send", rc);
@@ -881,6 +1217,7 @@ thr_send(const struct bench_args *a)
 	double secs = now_s() - t0;
 	double cpu = cpu_s() - c0;
 	free(buf);
+	free(names);
 
 	double msgs = (double)a->count;
 	result_head(a);
@@ -971,18 +1308,6 @@ stall_send(const struct bench_args *a)
 	result_head(a);
 	printf(" sent=%lu peak_rss_mb=%.2f\n", i, (double)hwm / 1024);
 	return 0;
-}
-
-/* As many file descriptors as the hard limit allows (idle connections). */
-static void
-raise_fd_limit(void)
-{
-	struct rlimit rl;
-
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
-	}
 }
 
 /*
@@ -1116,6 +1441,273 @@ lat_rep(const struct bench_args *a)
 	return 0;
 }
 
+/* ---- raw TCP references -------------------------------------------------
+ *
+ * No library: plain sockets, what the kernel's loopback gives at most. Both
+ * programs hold the same code (it touches neither library); the driver runs
+ * it from bench_zr. TCP_NODELAY on both ends, as both libraries set it;
+ * kernel default socket buffers, as in every other scenario.
+ */
+
+/* "tcp://A.B.C.D:PORT" (an IPv4 literal) into sa. */
+static int
+raw_addr(const char *ep, struct sockaddr_in *sa)
+{
+	char host[64];
+	const char *colon;
+	unsigned long port;
+
+	if (strncmp(ep, "tcp://", 6) != 0 || !(colon = strrchr(ep + 6, ':')) ||
+	    (size_t)(colon - (ep + 6)) >= sizeof host || parse_ulong(colon + 1, &port) < 0 ||
+	    port > 65535)
+		return -EINVAL;
+	memcpy(host, ep + 6, (size_t)(colon - (ep + 6)));
+	host[colon - (ep + 6)] = '\0';
+	*sa = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	return inet_pton(AF_INET, host, &sa->sin_addr) == 1 ? 0 : -EINVAL;
+}
+
+static void
+raw_nodelay(int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+/* Listens on ep, prints "READY tcp://ADDR:PORT", accepts one peer. */
+static int
+raw_accept(const char *ep)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof sa;
+	int one = 1, lfd, fd;
+	char host[INET_ADDRSTRLEN];
+
+	if (raw_addr(ep, &sa) < 0)
+		return -EINVAL;
+	if ((lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return -errno;
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+	if (bind(lfd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(lfd, 1) < 0 ||
+	    getsockname(lfd, (struct sockaddr *)&sa, &len) < 0) {
+		int e = -errno;
+		close(lfd);
+		return e;
+	}
+	inet_ntop(AF_INET, &sa.sin_addr, host, sizeof host);
+	printf("READY tcp://%s:%u\n", host, ntohs(sa.sin_port));
+	fflush(stdout);
+	struct pollfd p = {.fd = lfd, .events = POLLIN};
+	int rc = poll(&p, 1, BENCH_WAIT_S * 1000);
+	fd = rc == 1 ? accept4(lfd, NULL, NULL, SOCK_CLOEXEC) : -1;
+	int e = rc == 0 ? -ETIMEDOUT : -errno;
+	close(lfd);
+	if (fd < 0)
+		return e;
+	raw_nodelay(fd);
+	return fd;
+}
+
+static int
+raw_connect(const char *ep)
+{
+	struct sockaddr_in sa;
+	int fd;
+
+	if (raw_addr(ep, &sa) < 0)
+		return -EINVAL;
+	if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	raw_nodelay(fd);
+	return fd;
+}
+
+/*
+ * Reads exactly len bytes. busy: the socket is non-blocking and an empty
+ * read is retried at once (a spin), up to BENCH_WAIT_S. 0, -EPIPE (the peer
+ * closed first) or -errno.
+ */
+static int
+raw_read_full(int fd, void *buf, size_t len, bool busy)
+{
+	char *p = buf;
+	unsigned long spins = 0;
+	double since = 0;
+
+	while (len) {
+		ssize_t n = recv(fd, p, len, busy ? MSG_DONTWAIT : 0);
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+			spins = 0;
+		} else if (n == 0) {
+			return -EPIPE;
+		} else if (errno == EAGAIN && busy) {
+			/* Look at the clock only now and then: a spin is the point. */
+			if ((++spins & 0xffff) == 1) {
+				if (spins == 1)
+					since = now_s();
+				else if (now_s() - since > BENCH_WAIT_S)
+					return -ETIMEDOUT;
+			}
+		} else if (errno != EINTR) {
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+static int
+raw_write_full(int fd, const void *buf, size_t len, bool busy)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = send(fd, p, len, MSG_NOSIGNAL | (busy ? MSG_DONTWAIT : 0));
+		if (n > 0) {
+			p += n;
+			len -= (size_t)n;
+		} else if (n < 0 && errno != EINTR && !(busy && errno == EAGAIN)) {
+			return -errno;
+		}
+	}
+	return 0;
+}
+
+/*
+ * raw-thr-recv: the batched-writes ceiling's reader. Reads COUNT SIZE-byte
+ * records (COUNT x SIZE bytes, as they come, into one 256 KiB buffer), then
+ * wants the end of the stream: a byte short or a byte over fails the run.
+ * Timed like thr-recv, from the first bytes to the last.
+ */
+static int
+raw_thr_recv(const struct bench_args *a)
+{
+	unsigned long long want = (unsigned long long)a->count * a->size, got = 0;
+	char *buf = malloc(BENCH_RAW_RBUF);
+	double t0 = 0, c0 = 0;
+	int fd;
+
+	if (!buf)
+		return fail("malloc", -ENOMEM);
+	if ((fd = raw_accept(a->endpoint)) < 0)
+		return fail("listen/accept", fd);
+	while (got < want) {
+		size_t cap = want - got < BENCH_RAW_RBUF ? (size_t)(want - got) : BENCH_RAW_RBUF;
+		ssize_t n = recv(fd, buf, cap, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			fprintf(stderr, "FAIL raw thr-recv: got %llu of %llu bytes (%s)\n", got,
+			        want, n ? strerror(errno) : "end of stream");
+			return 1;
+		}
+		if (got == 0) {
+			t0 = now_s();
+			c0 = cpu_s();
+		}
+		got += (unsigned long long)n;
+	}
+	double t1 = now_s(), c1 = cpu_s();
+	ssize_t n;
+	while ((n = recv(fd, buf, 1, 0)) < 0 && errno == EINTR)
+		;
+	if (n != 0) {
+		fprintf(stderr, "FAIL raw thr-recv: more than %llu bytes\n", want);
+		return 1;
+	}
+	close(fd);
+	free(buf);
+
+	double secs = t1 - t0;
+	double msgs = a->count > 1 ? (double)(a->count - 1) : 1.0;
+	double rate = secs > 0 ? msgs / secs : 0;
+	result_head(a);
+	printf(" secs=%.6f msgs_per_s=%.0f mb_per_s=%.3f cpu_s_per_M=%.4f\n", secs, rate,
+	       rate * (double)a->size / 1e6, (c1 - c0) / msgs * 1e6);
+	return 0;
+}
+
+/*
+ * raw-thr-send: COUNT SIZE-byte records, back to back, in writes of 64 KiB
+ * (many records each: the most batching a sender can do), then half-closes
+ * and waits for the reader's close, so its time includes delivery as a
+ * library sender's LINGER -1 does.
+ */
+static int
+raw_thr_send(const struct bench_args *a)
+{
+	unsigned long long left = (unsigned long long)a->count * a->size;
+	size_t batch = a->size > BENCH_RAW_BATCH ? a->size : BENCH_RAW_BATCH;
+	char *buf = malloc(batch);
+	int fd;
+
+	if (!buf)
+		return fail("malloc", -ENOMEM);
+	memset(buf, 'z', batch);
+	if ((fd = raw_connect(a->endpoint)) < 0)
+		return fail("connect", fd);
+	double t0 = now_s(), c0 = cpu_s();
+	while (left) {
+		size_t n = left < batch ? (size_t)left : batch;
+		int rc = raw_write_full(fd, buf, n, false);
+		if (rc < 0)
+			return fail("write", rc);
+		left -= n;
+	}
+	shutdown(fd, SHUT_WR);
+	char c;
+	ssize_t n;
+	while ((n = recv(fd, &c, 1, 0)) < 0 && errno == EINTR)
+		;
+	double secs = now_s() - t0, cpu = cpu_s() - c0;
+	close(fd);
+	free(buf);
+	double msgs = (double)a->count;
+	result_head(a);
+	printf(" secs=%.6f msgs_per_s=%.0f mb_per_s=%.3f cpu_s_per_M=%.4f\n", secs,
+	       secs > 0 ? msgs / secs : 0, secs > 0 ? msgs * (double)a->size / secs / 1e6 : 0,
+	       cpu / msgs * 1e6);
+	return 0;
+}
+
+/* raw-lat-rep, raw-busy-lat-rep: echo COUNT + warm-up SIZE-byte requests. */
+static int
+raw_lat_rep(const struct bench_args *a)
+{
+	bool busy = strstr(a->mode, "busy") != NULL;
+	char *buf = malloc(a->size ? a->size : 1);
+	unsigned long i, n = a->count + BENCH_LAT_WARMUP;
+	int fd, rc;
+
+	if (!buf)
+		return fail("malloc", -ENOMEM);
+	if ((fd = raw_accept(a->endpoint)) < 0)
+		return fail("listen/accept", fd);
+	if (busy)
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	for (i = 0; i < n; i++) {
+		if ((rc = raw_read_full(fd, buf, a->size, busy)) < 0) {
+			fprintf(stderr, "FAIL raw lat-rep: got %lu of %lu requests (%s)\n", i, n,
+			        strerror(-rc));
+			return 1;
+		}
+		if ((rc = raw_write_full(fd, buf, a->size, busy)) < 0)
+			return fail("reply", rc);
+	}
+	close(fd);
+	free(buf);
+	result_head(a);
+	printf(" replies=%lu\n", n);
+	return 0;
+}
+
 static int
 cmp_double(const void *x, const void *y)
 {
@@ -1133,6 +1725,22 @@ pct(const double *v, unsigned long n, double p)
 	if (k < 1)
 		k = 1;
 	return v[(k > n ? n : k) - 1];
+}
+
+/* The RESULT line of a latency run: percentiles of rtt[0..count) (sorted here). */
+static void
+lat_report(const struct bench_args *a, double *rtt, double cpu)
+{
+	unsigned long i, m = a->count;
+	double sum = 0;
+
+	for (i = 0; i < m; i++)
+		sum += rtt[i];
+	qsort(rtt, m, sizeof *rtt, cmp_double);
+	result_head(a);
+	printf(" p50_us=%.2f p99_us=%.2f p999_us=%.2f mean_us=%.2f cpu_s_per_M=%.4f\n",
+	       m ? pct(rtt, m, 50) : 0, m ? pct(rtt, m, 99) : 0, m ? pct(rtt, m, 99.9) : 0,
+	       m ? sum / (double)m : 0, m ? cpu / (double)m * 1e6 : 0);
 }
 
 static int
@@ -1180,16 +1788,51 @@ lat_req(const struct bench_args *a)
 	bench_sock_close(&s);
 	bench_ctx_free(&c);
 	free(buf);
+	lat_report(a, rtt, cpu);
+	free(rtt);
+	return 0;
+}
 
-	unsigned long m = a->count;
-	double sum = 0;
-	for (i = 0; i < m; i++)
-		sum += rtt[i];
-	qsort(rtt, m, sizeof *rtt, cmp_double);
-	result_head(a);
-	printf(" p50_us=%.2f p99_us=%.2f p999_us=%.2f mean_us=%.2f cpu_s_per_M=%.4f\n",
-	       m ? pct(rtt, m, 50) : 0, m ? pct(rtt, m, 99) : 0, m ? pct(rtt, m, 99.9) : 0,
-	       m ? sum / (double)m : 0, m ? cpu / (double)m * 1e6 : 0);
+/*
+ * raw-lat, raw-busy-lat: the asker of the raw ping-pong, timed like lat:
+ * one write of SIZE bytes, one read of SIZE bytes. busy: a non-blocking
+ * socket and a read retried at once, never sleeping in the kernel.
+ */
+static int
+raw_lat(const struct bench_args *a)
+{
+	bool busy = strstr(a->mode, "busy") != NULL;
+	char *buf = malloc(a->size ? a->size : 1);
+	double *rtt = calloc(a->count ? a->count : 1, sizeof *rtt);
+	double c0 = 0;
+	unsigned long i, n = a->count + BENCH_LAT_WARMUP;
+	int fd, rc;
+
+	if (!buf || !rtt)
+		return fail("malloc", -ENOMEM);
+	memset(buf, 'q', a->size ? a->size : 1);
+	if ((fd = raw_connect(a->endpoint)) < 0)
+		return fail("connect", fd);
+	if (busy)
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	for (i = 0; i < n; i++) {
+		if (i == BENCH_LAT_WARMUP)
+			c0 = cpu_s();
+		double t = now_s();
+		if ((rc = raw_write_full(fd, buf, a->size, busy)) < 0)
+			return fail("request", rc);
+		if ((rc = raw_read_full(fd, buf, a->size, busy)) < 0) {
+			fprintf(stderr, "FAIL raw lat: got %lu of %lu replies (%s)\n", i, n,
+			        strerror(-rc));
+			return 1;
+		}
+		if (i >= BENCH_LAT_WARMUP)
+			rtt[i - BENCH_LAT_WARMUP] = (now_s() - t) * 1e6;
+	}
+	double cpu = cpu_s() - c0;
+	close(fd);
+	free(buf);
+	lat_report(a, rtt, cpu);
 	free(rtt);
 	return 0;
 }
@@ -1201,10 +1844,16 @@ usage(const char *prog)
 	        "usage: %s thr-recv PATTERN ENDPOINT COUNT SIZE\n"
 	        "       %s thr-send PATTERN ENDPOINT[,ENDPOINT...] COUNT SIZE\n"
 	        "       %s thr-send pushpull-curve ENDPOINT COUNT SIZE SERVERKEY\n"
-	        "       %s lat-rep|lat|lat-router|lat-dealer|stall-recv|stall-send|idle-recv|idle-send "
+	        "       %s "
+	        "lat-rep|lat|lat-router|lat-dealer|stall-recv|stall-send|idle-recv|idle-send "
 	        "ENDPOINT COUNT SIZE\n"
-	        "PATTERN: pushpull, pushpull-curve, dealerrouter, pubsub, pubsub2 ... pubsub%d\n",
-	        prog, prog, prog, prog, BENCH_SUBS_MAX);
+	        "       %s raw-thr-recv|raw-thr-send|raw-lat-rep|raw-lat|raw-busy-lat-rep|"
+	        "raw-busy-lat ENDPOINT COUNT SIZE\n"
+	        "PATTERN: pushpull, pushpull-curve, dealerrouter, pubsub, pubsub2 ... pubsub%d,\n"
+	        "         fanoutN (N <= %d: the publisher binds, N SUBs connect), topicsT\n"
+	        "         (%d SUBs share T distinct topics; SIZE >= %d)\n",
+	        prog, prog, prog, prog, prog, BENCH_SUBS_MAX, BENCH_FANOUT_MAX, BENCH_TOPIC_SUBS,
+	        BENCH_TOPIC_LEN);
 	return 2;
 }
 
@@ -1212,17 +1861,29 @@ static const struct {
 	const char *mode;
 	int (*run)(const struct bench_args *a);
 } modes[] = {
-	{"thr-recv", thr_recv},     {"thr-send", thr_send},     {"lat-rep", lat_rep},
-	{"lat", lat_req},           {"lat-router", lat_rep},    {"lat-dealer", lat_req},
-	{"stall-recv", stall_recv}, {"stall-send", stall_send},
-	{"idle-recv", idle_recv},   {"idle-send", idle_send},
+	{"thr-recv", thr_recv},
+	{"thr-send", thr_send},
+	{"lat-rep", lat_rep},
+	{"lat", lat_req},
+	{"lat-router", lat_rep},
+	{"lat-dealer", lat_req},
+	{"stall-recv", stall_recv},
+	{"stall-send", stall_send},
+	{"idle-recv", idle_recv},
+	{"idle-send", idle_send},
+	{"raw-thr-recv", raw_thr_recv},
+	{"raw-thr-send", raw_thr_send},
+	{"raw-lat-rep", raw_lat_rep},
+	{"raw-lat", raw_lat},
+	{"raw-busy-lat-rep", raw_lat_rep},
+	{"raw-busy-lat", raw_lat},
 };
 
 int
 main(int argc, char **argv)
 {
 	struct bench_args a = {0};
-	struct bench_pattern pat;
+	struct bench_pattern pat = {0};
 	unsigned long size;
 	size_t m;
 	int i = 2;
@@ -1236,7 +1897,10 @@ main(int argc, char **argv)
 	if (m == sizeof modes / sizeof modes[0])
 		return usage(argv[0]);
 	bool thr = strncmp(a.mode, "thr-", 4) == 0;
-	if (thr)
+	a.raw = strncmp(a.mode, "raw-", 4) == 0;
+	if (a.raw)
+		a.pattern = strstr(a.mode, "busy") ? "raw-busy" : "raw";
+	else if (thr)
 		a.pattern = argv[i++];
 	else if (strcmp(a.mode, "lat-router") == 0 || strcmp(a.mode, "lat-dealer") == 0)
 		a.pattern = "dealerrouter"; /* ROUTER binds and echoes, DEALER asks */
@@ -1259,6 +1923,8 @@ main(int argc, char **argv)
 	    parse_ulong(argv[i++], &size) < 0 || size > (1ul << 30))
 		return usage(argv[0]);
 	a.size = (size_t)size;
+	if (thr && pat.topics && a.size < BENCH_TOPIC_LEN)
+		return usage(argv[0]);
 	alarm(BENCH_ALARM_S);
 	return modes[m].run(&a);
 }

@@ -93,43 +93,99 @@ struct bench_scenario {
 	unsigned long count_full, count_quick, count_smoke;
 	int senders;   /* connecting processes (idle: they share the count) */
 	int pairs_max; /* at most this many pairs (0: as the mode says) */
+	/* A reference: plain sockets, no library (the programs' raw-* modes,
+	 * run from bench_zr once per pair): the kernel's ceiling or floor that
+	 * the scenarios naming it in ref are printed against. */
+	bool reference;
+	const char *ref;               /* the reference scenario to compare with */
+	bool tx_binds;                 /* fan-out: the publisher binds, the SUBs connect */
+	const char *rx_mode, *tx_mode; /* the programs' modes, if not the kind's */
 };
 #define BENCH_SENDERS_MAX 4
 
+#define REF_THR_64 "raw TCP batched writes 64 B"
+#define REF_LAT_64 "raw TCP ping-pong 64 B latency"
+#define REF_LAT_1K "raw TCP ping-pong 1024 B latency"
+
 static const struct bench_scenario scenarios[] = {
-	{"PUSH/PULL 1 B", KIND_THR, "pushpull", false, 1, 2000000, 500000, 1000, 1, 0},
-	{"PUSH/PULL 64 B", KIND_THR, "pushpull", false, 64, 2000000, 500000, 1000, 1, 0},
-	{"PUSH/PULL 256 B", KIND_THR, "pushpull", false, 256, 1000000, 200000, 1000, 1, 0},
-	{"PUSH/PULL 1024 B", KIND_THR, "pushpull", false, 1024, 500000, 100000, 1000, 1, 0},
-	{"PUSH/PULL 8192 B", KIND_THR, "pushpull", false, 8192, 100000, 10000, 500, 1, 0},
-	{"PUSH/PULL 65536 B", KIND_THR, "pushpull", false, 65536, 20000, 5000, 200, 1, 0},
-	{"PUSH/PULL 1048576 B", KIND_THR, "pushpull", false, 1048576, 1000, 100, 20, 1, 0},
-	{"PUSH/PULL 64 B ipc", KIND_THR, "pushpull", true, 64, 2000000, 500000, 1000, 1, 0},
-	{"PUB/SUB 64 B 1 sub", KIND_THR, "pubsub", false, 64, 1000000, 300000, 1000, 1, 0},
+	/* The loopback's ceiling for 64 B records: one plain sender writing
+	 * them back to back in 64 KiB writes, one plain reader. */
+	{REF_THR_64, KIND_THR, "raw", false, 64, 40000000, 10000000, 1000, 1, 0, .reference = true,
+         .rx_mode = "raw-thr-recv", .tx_mode = "raw-thr-send"},
+	{"PUSH/PULL 1 B", KIND_THR, "pushpull", false, 1, 2000000, 500000, 1000, 1, 0,
+         .reference = false},
+	{"PUSH/PULL 64 B", KIND_THR, "pushpull", false, 64, 2000000, 500000, 1000, 1, 0,
+         .ref = REF_THR_64},
+	{"PUSH/PULL 256 B", KIND_THR, "pushpull", false, 256, 1000000, 200000, 1000, 1, 0,
+         .reference = false},
+	{"PUSH/PULL 1024 B", KIND_THR, "pushpull", false, 1024, 500000, 100000, 1000, 1, 0,
+         .reference = false},
+	{"PUSH/PULL 8192 B", KIND_THR, "pushpull", false, 8192, 100000, 10000, 500, 1, 0,
+         .reference = false},
+	{"PUSH/PULL 65536 B", KIND_THR, "pushpull", false, 65536, 20000, 5000, 200, 1, 0,
+         .reference = false},
+	{"PUSH/PULL 1048576 B", KIND_THR, "pushpull", false, 1048576, 1000, 100, 20, 1, 0,
+         .reference = false},
+	{"PUSH/PULL 64 B ipc", KIND_THR, "pushpull", true, 64, 2000000, 500000, 1000, 1, 0,
+         .reference = false},
+	{"PUB/SUB 64 B 1 sub", KIND_THR, "pubsub", false, 64, 1000000, 300000, 1000, 1, 0,
+         .reference = false},
 	/* Eight SUB sockets, one thread each, in one receiving process. */
-	{"PUB/SUB 64 B 8 subs", KIND_THR, "pubsub8", false, 64, 300000, 30000, 500, 1, 0},
+	{"PUB/SUB 64 B 8 subs", KIND_THR, "pubsub8", false, 64, 300000, 30000, 500, 1, 0,
+         .reference = false},
+	/* Fan-out: the XPUB binds, N SUB sockets in one receiving process (one
+	 * context, one thread polling them all) connect; msgs/s counts each
+	 * published message once (it is delivered N times). */
+	{"PUB/SUB 64 B 100 subs", KIND_THR, "fanout100", false, 64, 100000, 30000, 200, 1, 0,
+         .tx_binds = true},
+	{"PUB/SUB 64 B 1000 subs", KIND_THR, "fanout1000", false, 64, 10000, 3000, 20, 1, 0,
+         .tx_binds = true},
+	/* 10 SUBs holding 1,000 distinct topics each; half the messages match
+	 * one of them, half none. */
+	{"PUB/SUB 64 B 10000 topics", KIND_THR, "topics10000", false, 64, 4000000, 1000000, 2000, 1,
+         0, .tx_binds = true},
 	/* ROUTER binds and receives [id, body], DEALER connects and sends. */
-	{"DEALER/ROUTER 64 B", KIND_THR, "dealerrouter", false, 64, 2000000, 500000, 1000, 1, 0},
-	{"REQ/REP 64 B latency", KIND_LAT, "reqrep", false, 64, 20000, 5000, 200, 1, 0},
-	{"REQ/REP 1024 B latency", KIND_LAT, "reqrep", false, 1024, 20000, 3000, 200, 1, 0},
-	{"REQ/REP 65536 B latency", KIND_LAT, "reqrep", false, 65536, 5000, 1000, 100, 1, 0},
+	{"DEALER/ROUTER 64 B", KIND_THR, "dealerrouter", false, 64, 2000000, 500000, 1000, 1, 0,
+         .reference = false},
+	/* The floor: a plain blocking ping-pong (both ends sleep in recv), and
+	 * a spinning one (non-blocking recv in a loop) for a busy-poll mode. */
+	{REF_LAT_64, KIND_LAT, "raw", false, 64, 20000, 5000, 200, 1, 0, .reference = true,
+         .rx_mode = "raw-lat-rep", .tx_mode = "raw-lat"},
+	{REF_LAT_1K, KIND_LAT, "raw", false, 1024, 20000, 3000, 200, 1, 0, .reference = true,
+         .rx_mode = "raw-lat-rep", .tx_mode = "raw-lat"},
+	{"raw TCP busy-poll ping-pong 64 B latency", KIND_LAT, "raw-busy", false, 64, 20000, 5000,
+         200, 1, 0, .reference = true, .rx_mode = "raw-busy-lat-rep", .tx_mode = "raw-busy-lat"},
+	{"REQ/REP 64 B latency", KIND_LAT, "reqrep", false, 64, 20000, 5000, 200, 1, 0,
+         .ref = REF_LAT_64},
+	{"REQ/REP 1024 B latency", KIND_LAT, "reqrep", false, 1024, 20000, 3000, 200, 1, 0,
+         .ref = REF_LAT_1K},
+	{"REQ/REP 65536 B latency", KIND_LAT, "reqrep", false, 65536, 5000, 1000, 100, 1, 0,
+         .reference = false},
 	/* ROUTER binds and echoes [id, body]; DEALER connects and asks. */
-	{"DEALER/ROUTER 64 B latency", KIND_LAT, "dealerrouter", false, 64, 20000, 3000, 200, 1, 0},
-	{"DEALER/ROUTER 65536 B latency", KIND_LAT, "dealerrouter", false, 65536, 5000, 1000, 100, 1, 0},
+	{"DEALER/ROUTER 64 B latency", KIND_LAT, "dealerrouter", false, 64, 20000, 3000, 200, 1, 0,
+         .rx_mode = "lat-router", .tx_mode = "lat-dealer"},
+	{"DEALER/ROUTER 65536 B latency", KIND_LAT, "dealerrouter", false, 65536, 5000, 1000, 100,
+         1, 0, .rx_mode = "lat-router", .tx_mode = "lat-dealer"},
 	/* PUSH/PULL under CURVE: the receiver is the server, fresh keys per run. */
-	{"CURVE PUSH/PULL 64 B", KIND_THR, "pushpull-curve", false, 64, 1000000, 300000, 1000, 1, 0},
-	{"CURVE PUSH/PULL 65536 B", KIND_THR, "pushpull-curve", false, 65536, 20000, 5000, 200, 1, 0},
+	{"CURVE PUSH/PULL 64 B", KIND_THR, "pushpull-curve", false, 64, 1000000, 300000, 1000, 1, 0,
+         .reference = false},
+	{"CURVE PUSH/PULL 65536 B", KIND_THR, "pushpull-curve", false, 65536, 20000, 5000, 200, 1,
+         0, .reference = false},
 	/* A PULL that takes one message and stops reading; the PUSH sends until
 	 * a send waits 0.5 s (at most this many). Default HWMs and budgets. */
-	{"stalled PULL 64 B", KIND_STALL, "pushpull", false, 64, 2000000, 2000000, 2000, 1, 0},
-	{"stalled PULL 65536 B", KIND_STALL, "pushpull", false, 65536, 20000, 20000, 200, 1, 0},
+	{"stalled PULL 64 B", KIND_STALL, "pushpull", false, 64, 2000000, 2000000, 2000, 1, 0,
+         .reference = false},
+	{"stalled PULL 65536 B", KIND_STALL, "pushpull", false, 65536, 20000, 20000, 200, 1, 0,
+         .reference = false},
 	/* Connections (one PUSH socket each) to one bound PULL, one message each. */
-	{"idle connections 1000", KIND_IDLE, "pushpull", false, 1, 1000, 0, 20, 1, 0},
+	{"idle connections 1000", KIND_IDLE, "pushpull", false, 1, 1000, 0, 20, 1, 0,
+         .reference = false},
 	/* Two connecting processes of 5000 sockets each: a libzmq socket holds
 	 * two descriptors (its mailbox and its connection), and 20000 is a
 	 * common hard limit. One pair: a run takes 20-25 s here, and the
 	 * figures hardly move from run to run. */
-	{"idle connections 10000", KIND_IDLE, "pushpull", false, 1, 10000, 0, 20, 2, 1},
+	{"idle connections 10000", KIND_IDLE, "pushpull", false, 1, 10000, 0, 20, 2, 1,
+         .reference = false},
 };
 #define BENCH_NSCEN (sizeof scenarios / sizeof scenarios[0])
 #define BENCH_HEADLINE "PUSH/PULL 64 B" /* the scenario of the last line's ratio */
@@ -284,18 +340,17 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 {
 	static struct zl_proc rx, txs[BENCH_SENDERS_MAX];
 	struct zl_proc *tx = &txs[0];
+	const char *lib_name = sc->reference ? "raw" : lib_names[lib];
 	int nsend = sc->kind == KIND_IDLE && sc->senders > 1 ? sc->senders : 1;
 	static char ep[ZL_PROC_LINE_MAX], key[64], bind_ep[128];
 	char bin[PATH_MAX], count_s[32], size_s[32];
 	static char line[ZL_PROC_LINE_MAX], rx_line[ZL_PROC_LINE_MAX], tx_line[ZL_PROC_LINE_MAX];
 	unsigned long count = scenario_count(sc, o);
-	bool thr = sc->kind == KIND_THR;
-	const char *rx_mode = kind_modes[sc->kind][0], *tx_mode = kind_modes[sc->kind][1];
-	if (sc->kind == KIND_LAT && strcmp(sc->pattern, "dealerrouter") == 0) {
-		rx_mode = "lat-router";
-		tx_mode = "lat-dealer";
-	}
-	char rx_who[128], tx_who[128];
+	/* Throughput modes take a pattern; the raw ones do not. */
+	bool thr = sc->kind == KIND_THR && !sc->reference;
+	const char *rx_mode = sc->rx_mode ? sc->rx_mode : kind_modes[sc->kind][0];
+	const char *tx_mode = sc->tx_mode ? sc->tx_mode : kind_modes[sc->kind][1];
+	char rx_who[160], tx_who[160];
 	int rc;
 
 	if (path_join(bin, sizeof bin, o->bin_dir, lib_bins[lib]) < 0)
@@ -304,14 +359,25 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 	snprintf(size_s, sizeof size_s, "%lu", sc->size);
 	snprintf(rx_who, sizeof rx_who, "%s %s %s", lib_bins[lib], rx_mode, sc->name);
 	snprintf(tx_who, sizeof tx_who, "%s %s %s", lib_bins[lib], tx_mode, sc->name);
+	/* The binding side starts first and announces its endpoint. */
+	struct zl_proc *binder = sc->tx_binds ? tx : &rx;
+	const char *binder_who = sc->tx_binds ? tx_who : rx_who;
 	if (sc->ipc)
 		ipc_endpoint(bind_ep, sizeof bind_ep);
 	else
 		snprintf(bind_ep, sizeof bind_ep, "%s", BENCH_ENDPOINT);
 
-	char *rx_argv_thr[] = {bin, "thr-recv", (char *)sc->pattern, bind_ep, count_s, size_s, NULL};
-	char *rx_argv[] = {bin, (char *)rx_mode, bind_ep, count_s, size_s, NULL};
-	rc = zl_proc_spawn(&rx, thr ? rx_argv_thr : rx_argv);
+	/* The receiver's endpoint: the one it binds, or the publisher's. */
+	char *rx_ep = sc->tx_binds ? ep : bind_ep;
+	char *rx_argv_thr[] = {bin, "thr-recv", (char *)sc->pattern, rx_ep, count_s, size_s, NULL};
+	char *rx_argv[] = {bin, (char *)rx_mode, rx_ep, count_s, size_s, NULL};
+	if (sc->tx_binds) {
+		char *pub_argv[] = {bin,    "thr-send", (char *)sc->pattern, bind_ep, count_s,
+		                    size_s, NULL};
+		rc = zl_proc_spawn(tx, pub_argv);
+	} else {
+		rc = zl_proc_spawn(&rx, thr ? rx_argv_thr : rx_argv);
+	}
 	if (rc < 0) {
 		fprintf(stderr, "zring bench: cannot start %s: %s\n", bin, strerror(-rc));
 		return -1;
@@ -319,7 +385,7 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 	/* "READY <endpoint>[,<endpoint>...]", and a CURVE server's public key after it. */
 	bool curve = strcmp(sc->pattern, "pushpull-curve") == 0;
 	key[0] = '\0';
-	rc = zl_proc_readline(&rx, line, sizeof line, BENCH_READY_MS);
+	rc = zl_proc_readline(binder, line, sizeof line, BENCH_READY_MS);
 	char *sp = rc >= 0 && strncmp(line, "READY ", 6) == 0 ? line + 6 : NULL;
 	if (sp) {
 		size_t n = strcspn(sp, " ");
@@ -329,9 +395,9 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 			snprintf(key, sizeof key, "%s", sp + n + 1);
 	}
 	if (!sp || !ep[0] || (curve && !key[0])) {
-		fprintf(stderr, "zring bench: %s did not announce its endpoint%s\n", rx_who,
+		fprintf(stderr, "zring bench: %s did not announce its endpoint%s\n", binder_who,
 		        curve ? " and key" : "");
-		stop_checked(&rx, rx_who);
+		stop_checked(binder, binder_who);
 		return -1;
 	}
 	char *tx_argv_thr[] = {bin,     "thr-send", (char *)sc->pattern, ep,
@@ -339,10 +405,13 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 	char each_s[32];
 	snprintf(each_s, sizeof each_s, "%lu", count / (unsigned long)nsend);
 	char *tx_argv[] = {bin, (char *)tx_mode, ep, nsend > 1 ? each_s : count_s, size_s, NULL};
-	rc = zl_proc_spawn(tx, thr ? tx_argv_thr : tx_argv);
+	if (sc->tx_binds)
+		rc = zl_proc_spawn(&rx, rx_argv_thr);
+	else
+		rc = zl_proc_spawn(tx, thr ? tx_argv_thr : tx_argv);
 	if (rc < 0) {
 		fprintf(stderr, "zring bench: cannot start %s: %s\n", bin, strerror(-rc));
-		stop_checked(&rx, rx_who);
+		stop_checked(binder, binder_who);
 		return -1;
 	}
 	int bad = 0;
@@ -397,6 +466,15 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 	if (bad)
 		return -1;
 
+	/* Fan-out receivers look at every socket after a second without a
+	 * wakeup; what only that found is a wakeup the library never gave. */
+	double rescued;
+	if (result_get(rx_line, "rescued", &rescued) == 0 && rescued > 0)
+		fprintf(stderr,
+		        "zring bench: warning: %s: %.0f messages were found only by the "
+		        "receiver's periodic rescan (their wakeup never came)\n",
+		        rx_who, rescued);
+
 	const struct bench_metric *m = scenario_metrics(sc);
 	for (int k = 0; k < BENCH_METRICS_MAX; k++) {
 		if (result_get(m[k].from_sender ? tx_line : rx_line, m[k].key, &vals[k]) < 0) {
@@ -406,8 +484,7 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 		}
 	}
 	if (runs) {
-		fprintf(runs, "\"%s\",%s,%d,%lu,%lu", sc->name, lib_names[lib], pair, count,
-		        sc->size);
+		fprintf(runs, "\"%s\",%s,%d,%lu,%lu", sc->name, lib_name, pair, count, sc->size);
 		for (int k = 0; k < BENCH_METRICS_MAX; k++)
 			fprintf(runs, ",%.6g", vals[k]);
 		fputc('\n', runs);
@@ -548,7 +625,10 @@ static const char bench_usage_head[] =
 	"over tcp://127.0.0.1, and prints per scenario the medians, min-max and\n"
 	"the ratio zring/libzmq. Writes zring-bench-<time>.csv (summary),\n"
 	"zring-bench-<time>-runs.csv (every run) and zring-bench-<time>.svg (a\n"
-	"chart of the throughput ratios) into DIR (default: .).\n"
+	"chart of the throughput ratios) into DIR (default: .). Raw TCP\n"
+	"reference scenarios (plain sockets, no library) measure the loopback's\n"
+	"ceiling and floor in the same run; PUSH/PULL 64 B and REQ/REP are\n"
+	"printed against them.\n"
 	"\n"
 	"options:\n";
 
@@ -654,6 +734,53 @@ default_bin_dir(char *dir, size_t cap)
 		snprintf(dir, cap, "bench");
 }
 
+/* The scenario of that name, or -1. */
+static int
+scenario_find(const char *name)
+{
+	for (size_t s = 0; s < BENCH_NSCEN; s++)
+		if (strcmp(scenarios[s].name, name) == 0)
+			return (int)s;
+	return -1;
+}
+
+/* Whether --only picks scenario s: by name, or as the reference of one it picks. */
+static bool
+scenario_selected(const struct bench_opts *o, size_t s)
+{
+	if (!o->only || strcasestr(scenarios[s].name, o->only))
+		return true;
+	if (!scenarios[s].reference)
+		return false;
+	for (size_t u = 0; u < BENCH_NSCEN; u++)
+		if (scenarios[u].ref && strcmp(scenarios[u].ref, scenarios[s].name) == 0 &&
+		    strcasestr(scenarios[u].name, o->only))
+			return true;
+	return false;
+}
+
+/* A summary CSV row: the figures (median, min, max) of each side, or blanks. */
+static void
+sum_row(FILE *sum, const char *scenario, const char *metric, const char *better,
+        const struct bench_stat *z, const struct bench_stat *q, const double *ratio)
+{
+	fprintf(sum, "\"%s\",\"%s\",%s,", scenario, metric, better);
+	if (z)
+		fprintf(sum, "%.6g,%.6g,%.6g,", z->med, z->min, z->max);
+	else
+		fputs(",,,", sum);
+	if (q)
+		fprintf(sum, "%.6g,%.6g,%.6g,", q->med, q->min, q->max);
+	else
+		fputs(",,,", sum);
+	if (ratio)
+		fprintf(sum, "%.4f\n", *ratio);
+	else
+		fputs("\n", sum);
+}
+
+#define BENCH_NOTES_MAX 8 /* lines against references, printed again at the end */
+
 int
 zl_bench_main(int argc, char **argv)
 {
@@ -671,7 +798,7 @@ zl_bench_main(int argc, char **argv)
 	if (o.only) {
 		size_t n = 0;
 		for (size_t s = 0; s < BENCH_NSCEN; s++)
-			n += strcasestr(scenarios[s].name, o.only) != NULL;
+			n += scenario_selected(&o, s);
 		if (n == 0) {
 			fprintf(stderr, "zring bench: no scenario's name contains \"%s\"\n",
 			        o.only);
@@ -730,6 +857,8 @@ zl_bench_main(int argc, char **argv)
 
 	static struct bench_samples samples[BENCH_NSCEN][LIB_N];
 	static struct bench_bar bars[BENCH_NSCEN];
+	static char notes[BENCH_NOTES_MAX][256];
+	int nnotes = 0;
 	int nbars = 0;
 	int failures = 0;
 	double headline = 0;
@@ -739,19 +868,23 @@ zl_bench_main(int argc, char **argv)
 		const struct bench_scenario *sc = &scenarios[s];
 		const struct bench_metric *m = scenario_metrics(sc);
 
-		if (o.only && !strcasestr(sc->name, o.only))
+		if (!scenario_selected(&o, s))
 			continue;
 		if (scenario_count(sc, &o) == 0)
 			continue; /* full mode only */
 		uint64_t started = zl_now_ns();
 		int pairs = sc->pairs_max > 0 && sc->pairs_max < o.pairs ? sc->pairs_max : o.pairs;
+		/* A reference runs once per pair, from bench_zr (its raw modes use
+		 * neither library). */
+		int nlibs = sc->reference ? 1 : LIB_N;
 		for (int pair = 0; pair < pairs; pair++) {
-			for (int lib = 0; lib < LIB_N; lib++) {
+			for (int lib = 0; lib < nlibs; lib++) {
 				struct bench_samples *b = &samples[s][lib];
 				double vals[BENCH_METRICS_MAX];
 				if (run_one(&o, sc, lib, vals, runs, pair) < 0) {
 					fprintf(stderr, "zring bench: FAILED: %s, %s, pair %d\n",
-					        sc->name, lib_names[lib], pair + 1);
+					        sc->name, sc->reference ? "raw" : lib_names[lib],
+					        pair + 1);
 					b->failed++;
 					failures++;
 					continue;
@@ -763,6 +896,26 @@ zl_bench_main(int argc, char **argv)
 		}
 
 		struct bench_samples *z = &samples[s][LIB_ZR], *q = &samples[s][LIB_ZMQ];
+		if (sc->reference) {
+			/* One column; the summary CSV has it in the zring_* columns,
+			 * "reference" in the better column. */
+			printf("\n%s (%lu %s, %d/%d reference runs good, %.0f s; plain sockets, "
+			       "no library)\n",
+			       sc->name, scenario_count(sc, &o),
+			       sc->kind == KIND_THR ? "records" : scenario_unit(sc), z->n, pairs,
+			       (double)(zl_now_ns() - started) * 1e-9);
+			printf("  %-20s %30s\n", "", "raw median [min-max]");
+			for (int k = 0; k < BENCH_METRICS_MAX; k++) {
+				struct bench_stat a = stat_of(z->v[k], z->n);
+				char za[64];
+				snprintf(za, sizeof za, "%.4g [%.4g-%.4g]", a.med, a.min, a.max);
+				printf("  %-20s %30s\n", m[k].label, z->n ? za : "FAILED");
+				sum_row(sum, sc->name, m[k].label, "reference", z->n ? &a : NULL,
+				        NULL, NULL);
+			}
+			fflush(stdout);
+			continue;
+		}
 		printf("\n%s (%lu %s, %d/%d zring and %d/%d libzmq runs good, %.0f s)\n", sc->name,
 		       scenario_count(sc, &o), scenario_unit(sc), z->n, pairs, q->n, pairs,
 		       (double)(zl_now_ns() - started) * 1e-9);
@@ -784,27 +937,55 @@ zl_bench_main(int argc, char **argv)
 			else
 				printf("  %-20s %30s %30s %8s\n", m[k].label, z->n ? za : "FAILED",
 				       q->n ? qa : "FAILED", "n/a");
-			fprintf(sum, "\"%s\",\"%s\",%s,", sc->name, m[k].label,
+			sum_row(sum, sc->name, m[k].label,
 			        m[k].dir == DIR_HIGHER  ? "higher"
 			        : m[k].dir == DIR_LOWER ? "lower"
-			                                : "info");
-			if (z->n)
-				fprintf(sum, "%.6g,%.6g,%.6g,", a.med, a.min, a.max);
-			else
-				fputs(",,,", sum);
-			if (q->n)
-				fprintf(sum, "%.6g,%.6g,%.6g,", b.med, b.min, b.max);
-			else
-				fputs(",,,", sum);
-			if (ok)
-				fprintf(sum, "%.4f\n", ratio);
-			else
-				fputs("\n", sum);
+			                                : "info",
+			        z->n ? &a : NULL, q->n ? &b : NULL, ok ? &ratio : NULL);
 			if (sc->kind == KIND_THR && k == 0 && ok)
 				bars[nbars++] = (struct bench_bar){sc->name, ratio};
 			if (strcmp(sc->name, BENCH_HEADLINE) == 0 && k == 0 && ok) {
 				headline = ratio;
 				have_headline = true;
+			}
+		}
+		int r = sc->ref ? scenario_find(sc->ref) : -1;
+		struct bench_samples *rs = r >= 0 ? &samples[r][0] : NULL;
+		if (rs && rs->n > 0 && z->n > 0 && q->n > 0) {
+			/* Against the kernel: throughput as a share of the raw ceiling,
+			 * latency as a multiple of the raw floor (p50 and p99). Medians
+			 * over the reference's median; min-max: each side's own spread
+			 * over that same median. */
+			bool lat = sc->kind == KIND_LAT;
+			for (int k = 0; k < (lat ? 2 : 1); k++) {
+				struct bench_stat a = stat_of(z->v[k], z->n),
+						  b = stat_of(q->v[k], q->n);
+				double rm = stat_of(rs->v[k], rs->n).med;
+				if (rm <= 0)
+					continue;
+				struct bench_stat fa = {a.med / rm, a.min / rm, a.max / rm};
+				struct bench_stat fb = {b.med / rm, b.min / rm, b.max / rm};
+				double ratio = fa.med / fb.med;
+				char label[64], za[64], qa[64];
+				snprintf(label, sizeof label, "%s",
+				         lat ? (k ? "p99 / raw floor" : "p50 / raw floor")
+				             : "share of raw ceiling");
+				snprintf(za, sizeof za, "%.3f [%.3f-%.3f]", fa.med, fa.min, fa.max);
+				snprintf(qa, sizeof qa, "%.3f [%.3f-%.3f]", fb.med, fb.min, fb.max);
+				printf("  %-20s %30s %30s %8.2f  (%s)\n", label, za, qa, ratio,
+				       lat ? "<1: zring better" : ">1: zring faster");
+				sum_row(sum, sc->name, label, lat ? "lower" : "higher", &fa, &fb,
+				        &ratio);
+				if (nnotes < BENCH_NOTES_MAX)
+					snprintf(notes[nnotes++], sizeof notes[0],
+					         lat ? "%s %s: zring %.2fx, libzmq %.2fx the %s's "
+					               "%.4g us"
+					             : "%s %s: zring %.0f%%, libzmq %.0f%% of the "
+					               "%s's %.4g "
+					               "msgs/s",
+					         sc->name, lat ? (k ? "p99" : "p50") : "msgs/s",
+					         lat ? fa.med : fa.med * 100,
+					         lat ? fb.med : fb.med * 100, sc->ref, rm);
 			}
 		}
 		fflush(stdout);
@@ -827,6 +1008,11 @@ zl_bench_main(int argc, char **argv)
 		printf("FAILED: %d run(s) failed (lost or wrong messages, a crash or a hang): see "
 		       "stderr\n",
 		       failures);
+	if (nnotes) {
+		printf("Against the raw TCP references of this run:\n");
+		for (int k = 0; k < nnotes; k++)
+			printf("  %s\n", notes[k]);
+	}
 	if (have_headline)
 		printf("zring/libzmq %s throughput ratio: %.2f\n", BENCH_HEADLINE, headline);
 	else
