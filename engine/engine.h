@@ -33,6 +33,7 @@
 
 #include "io/endpoint.h"
 #include "io/loop.h"
+#include "sock.h"
 #include "subs.h"
 
 /* ---- messages ----------------------------------------------------------- */
@@ -133,8 +134,6 @@ size_t zr__spsc_count_upto(struct zr__spsc *q, size_t limit);
 size_t zr__spsc_cap(const struct zr__spsc *q);
 
 /* ---- options ------------------------------------------------------------ */
-
-#define ZR__SUB_MAX 255 /* a routing id or a PLAIN credential */
 
 struct zr__options {
 	int sndhwm, rcvhwm;
@@ -370,10 +369,6 @@ struct zr_socket {
 	struct zr__timer close_timer;  /* re-check close progress, outside any callback */
 };
 
-/* app side: zr_send with a timeout (-1: none) that a readable cancel_fd ends
- * early with -ECANCELED (the message stays with the caller). */
-int zr__sock_send_cancellable(struct zr_socket *s, zr_msg **msg, int timeout_ms, int cancel_fd);
-
 /* ---- the context -------------------------------------------------------- */
 
 enum zr__cmd_type {
@@ -448,9 +443,6 @@ void zr__sock_msg_sent(struct zr_socket *s, zr_msg *m);
 /* Wakes a waiting reader once for everything delivered since the last call
  * (a connection calls it after each decoded batch, not per message). */
 void zr__sock_rx_flush(struct zr_socket *s);
-/* Before bind/connect: resume a paused connection at every slot the app
- * frees, not at half (the broker keeps its read_ahead channel full). */
-void zr__sock_rx_refill_each(struct zr_socket *s);
 /* Records a monitor event if the app asked for this type (io thread). */
 void zr__sock_event(struct zr_socket *s, int type, int value, const char *endpoint);
 /* The same, with a reason in words (handshake failures). */

@@ -2360,3 +2360,151 @@ zr__sock_io_free(struct zr_socket *s)
 	sodium_memzero(&s->opt, sizeof s->opt); /* PLAIN password, CURVE secret key */
 	free(s);
 }
+
+/* ---- for the rest of the engine (sock.h) -------------------------------------- */
+
+int
+zr__sock_type(const zr_socket *s)
+{
+	return s->type;
+}
+
+int
+zr__sock_listen_fds(zr_socket *s)
+{
+	return atomic_load(&s->listen_fds);
+}
+
+int
+zr__sock_ready_peers(zr_socket *s)
+{
+	return atomic_load(&s->nready);
+}
+
+size_t
+zr__sock_rx_queued(zr_socket *s)
+{
+	return s->queues_ready ? zr__spsc_count(&s->rx) : 0;
+}
+
+size_t
+zr__sock_rx_peak(zr_socket *s)
+{
+	return atomic_load(&s->rx_peak);
+}
+
+void
+zr__sock_rx_hold(zr_socket *s)
+{
+	atomic_store(&s->rx_hold, 1);
+}
+
+uint64_t
+zr__sock_unmatched(zr_socket *s)
+{
+	return atomic_load(&s->unmatched);
+}
+
+/* A busy sender finds the flag still set from its last message: a read
+ * (after the fence that orders its queue write before it) instead of a
+ * locked exchange on a line the io thread writes once per drain. The io
+ * thread clears the flag with an exchange before it drains
+ * (zr__sock_dirty_pop), so either it sees our message or we see the flag
+ * cleared. */
+bool
+zr__sock_dirty_claim(zr_socket *s)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&s->dirty, memory_order_relaxed) != 0)
+		return false;
+	return atomic_exchange(&s->dirty, 1) == 0;
+}
+
+void
+zr__sock_dirty_link(zr_socket *s, zr_socket *below)
+{
+	s->dirty_next = below;
+}
+
+zr_socket *
+zr__sock_dirty_pop(zr_socket *s)
+{
+	zr_socket *below = s->dirty_next; /* read before a new push may set it */
+
+	atomic_exchange(&s->dirty, 0);
+	return below;
+}
+
+void
+zr__sock_list_add(zr_socket **head, zr_socket *s)
+{
+	if (s->listed)
+		return;
+	s->listed = true;
+	s->next = *head;
+	s->prev = NULL;
+	if (*head != NULL)
+		(*head)->prev = s;
+	*head = s;
+}
+
+void
+zr__sock_list_remove(zr_socket **head, zr_socket *s)
+{
+	if (s->prev != NULL)
+		s->prev->next = s->next;
+	else
+		*head = s->next;
+	if (s->next != NULL)
+		s->next->prev = s->prev;
+}
+
+zr_socket *
+zr__sock_list_next(const zr_socket *s)
+{
+	return s->next;
+}
+
+void
+zr__sock_io_term(zr_socket *s)
+{
+	/* Blocked calls in app threads wake and see -ETERM. */
+	atomic_store(&s->closed, 1);
+	sock_signal(s->efd_rx);
+	sock_signal(s->efd_tx);
+	if (!s->io_closing) {
+		struct zr__cmd close_cmd = {.type = ZR__CMD_CLOSE, .sock = s};
+
+		zr__sock_io_command(s, &close_cmd);
+	}
+}
+
+int
+zr__sock_subscribe(zr_socket *s, bool subscribe, const void *topic, size_t len)
+{
+	return sock_subscribe(s, subscribe ? ZR__CMD_SUBSCRIBE : ZR__CMD_UNSUBSCRIBE, topic, len);
+}
+
+uint64_t
+zr__sock_deadline(int flags, int timeout_ms)
+{
+	return sock_deadline(flags, timeout_ms);
+}
+
+int
+zr__sock_wait(zr_socket *s, int fd, uint64_t deadline)
+{
+	return sock_wait(s, fd, deadline);
+}
+
+void
+zr__sock_signal(int fd)
+{
+	sock_signal(fd);
+}
+
+void
+zr__sock_drain(int fd)
+{
+	sock_drain_fd(fd);
+}
