@@ -262,6 +262,17 @@ struct zr__rid {
 	uint8_t id[ZR__SUB_MAX];
 };
 
+/* A socket's event queue (monitor.c): the io thread produces, the app
+ * consumes. The queue first: its cache-line alignment would pad a field
+ * put before it to a line of its own. */
+struct zr__monitor {
+	struct zr__spsc q; /* exists once ready (before mask is first set) */
+	atomic_int mask;   /* the events the app asked for; 0 until it did */
+	atomic_int armed;  /* the app waits: signal efd */
+	int efd;
+	bool ready;
+};
+
 struct zr_socket {
 	struct zr_ctx *ctx;
 	int type;
@@ -326,12 +337,7 @@ struct zr_socket {
 	_Atomic uint64_t unmatched;    /* PUB/XPUB: messages no subscriber matched */
 	struct zr_socket *dirty_next;
 
-	/* monitoring: io thread produces, app consumes */
-	atomic_int mon_mask;
-	struct zr__spsc mon;
-	bool mon_ready;
-	int efd_mon;
-	atomic_int mon_armed;
+	struct zr__monitor mon;
 
 	/* ROUTER: the routing ids of the connected peers, for ROUTER_MANDATORY's
 	 * synchronous answer. io thread writes, app reads, under rid_lock (taken
@@ -443,11 +449,16 @@ void zr__sock_msg_sent(struct zr_socket *s, zr_msg *m);
 /* Wakes a waiting reader once for everything delivered since the last call
  * (a connection calls it after each decoded batch, not per message). */
 void zr__sock_rx_flush(struct zr_socket *s);
-/* Records a monitor event if the app asked for this type (io thread). */
+/* Monitoring (monitor.c). Records an event if the app asked for this type
+ * (io thread). */
 void zr__sock_event(struct zr_socket *s, int type, int value, const char *endpoint);
 /* The same, with a reason in words (handshake failures). */
 void zr__sock_event_why(struct zr_socket *s, int type, int value, const char *endpoint,
                         const char *reason);
+void zr__monitor_init(struct zr__monitor *m);
+void zr__monitor_fini(struct zr__monitor *m);
+/* zr_monitor_recv inside the socket's call count (socket.c). */
+int zr__monitor_recv(struct zr_socket *s, struct zr_event *ev, int timeout_ms);
 /* A subscription (un)subscribe arrived on c (PUB/XPUB). Returns 1 (done),
  * 0 when an XPUB's notice for it must wait for room in rx (nothing changed:
  * c pauses and offers it again), <0 when c must be closed (a limit, with

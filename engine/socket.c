@@ -258,9 +258,7 @@ zr_socket_open(zr_ctx *ctx, int type, zr_socket **out)
 	atomic_init(&s->calls_tx, 0);
 	atomic_init(&s->calls_rx, 0);
 	pthread_mutex_init(&s->rid_lock, NULL);
-	atomic_init(&s->mon_mask, 0);
-	atomic_init(&s->mon_armed, 0);
-	s->efd_mon = -1;
+	zr__monitor_init(&s->mon);
 	cmd = sock_cmd(s, ZR__CMD_OPEN, 0);
 	if (cmd == NULL) {
 		close(s->efd_rx);
@@ -741,8 +739,6 @@ sock_recv(zr_socket *s, zr_msg **msg, int flags, bool own)
  */
 enum sock_role { SOCK_CALL_OTHER, SOCK_CALL_TX, SOCK_CALL_RX };
 
-static int sock_monitor_recv(zr_socket *s, struct zr_event *ev, int timeout_ms);
-
 static atomic_uint *
 sock_role_count(zr_socket *s, enum sock_role role)
 {
@@ -826,7 +822,7 @@ int
 zr_monitor_recv(zr_socket *s, struct zr_event *ev, int timeout_ms)
 {
 	sock_call_enter(s, SOCK_CALL_OTHER);
-	return sock_call_leave(s, SOCK_CALL_OTHER, sock_monitor_recv(s, ev, timeout_ms));
+	return sock_call_leave(s, SOCK_CALL_OTHER, zr__monitor_recv(s, ev, timeout_ms));
 }
 
 /* see zring.h */
@@ -876,100 +872,6 @@ int
 zr_socket_fd(zr_socket *s)
 {
 	return s->efd_rx;
-}
-
-#define SOCK_MON_MAX 1024
-
-/* see zring.h */
-int
-zr_socket_monitor(zr_socket *s, int events)
-{
-	if (!s->mon_ready) {
-		int rc;
-
-		if (events == 0)
-			return 0;
-		s->efd_mon = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (s->efd_mon < 0)
-			return -errno;
-		rc = zr__spsc_init(&s->mon, SOCK_MON_MAX);
-		if (rc < 0) {
-			close(s->efd_mon);
-			return rc;
-		}
-		s->mon_ready = true;
-	}
-	/* Release: the io thread sees the queue ready once it sees the mask. */
-	atomic_store_explicit(&s->mon_mask, events, memory_order_release);
-	return 0;
-}
-
-/* see zring.h */
-int
-zr_monitor_fd(zr_socket *s)
-{
-	return s->mon_ready ? s->efd_mon : -EINVAL;
-}
-
-static int
-sock_monitor_recv(zr_socket *s, struct zr_event *ev, int timeout_ms)
-{
-	uint64_t deadline = sock_deadline(0, timeout_ms);
-
-	if (!s->mon_ready)
-		return -EINVAL;
-	for (;;) {
-		struct zr_event *e = zr__spsc_pop(&s->mon);
-		int rc;
-
-		if (e == NULL) {
-			if (deadline == 0) /* see sock_recv: zr_monitor_fd must not stay readable */
-				sock_drain_fd(s->efd_mon);
-			atomic_store(&s->mon_armed, 1);
-			atomic_thread_fence(memory_order_seq_cst);
-			e = zr__spsc_pop(&s->mon);
-		}
-		if (e != NULL) {
-			*ev = *e;
-			free(e);
-			return 0;
-		}
-		rc = sock_wait(s, s->efd_mon, deadline);
-		if (rc < 0)
-			return rc;
-	}
-}
-
-void
-zr__sock_event(struct zr_socket *s, int type, int value, const char *endpoint)
-{
-	zr__sock_event_why(s, type, value, endpoint, NULL);
-}
-
-void
-zr__sock_event_why(struct zr_socket *s, int type, int value, const char *endpoint,
-                   const char *reason)
-{
-	struct zr_event *e;
-
-	if (!(atomic_load_explicit(&s->mon_mask, memory_order_acquire) & type))
-		return;
-	e = calloc(1, sizeof *e);
-	if (e == NULL)
-		return;
-	e->type = type;
-	e->value = value;
-	if (endpoint != NULL)
-		strncpy(e->endpoint, endpoint, sizeof e->endpoint - 1);
-	if (reason != NULL)
-		strncpy(e->reason, reason, sizeof e->reason - 1);
-	if (!zr__spsc_push(&s->mon, e)) {
-		free(e); /* the app is not reading its events: drop, never block */
-		return;
-	}
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load(&s->mon_armed) && atomic_exchange(&s->mon_armed, 0))
-		sock_signal(s->efd_mon);
 }
 
 static int
@@ -2065,12 +1967,7 @@ zr__sock_io_free(struct zr_socket *s)
 	zr__subs_drop(&s->subs, &s->subs_self);
 	zr__subs_fini(&s->subs);
 	zr_msg_free(s->rep_envelope);
-	if (s->mon_ready) {
-		while ((m = zr__spsc_pop(&s->mon)) != NULL)
-			free(m);
-		zr__spsc_fini(&s->mon);
-		close(s->efd_mon);
-	}
+	zr__monitor_fini(&s->mon);
 	pthread_mutex_destroy(&s->rid_lock);
 	free(s->rids);
 	sock_eplist_free(&s->bound);
