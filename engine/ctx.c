@@ -184,13 +184,10 @@ zr__ctx_command(struct zr_ctx *ctx, struct zr__cmd *cmd)
 }
 
 void
-zr__ctx_dirty(struct zr_ctx *ctx, struct zr_socket *s)
+zr__ctx_dirty_push(struct zr_ctx *ctx, struct zr_socket *s)
 {
-	struct zr_socket *head;
+	struct zr_socket *head = atomic_load(&ctx->dirty);
 
-	if (!zr__sock_dirty_claim(s))
-		return; /* already queued: the io thread will look */
-	head = atomic_load(&ctx->dirty);
 	do {
 		zr__sock_dirty_link(s, head);
 	} while (!atomic_compare_exchange_weak(&ctx->dirty, &head, s));

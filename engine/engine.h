@@ -419,8 +419,14 @@ struct zr_ctx {
 
 /* Queues a command for the io thread and wakes it. Takes ownership of cmd. */
 void zr__ctx_command(struct zr_ctx *ctx, struct zr__cmd *cmd);
-/* Marks a socket dirty (app thread): the io thread looks at its queues. */
+/* Marks a socket dirty (app thread): the io thread looks at its queues.
+ * Defined in socket.c beside the socket's flag, so that a sender finding
+ * the flag still set returns without a call into another file; only a
+ * socket not yet on the stack goes on to zr__ctx_dirty_push (ctx.c). */
 void zr__ctx_dirty(struct zr_ctx *ctx, struct zr_socket *s);
+/* Pushes s, whose dirty flag the caller has just set, on the context's
+ * dirty stack and wakes the loop. */
+void zr__ctx_dirty_push(struct zr_ctx *ctx, struct zr_socket *s);
 
 /* io thread: socket side (socket.c) */
 void zr__sock_io_command(struct zr_socket *s, struct zr__cmd *cmd);

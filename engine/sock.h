@@ -43,10 +43,8 @@ int zr__sock_send_cancellable(zr_socket *s, zr_msg **msg, int timeout_ms, int ca
 
 /* ---- the context (ctx.c) ----------------------------------------------------- */
 
-/* App thread, zr__ctx_dirty: whether the caller must push s on the
- * context's dirty stack (false: it is there already), and the link to the
- * one below it while pushing. */
-bool zr__sock_dirty_claim(zr_socket *s);
+/* App thread, zr__ctx_dirty_push: links s to the one below it on the
+ * context's dirty stack. */
 void zr__sock_dirty_link(zr_socket *s, zr_socket *below);
 /* io thread: takes s off the dirty stack; returns the one below it. A
  * push from now on puts s back. */

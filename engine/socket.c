@@ -2028,13 +2028,15 @@ zr__sock_unmatched(zr_socket *s)
  * thread clears the flag with an exchange before it drains
  * (zr__sock_dirty_pop), so either it sees our message or we see the flag
  * cleared. */
-bool
-zr__sock_dirty_claim(zr_socket *s)
+void
+zr__ctx_dirty(struct zr_ctx *ctx, struct zr_socket *s)
 {
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&s->dirty, memory_order_relaxed) != 0)
-		return false;
-	return atomic_exchange(&s->dirty, 1) == 0;
+		return;
+	if (atomic_exchange(&s->dirty, 1) != 0)
+		return; /* already queued: the io thread will look */
+	zr__ctx_dirty_push(ctx, s);
 }
 
 void
