@@ -20,7 +20,9 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +32,9 @@
 #include <unistd.h>
 
 #include "brokermsg.h"
-#include "engine.h"
+#include "io/endpoint.h"
+#include "io/loop.h"
+#include "sock.h"
 
 #define BROKER_REPLY_PREFIX "zmq-reply:"
 #define BROKER_REPLY_MAX (sizeof BROKER_REPLY_PREFIX + 2 * ZR__SUB_MAX)
@@ -445,9 +449,9 @@ sub_decode(struct zr_subscription *sub, zr_msg *m, struct zr__brokermsg_scratch 
 	}
 	/* ROUTER: [routing id, name, headers, payload]. */
 	rid = zr_msg_frame(m, 0, &rid_len);
-	if (m->nframes >= 2)
+	if (zr_msg_frames(m) >= 2)
 		zr_msg_frame(m, 1, &first_len);
-	if (m->nframes < 2 || (m->nframes == 2 && first_len == 0)) {
+	if (zr_msg_frames(m) < 2 || (zr_msg_frames(m) == 2 && first_len == 0)) {
 		struct zr_delivery blank = {0};
 
 		*d = blank;
@@ -739,7 +743,7 @@ sub_release_endpoint(struct zr_subscription *sub)
 	if (!sub->bound || zr_getsockopt(sub->sock, ZR_LAST_ENDPOINT, ep, &len) < 0 ||
 	    zr_unbind(sub->sock, ep) < 0)
 		return;
-	while (atomic_load(&sub->sock->listen_fds) > 0 && zr__now_ms() < deadline) {
+	while (zr__sock_listen_fds(sub->sock) > 0 && zr__now_ms() < deadline) {
 		struct timespec ts = {0, 1000000L};
 
 		nanosleep(&ts, NULL);
@@ -773,8 +777,8 @@ sub_stop_join(struct zr_subscription *sub)
 	}
 	if (sub->sock != NULL) {
 		/* What the channel still holds is discarded with the socket. */
-		if (sub->sock->queues_ready && !sub->channel_counted)
-			atomic_fetch_add(&sub->discarded, zr__spsc_count(&sub->sock->rx));
+		if (!sub->channel_counted)
+			atomic_fetch_add(&sub->discarded, zr__sock_rx_queued(sub->sock));
 		sub_release_endpoint(sub);
 	}
 	/* zr_subscription_stats, from any thread, reads the socket while
@@ -782,7 +786,7 @@ sub_stop_join(struct zr_subscription *sub)
 	 * close, after which the io thread may free the socket. */
 	pthread_mutex_lock(&sub->lock);
 	if (sub->sock != NULL)
-		sub->peak = atomic_load(&sub->sock->rx_peak);
+		sub->peak = zr__sock_rx_peak(sub->sock);
 	sub->joined = true;
 	pthread_mutex_unlock(&sub->lock);
 	if (sub->sock != NULL)
@@ -1019,9 +1023,9 @@ zr_subscription_stats(zr_subscription *sub, struct zr_sub_stats *st)
 	 * zr_broker_shutdown, and a closed socket may already be freed). No
 	 * handler runs under this lock, so a handler may ask too. */
 	pthread_mutex_lock(&sub->lock);
-	if (!sub->joined && !sub->channel_counted && sub->sock->queues_ready)
-		st->depth = zr__spsc_count(&sub->sock->rx);
-	st->peak_depth = sub->joined ? sub->peak : atomic_load(&sub->sock->rx_peak);
+	if (!sub->joined && !sub->channel_counted)
+		st->depth = zr__sock_rx_queued(sub->sock);
+	st->peak_depth = sub->joined ? sub->peak : zr__sock_rx_peak(sub->sock);
 	pthread_mutex_unlock(&sub->lock);
 	st->in_flight = received > handled + discarded ? (size_t)(received - handled - discarded) : 0;
 	st->read_ahead = sub->read_ahead;
@@ -1056,7 +1060,7 @@ zr_broker_shutdown(zr_broker *b)
 	for (struct zr_subscription *sub = b->subs; sub != NULL; sub = sub->next) {
 		if (sub->joined)
 			continue;
-		atomic_store(&sub->sock->rx_hold, 1);
+		zr__sock_rx_hold(sub->sock);
 		if (atomic_load(&sub->stop) == SUB_RUN)
 			atomic_store(&sub->stop, SUB_DRAIN);
 		fd_signal(sub->efd_stop);
@@ -1085,7 +1089,7 @@ zr_broker_shutdown(zr_broker *b)
 		} else if (!sub->joined) {
 			/* rx_hold keeps anything new out: what the channel holds
 			 * now is what this shutdown discards. */
-			atomic_fetch_add(&sub->discarded, zr__spsc_count(&sub->sock->rx));
+			atomic_fetch_add(&sub->discarded, zr__sock_rx_queued(sub->sock));
 			atomic_store(&sub->stop, SUB_DROP);
 			pthread_mutex_lock(&sub->lock);
 			sub->channel_counted = true; /* under the lock: zr_subscription_stats */
@@ -1228,7 +1232,7 @@ zr_publisher_stats(zr_publisher *p, struct zr_pub_stats *st)
 		st->blocked_now_ms = now > since ? now - since : 1;
 	}
 	if (p->sock != NULL)
-		st->unmatched = atomic_load(&p->sock->unmatched);
+		st->unmatched = zr__sock_unmatched(p->sock);
 }
 
 static int
@@ -1291,7 +1295,7 @@ pub_send(struct zr_publisher *p, zr_socket *sock, const char *name, const char *
 	for (;;) {
 		if (atomic_load(&p->b->closed))
 			return pub_interrupted(p, name);
-		if (no_peer_retry && atomic_load(&sock->nready) == 0) {
+		if (no_peer_retry && zr__sock_ready_peers(sock) == 0) {
 			struct pollfd pf = {.fd = p->efd_cancel, .events = POLLIN};
 			uint64_t now = zr__now_ms();
 			int step = ZR_SEND_RETRY_STEP_MS, left = remaining_ms(deadline);
@@ -1474,7 +1478,7 @@ pub_drain_xpub(struct zr_publisher *p)
 {
 	zr_msg *m;
 
-	while (p->sock->type == ZR_XPUB && zr_recv(p->sock, &m, ZR_DONTWAIT) == 0)
+	while (zr__sock_type(p->sock) == ZR_XPUB && zr_recv(p->sock, &m, ZR_DONTWAIT) == 0)
 		zr_msg_free(m);
 }
 

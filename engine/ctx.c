@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "sock.h"
 
 #define CTX_SQ_ENTRIES 1024
 /* Terminating, the io thread re-checks the sockets left this often: an app
@@ -34,30 +35,13 @@ ctx_run_commands(struct zr_ctx *ctx)
 		next = cmd->next;
 		if (cmd->type == ZR__CMD_TERM) {
 			ctx->term = true;
-			for (struct zr_socket *s = ctx->sockets; s != NULL; s = s->next) {
-				uint64_t one = 1;
-
-				/* Blocked calls in app threads wake and see -ETERM. */
-				atomic_store(&s->closed, 1);
-				(void)!write(s->efd_rx, &one, sizeof one);
-				(void)!write(s->efd_tx, &one, sizeof one);
-				if (!s->io_closing) {
-					struct zr__cmd close_cmd = {.type = ZR__CMD_CLOSE, .sock = s};
-
-					zr__sock_io_command(s, &close_cmd);
-				}
-			}
+			for (struct zr_socket *s = ctx->sockets; s != NULL;
+			     s = zr__sock_list_next(s))
+				zr__sock_io_term(s);
 			free(cmd);
 			continue;
 		}
-		if (!cmd->sock->listed) {
-			cmd->sock->listed = true;
-			cmd->sock->next = ctx->sockets;
-			cmd->sock->prev = NULL;
-			if (ctx->sockets != NULL)
-				ctx->sockets->prev = cmd->sock;
-			ctx->sockets = cmd->sock;
-		}
+		zr__sock_list_add(&ctx->sockets, cmd->sock);
 		zr__sock_io_command(cmd->sock, cmd);
 		free(cmd);
 	}
@@ -77,8 +61,7 @@ ctx_wake(void *arg)
 	ctx_run_commands(ctx);
 	s = atomic_exchange(&ctx->dirty, NULL);
 	for (; s != NULL; s = next) {
-		next = s->dirty_next;
-		atomic_exchange(&s->dirty, 0);
+		next = zr__sock_dirty_pop(s);
 		zr__sock_io_dirty(s);
 	}
 }
@@ -89,15 +72,10 @@ ctx_reap_sockets(struct zr_ctx *ctx)
 	struct zr_socket *s = ctx->sockets, *next;
 
 	for (; s != NULL; s = next) {
-		next = s->next;
+		next = zr__sock_list_next(s);
 		if (!zr__sock_io_done(s))
 			continue;
-		if (s->prev != NULL)
-			s->prev->next = s->next;
-		else
-			ctx->sockets = s->next;
-		if (s->next != NULL)
-			s->next->prev = s->prev;
+		zr__sock_list_remove(&ctx->sockets, s);
 		zr__sock_io_free(s);
 	}
 }
@@ -145,6 +123,8 @@ zr_ctx_new(zr_ctx **out)
 	        syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 	rc = pthread_create(&ctx->thread, NULL, ctx_main, ctx);
 	if (rc != 0) {
+		pthread_mutex_destroy(&ctx->lock);
+		pthread_cond_destroy(&ctx->cond);
 		free(ctx);
 		return -rc;
 	}
@@ -204,23 +184,12 @@ zr__ctx_command(struct zr_ctx *ctx, struct zr__cmd *cmd)
 }
 
 void
-zr__ctx_dirty(struct zr_ctx *ctx, struct zr_socket *s)
+zr__ctx_dirty_push(struct zr_ctx *ctx, struct zr_socket *s)
 {
-	struct zr_socket *head;
+	struct zr_socket *head = atomic_load(&ctx->dirty);
 
-	/* A busy sender finds the flag still set from its last message: a read
-	 * (after the fence that orders its queue write before it) instead of a
-	 * locked exchange on a line the io thread writes once per drain. The io
-	 * thread clears the flag with an exchange before it drains, so either
-	 * it sees our message or we see the flag cleared. */
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load_explicit(&s->dirty, memory_order_relaxed) != 0)
-		return;
-	if (atomic_exchange(&s->dirty, 1) != 0)
-		return; /* already queued: the io thread will look */
-	head = atomic_load(&ctx->dirty);
 	do {
-		s->dirty_next = head;
+		zr__sock_dirty_link(s, head);
 	} while (!atomic_compare_exchange_weak(&ctx->dirty, &head, s));
 	zr__loop_wake(&ctx->loop);
 }

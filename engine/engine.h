@@ -34,6 +34,7 @@
 #include "io/endpoint.h"
 #include "io/loop.h"
 #include "pattern.h"
+#include "sock.h"
 #include "subs.h"
 
 /* ---- messages ----------------------------------------------------------- */
@@ -134,8 +135,6 @@ size_t zr__spsc_count_upto(struct zr__spsc *q, size_t limit);
 size_t zr__spsc_cap(const struct zr__spsc *q);
 
 /* ---- options ------------------------------------------------------------ */
-
-#define ZR__SUB_MAX 255 /* a routing id or a PLAIN credential */
 
 struct zr__options {
 	int sndhwm, rcvhwm;
@@ -259,6 +258,17 @@ struct zr__eplist {
 	char resolved[ZR__ENDPOINT_TEXT_MAX]; /* as the io thread names it */
 };
 
+/* A socket's event queue (monitor.c): the io thread produces, the app
+ * consumes. The queue first: its cache-line alignment would pad a field
+ * put before it to a line of its own. */
+struct zr__monitor {
+	struct zr__spsc q; /* exists once ready (before mask is first set) */
+	atomic_int mask;   /* the events the app asked for; 0 until it did */
+	atomic_int armed;  /* the app waits: signal efd */
+	int efd;
+	bool ready;
+};
+
 struct zr_socket {
 	struct zr_ctx *ctx;
 	const struct zr__sock_ops *ops; /* its pattern (pattern.h): chosen at open */
@@ -324,12 +334,7 @@ struct zr_socket {
 	_Atomic uint64_t unmatched;    /* PUB/XPUB: messages no subscriber matched */
 	struct zr_socket *dirty_next;
 
-	/* monitoring: io thread produces, app consumes */
-	atomic_int mon_mask;
-	struct zr__spsc mon;
-	bool mon_ready;
-	int efd_mon;
-	atomic_int mon_armed;
+	struct zr__monitor mon;
 
 	/* Each pattern family's own state (pattern.h); only the socket's family
 	 * touches its part. */
@@ -353,10 +358,6 @@ struct zr_socket {
 	struct zr__timer linger_timer; /* LINGER ran out: close everything */
 	struct zr__timer close_timer;  /* re-check close progress, outside any callback */
 };
-
-/* app side: zr_send with a timeout (-1: none) that a readable cancel_fd ends
- * early with -ECANCELED (the message stays with the caller). */
-int zr__sock_send_cancellable(struct zr_socket *s, zr_msg **msg, int timeout_ms, int cancel_fd);
 
 /* ---- the context -------------------------------------------------------- */
 
@@ -402,8 +403,14 @@ struct zr_ctx {
 
 /* Queues a command for the io thread and wakes it. Takes ownership of cmd. */
 void zr__ctx_command(struct zr_ctx *ctx, struct zr__cmd *cmd);
-/* Marks a socket dirty (app thread): the io thread looks at its queues. */
+/* Marks a socket dirty (app thread): the io thread looks at its queues.
+ * Defined in socket.c beside the socket's flag, so that a sender finding
+ * the flag still set returns without a call into another file; only a
+ * socket not yet on the stack goes on to zr__ctx_dirty_push (ctx.c). */
 void zr__ctx_dirty(struct zr_ctx *ctx, struct zr_socket *s);
+/* Pushes s, whose dirty flag the caller has just set, on the context's
+ * dirty stack and wakes the loop. */
+void zr__ctx_dirty_push(struct zr_ctx *ctx, struct zr_socket *s);
 
 /* io thread: socket side (socket.c) */
 void zr__sock_io_command(struct zr_socket *s, struct zr__cmd *cmd);
@@ -432,14 +439,16 @@ void zr__sock_msg_sent(struct zr_socket *s, zr_msg *m);
 /* Wakes a waiting reader once for everything delivered since the last call
  * (a connection calls it after each decoded batch, not per message). */
 void zr__sock_rx_flush(struct zr_socket *s);
-/* Before bind/connect: resume a paused connection at every slot the app
- * frees, not at half (the broker keeps its read_ahead channel full). */
-void zr__sock_rx_refill_each(struct zr_socket *s);
-/* Records a monitor event if the app asked for this type (io thread). */
+/* Monitoring (monitor.c). Records an event if the app asked for this type
+ * (io thread). */
 void zr__sock_event(struct zr_socket *s, int type, int value, const char *endpoint);
 /* The same, with a reason in words (handshake failures). */
 void zr__sock_event_why(struct zr_socket *s, int type, int value, const char *endpoint,
                         const char *reason);
+void zr__monitor_init(struct zr__monitor *m);
+void zr__monitor_fini(struct zr__monitor *m);
+/* zr_monitor_recv inside the socket's call count (socket.c). */
+int zr__monitor_recv(struct zr_socket *s, struct zr_event *ev, int timeout_ms);
 /* A subscription (un)subscribe arrived on c (PUB/XPUB). Returns 1 (done),
  * 0 when an XPUB's notice for it must wait for room in rx (nothing changed:
  * c pauses and offers it again), <0 when c must be closed (a limit, with

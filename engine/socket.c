@@ -247,9 +247,7 @@ zr_socket_open(zr_ctx *ctx, int type, zr_socket **out)
 	atomic_init(&s->calls, 0);
 	atomic_init(&s->calls_tx, 0);
 	atomic_init(&s->calls_rx, 0);
-	atomic_init(&s->mon_mask, 0);
-	atomic_init(&s->mon_armed, 0);
-	s->efd_mon = -1;
+	zr__monitor_init(&s->mon);
 	{
 		int rc = ops->init != NULL ? ops->init(s) : 0;
 
@@ -644,8 +642,6 @@ sock_recv(zr_socket *s, zr_msg **msg, int flags, bool own)
  */
 enum sock_role { SOCK_CALL_OTHER, SOCK_CALL_TX, SOCK_CALL_RX };
 
-static int sock_monitor_recv(zr_socket *s, struct zr_event *ev, int timeout_ms);
-
 static atomic_uint *
 sock_role_count(zr_socket *s, enum sock_role role)
 {
@@ -729,7 +725,7 @@ int
 zr_monitor_recv(zr_socket *s, struct zr_event *ev, int timeout_ms)
 {
 	sock_call_enter(s, SOCK_CALL_OTHER);
-	return sock_call_leave(s, SOCK_CALL_OTHER, sock_monitor_recv(s, ev, timeout_ms));
+	return sock_call_leave(s, SOCK_CALL_OTHER, zr__monitor_recv(s, ev, timeout_ms));
 }
 
 /* see zring.h */
@@ -781,179 +777,6 @@ zr_socket_fd(zr_socket *s)
 	return s->efd_rx;
 }
 
-#define SOCK_MON_MAX 1024
-
-/* see zring.h */
-int
-zr_socket_monitor(zr_socket *s, int events)
-{
-	if (!s->mon_ready) {
-		int rc;
-
-		if (events == 0)
-			return 0;
-		s->efd_mon = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-		if (s->efd_mon < 0)
-			return -errno;
-		rc = zr__spsc_init(&s->mon, SOCK_MON_MAX);
-		if (rc < 0) {
-			close(s->efd_mon);
-			return rc;
-		}
-		s->mon_ready = true;
-	}
-	/* Release: the io thread sees the queue ready once it sees the mask. */
-	atomic_store_explicit(&s->mon_mask, events, memory_order_release);
-	return 0;
-}
-
-/* see zring.h */
-int
-zr_monitor_fd(zr_socket *s)
-{
-	return s->mon_ready ? s->efd_mon : -EINVAL;
-}
-
-static int
-sock_monitor_recv(zr_socket *s, struct zr_event *ev, int timeout_ms)
-{
-	uint64_t deadline = sock_deadline(0, timeout_ms);
-
-	if (!s->mon_ready)
-		return -EINVAL;
-	for (;;) {
-		struct zr_event *e = zr__spsc_pop(&s->mon);
-		int rc;
-
-		if (e == NULL) {
-			if (deadline == 0) /* see sock_recv: zr_monitor_fd must not stay readable */
-				sock_drain_fd(s->efd_mon);
-			atomic_store(&s->mon_armed, 1);
-			atomic_thread_fence(memory_order_seq_cst);
-			e = zr__spsc_pop(&s->mon);
-		}
-		if (e != NULL) {
-			*ev = *e;
-			free(e);
-			return 0;
-		}
-		rc = sock_wait(s, s->efd_mon, deadline);
-		if (rc < 0)
-			return rc;
-	}
-}
-
-void
-zr__sock_event(struct zr_socket *s, int type, int value, const char *endpoint)
-{
-	zr__sock_event_why(s, type, value, endpoint, NULL);
-}
-
-void
-zr__sock_event_why(struct zr_socket *s, int type, int value, const char *endpoint,
-                   const char *reason)
-{
-	struct zr_event *e;
-
-	if (!(atomic_load_explicit(&s->mon_mask, memory_order_acquire) & type))
-		return;
-	e = calloc(1, sizeof *e);
-	if (e == NULL)
-		return;
-	e->type = type;
-	e->value = value;
-	if (endpoint != NULL)
-		strncpy(e->endpoint, endpoint, sizeof e->endpoint - 1);
-	if (reason != NULL)
-		strncpy(e->reason, reason, sizeof e->reason - 1);
-	if (!zr__spsc_push(&s->mon, e)) {
-		free(e); /* the app is not reading its events: drop, never block */
-		return;
-	}
-	atomic_thread_fence(memory_order_seq_cst);
-	if (atomic_load(&s->mon_armed) && atomic_exchange(&s->mon_armed, 0))
-		sock_signal(s->efd_mon);
-}
-
-static int
-sock_opt_int(const void *v, size_t len, int *out)
-{
-	if (len != sizeof(int))
-		return -EINVAL;
-	memcpy(out, v, sizeof(int));
-	return 0;
-}
-
-static int
-sock_opt_bytes(const void *v, size_t len, uint8_t *dst, size_t *dst_len, size_t max)
-{
-	if (len > max || (len > 0 && v == NULL))
-		return -EINVAL;
-	if (len > 0)
-		memcpy(dst, v, len);
-	*dst_len = len;
-	return 0;
-}
-
-/* A CURVE key option: 32 octets, or 40 Z85 characters (and a NUL, as
- * libzmq allows). Setting one selects CURVE; the server key also makes this
- * socket a client (libzmq's rule). */
-static int
-sock_opt_key(struct zr__options *o, const void *v, size_t len, uint8_t key[ZR_CURVE_KEY_LEN],
-             bool *set, bool client)
-{
-	char z85[ZR_CURVE_KEY_Z85_LEN + 1];
-
-	if (v == NULL)
-		return -EINVAL;
-	if (len == ZR_CURVE_KEY_LEN) {
-		memcpy(key, v, ZR_CURVE_KEY_LEN);
-	} else if (len == ZR_CURVE_KEY_Z85_LEN ||
-	           (len == ZR_CURVE_KEY_Z85_LEN + 1 &&
-	            ((const char *)v)[ZR_CURVE_KEY_Z85_LEN] == '\0')) {
-		memcpy(z85, v, ZR_CURVE_KEY_Z85_LEN);
-		z85[ZR_CURVE_KEY_Z85_LEN] = '\0';
-		if (zr_curve_key_decode(key, z85) < 0)
-			return -EINVAL;
-	} else {
-		return -EINVAL;
-	}
-	*set = true;
-	o->mechanism = ZR_MECH_CURVE;
-	if (client)
-		o->as_server = false;
-	return 0;
-}
-
-/* Reads a CURVE key back: 32 octets when *len is 32, else Z85 and a NUL. */
-static int
-sock_opt_key_get(const uint8_t key[ZR_CURVE_KEY_LEN], bool set, void *v, size_t *len)
-{
-	char z85[ZR_CURVE_KEY_Z85_LEN + 1];
-
-	if (!set)
-		return -EINVAL;
-	if (*len == ZR_CURVE_KEY_LEN) {
-		memcpy(v, key, ZR_CURVE_KEY_LEN);
-		return 0;
-	}
-	if (*len < sizeof z85)
-		return -EINVAL;
-	zr_curve_key_encode(z85, key);
-	memcpy(v, z85, sizeof z85);
-	*len = sizeof z85;
-	return 0;
-}
-
-/* see zring.h */
-int
-zr_socket_set_auth(zr_socket *s, zr_zmtp_auth_cb *cb, void *arg)
-{
-	s->auth = cb;
-	s->auth_arg = arg;
-	return 0;
-}
-
 static int
 sock_subscribe(zr_socket *s, int type, const void *v, size_t len)
 {
@@ -967,207 +790,6 @@ sock_subscribe(zr_socket *s, int type, const void *v, size_t len)
 	if (len > 0)
 		memcpy(cmd->data, v, len);
 	zr__ctx_command(s->ctx, cmd);
-	return 0;
-}
-
-/* see zring.h */
-int
-zr_setsockopt(zr_socket *s, int option, const void *v, size_t len)
-{
-	struct zr__options *o = &s->opt;
-	int i = 0;
-
-	switch (option) {
-	case ZR_ROUTING_ID:
-		if (len == 0 || ((const uint8_t *)v)[0] == 0)
-			return -EINVAL; /* RFC 37 reserves ids starting with 0x00 */
-		return sock_opt_bytes(v, len, o->routing_id, &o->routing_id_len, ZR__SUB_MAX);
-	case ZR_SUBSCRIBE:
-	case ZR_UNSUBSCRIBE:
-		return sock_subscribe(s, option == ZR_SUBSCRIBE ? ZR__CMD_SUBSCRIBE : ZR__CMD_UNSUBSCRIBE,
-		                      v, len);
-	case ZR_PLAIN_USERNAME:
-	case ZR_PLAIN_PASSWORD:
-		if (option == ZR_PLAIN_USERNAME
-		        ? sock_opt_bytes(v, len, o->username, &o->username_len, ZR__SUB_MAX) < 0
-		        : sock_opt_bytes(v, len, o->password, &o->password_len, ZR__SUB_MAX) < 0)
-			return -EINVAL;
-		/* libzmq: either credential makes a PLAIN client; (NULL, 0) goes
-		 * back to NULL */
-		o->mechanism = v == NULL && len == 0 ? ZR_MECH_NULL : ZR_MECH_PLAIN;
-		o->as_server = false;
-		return 0;
-	case ZR_CURVE_PUBLICKEY:
-		return sock_opt_key(o, v, len, o->curve_public, &o->curve_public_set, false);
-	case ZR_CURVE_SECRETKEY:
-		return sock_opt_key(o, v, len, o->curve_secret, &o->curve_secret_set, false);
-	case ZR_CURVE_SERVERKEY:
-		return sock_opt_key(o, v, len, o->curve_server, &o->curve_server_set, true);
-	case ZR_MAXMSGSIZE:
-	case ZR_SNDBYTES:
-	case ZR_RCVBYTES: {
-		int64_t *dst = option == ZR_MAXMSGSIZE ? &o->maxmsgsize
-		               : option == ZR_SNDBYTES ? &o->sndbytes
-		                                       : &o->rcvbytes;
-
-		if (len != sizeof(int64_t))
-			return -EINVAL;
-		memcpy(dst, v, sizeof *dst);
-		return 0;
-	}
-	case ZR_SUBS_MAXBYTES: {
-		int64_t b;
-
-		if (len != sizeof b)
-			return -EINVAL;
-		memcpy(&b, v, sizeof b);
-		if (b < -1)
-			return -EINVAL;
-		o->subs_maxbytes = b;
-		return 0;
-	}
-	default:
-		break;
-	}
-	if (sock_opt_int(v, len, &i) < 0)
-		return -EINVAL;
-	switch (option) {
-	case ZR_SNDHWM:
-	case ZR_RCVHWM:
-		if (i < 0 || s->queues_ready)
-			return -EINVAL; /* the queues are sized at the first bind/connect */
-		*(option == ZR_SNDHWM ? &o->sndhwm : &o->rcvhwm) = i;
-		return 0;
-	case ZR_SNDBUF: o->sndbuf = i; return 0;
-	case ZR_RCVBUF: o->rcvbuf = i; return 0;
-	case ZR_LINGER: o->linger_ms = i; return 0;
-	case ZR_RECONNECT_IVL: o->reconnect_ivl_ms = i; return 0;
-	case ZR_RECONNECT_IVL_MAX: o->reconnect_ivl_max_ms = i; return 0;
-	case ZR_RCVTIMEO: o->rcvtimeo_ms = i; return 0;
-	case ZR_SNDTIMEO: o->sndtimeo_ms = i; return 0;
-	case ZR_ROUTER_MANDATORY: o->router_mandatory = i != 0; return 0;
-	case ZR_IPV6: o->ipv6 = i != 0; return 0;
-	case ZR_PLAIN_SERVER:
-	case ZR_CURVE_SERVER:
-		/* libzmq: 1 makes a server of that mechanism, 0 goes back to NULL */
-		if (i != 0 && i != 1)
-			return -EINVAL;
-		o->as_server = i != 0;
-		o->mechanism = i == 0 ? ZR_MECH_NULL
-		               : option == ZR_PLAIN_SERVER ? ZR_MECH_PLAIN
-		                                           : ZR_MECH_CURVE;
-		return 0;
-	case ZR_HANDSHAKE_IVL: o->handshake_ivl_ms = i; return 0;
-	case ZR_HEARTBEAT_IVL: o->heartbeat_ivl_ms = i; return 0;
-	case ZR_HEARTBEAT_TTL: o->heartbeat_ttl_ms = i; return 0;
-	case ZR_HEARTBEAT_TIMEOUT: o->heartbeat_timeout_ms = i; return 0;
-	case ZR_PUB_POLICY:
-		if (i < ZR_PUB_DROP_NEW || i > ZR_PUB_DISCONNECT)
-			return -EINVAL;
-		o->pub_policy = i;
-		return 0;
-	case ZR_CONNS_MAX:
-		if (i < -1 || i == 0) /* -1: no limit, as SUBS_MAX */
-			return -EINVAL;
-		o->conns_max = i;
-		return 0;
-	case ZR_SUBS_MAX:
-		if (i < -1)
-			return -EINVAL;
-		o->subs_max = i;
-		return 0;
-	/* libzmq's rule: VERBOSE sets or clears verbose subscribes (and clears
-	 * verbose cancels), VERBOSER sets or clears both. */
-	case ZR_XPUB_VERBOSE: o->xpub_verbose = i != 0 ? 1 : 0; return 0;
-	case ZR_XPUB_VERBOSER: o->xpub_verbose = i != 0 ? 2 : 0; return 0;
-	case ZR_MAXFRAMES:
-		/* A message has at least one frame: 0 would refuse them all. */
-		if (i == 0 || i < -1)
-			return -EINVAL;
-		o->maxframes = i;
-		return 0;
-	default: return -EINVAL;
-	}
-}
-
-/* see zring.h */
-int
-zr_getsockopt(zr_socket *s, int option, void *v, size_t *len)
-{
-	const struct zr__options *o = &s->opt;
-	int i;
-
-	switch (option) {
-	case ZR_LAST_ENDPOINT: {
-		size_t n = strlen(s->last_endpoint) + 1;
-
-		if (*len < n)
-			return -EINVAL;
-		memcpy(v, s->last_endpoint, n);
-		*len = n;
-		return 0;
-	}
-	case ZR_ROUTING_ID:
-		if (*len < o->routing_id_len)
-			return -EINVAL;
-		memcpy(v, o->routing_id, o->routing_id_len);
-		*len = o->routing_id_len;
-		return 0;
-	case ZR_MAXMSGSIZE:
-	case ZR_SNDBYTES:
-	case ZR_RCVBYTES: {
-		const int64_t *src = option == ZR_MAXMSGSIZE ? &o->maxmsgsize
-		                     : option == ZR_SNDBYTES ? &o->sndbytes
-		                                             : &o->rcvbytes;
-
-		if (*len < sizeof(int64_t))
-			return -EINVAL;
-		memcpy(v, src, sizeof *src);
-		*len = sizeof *src;
-		return 0;
-	}
-	case ZR_SUBS_MAXBYTES:
-		if (*len < sizeof(int64_t))
-			return -EINVAL;
-		memcpy(v, &o->subs_maxbytes, sizeof o->subs_maxbytes);
-		*len = sizeof o->subs_maxbytes;
-		return 0;
-	case ZR_PUB_POLICY: i = o->pub_policy; break;
-	case ZR_CONNS_MAX: i = o->conns_max; break;
-	case ZR_SUBS_MAX: i = o->subs_max; break;
-	case ZR_XPUB_VERBOSE: i = o->xpub_verbose >= 1; break;
-	case ZR_XPUB_VERBOSER: i = o->xpub_verbose == 2; break;
-	case ZR_MAXFRAMES: i = o->maxframes; break;
-	case ZR_SNDHWM: i = o->sndhwm; break;
-	case ZR_RCVHWM: i = o->rcvhwm; break;
-	case ZR_SNDBUF: i = o->sndbuf; break;
-	case ZR_RCVBUF: i = o->rcvbuf; break;
-	case ZR_LINGER: i = o->linger_ms; break;
-	case ZR_RECONNECT_IVL: i = o->reconnect_ivl_ms; break;
-	case ZR_RECONNECT_IVL_MAX: i = o->reconnect_ivl_max_ms; break;
-	case ZR_RCVTIMEO: i = o->rcvtimeo_ms; break;
-	case ZR_SNDTIMEO: i = o->sndtimeo_ms; break;
-	case ZR_ROUTER_MANDATORY: i = o->router_mandatory; break;
-	case ZR_IPV6: i = o->ipv6; break;
-	case ZR_PLAIN_SERVER: i = o->as_server && o->mechanism == ZR_MECH_PLAIN; break;
-	case ZR_CURVE_SERVER: i = o->as_server && o->mechanism == ZR_MECH_CURVE; break;
-	case ZR_MECHANISM: i = o->mechanism; break;
-	case ZR_CURVE_PUBLICKEY:
-		return sock_opt_key_get(o->curve_public, o->curve_public_set, v, len);
-	case ZR_CURVE_SECRETKEY:
-		return sock_opt_key_get(o->curve_secret, o->curve_secret_set, v, len);
-	case ZR_CURVE_SERVERKEY:
-		return sock_opt_key_get(o->curve_server, o->curve_server_set, v, len);
-	case ZR_HANDSHAKE_IVL: i = o->handshake_ivl_ms; break;
-	case ZR_HEARTBEAT_IVL: i = o->heartbeat_ivl_ms; break;
-	case ZR_HEARTBEAT_TTL: i = o->heartbeat_ttl_ms; break;
-	case ZR_HEARTBEAT_TIMEOUT: i = o->heartbeat_timeout_ms; break;
-	default: return -EINVAL;
-	}
-	if (*len < sizeof i)
-		return -EINVAL;
-	memcpy(v, &i, sizeof i);
-	*len = sizeof i;
 	return 0;
 }
 
@@ -1776,16 +1398,161 @@ zr__sock_io_free(struct zr_socket *s)
 	}
 	if (s->ops->fini != NULL)
 		s->ops->fini(s);
-	if (s->mon_ready) {
-		while ((m = zr__spsc_pop(&s->mon)) != NULL)
-			free(m);
-		zr__spsc_fini(&s->mon);
-		close(s->efd_mon);
-	}
+	zr__monitor_fini(&s->mon);
 	sock_eplist_free(&s->bound);
 	sock_eplist_free(&s->connected);
 	close(s->efd_rx);
 	close(s->efd_tx);
 	sodium_memzero(&s->opt, sizeof s->opt); /* PLAIN password, CURVE secret key */
 	free(s);
+}
+
+/* ---- for the rest of the engine (sock.h) -------------------------------------- */
+
+int
+zr__sock_type(const zr_socket *s)
+{
+	return s->type;
+}
+
+int
+zr__sock_listen_fds(zr_socket *s)
+{
+	return atomic_load(&s->listen_fds);
+}
+
+int
+zr__sock_ready_peers(zr_socket *s)
+{
+	return atomic_load(&s->nready);
+}
+
+size_t
+zr__sock_rx_queued(zr_socket *s)
+{
+	return s->queues_ready ? zr__spsc_count(&s->rx) : 0;
+}
+
+size_t
+zr__sock_rx_peak(zr_socket *s)
+{
+	return atomic_load(&s->rx_peak);
+}
+
+void
+zr__sock_rx_hold(zr_socket *s)
+{
+	atomic_store(&s->rx_hold, 1);
+}
+
+uint64_t
+zr__sock_unmatched(zr_socket *s)
+{
+	return atomic_load(&s->unmatched);
+}
+
+/* A busy sender finds the flag still set from its last message: a read
+ * (after the fence that orders its queue write before it) instead of a
+ * locked exchange on a line the io thread writes once per drain. The io
+ * thread clears the flag with an exchange before it drains
+ * (zr__sock_dirty_pop), so either it sees our message or we see the flag
+ * cleared. */
+void
+zr__ctx_dirty(struct zr_ctx *ctx, struct zr_socket *s)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&s->dirty, memory_order_relaxed) != 0)
+		return;
+	if (atomic_exchange(&s->dirty, 1) != 0)
+		return; /* already queued: the io thread will look */
+	zr__ctx_dirty_push(ctx, s);
+}
+
+void
+zr__sock_dirty_link(zr_socket *s, zr_socket *below)
+{
+	s->dirty_next = below;
+}
+
+zr_socket *
+zr__sock_dirty_pop(zr_socket *s)
+{
+	zr_socket *below = s->dirty_next; /* read before a new push may set it */
+
+	atomic_exchange(&s->dirty, 0);
+	return below;
+}
+
+void
+zr__sock_list_add(zr_socket **head, zr_socket *s)
+{
+	if (s->listed)
+		return;
+	s->listed = true;
+	s->next = *head;
+	s->prev = NULL;
+	if (*head != NULL)
+		(*head)->prev = s;
+	*head = s;
+}
+
+void
+zr__sock_list_remove(zr_socket **head, zr_socket *s)
+{
+	if (s->prev != NULL)
+		s->prev->next = s->next;
+	else
+		*head = s->next;
+	if (s->next != NULL)
+		s->next->prev = s->prev;
+}
+
+zr_socket *
+zr__sock_list_next(const zr_socket *s)
+{
+	return s->next;
+}
+
+void
+zr__sock_io_term(zr_socket *s)
+{
+	/* Blocked calls in app threads wake and see -ETERM. */
+	atomic_store(&s->closed, 1);
+	sock_signal(s->efd_rx);
+	sock_signal(s->efd_tx);
+	if (!s->io_closing) {
+		struct zr__cmd close_cmd = {.type = ZR__CMD_CLOSE, .sock = s};
+
+		zr__sock_io_command(s, &close_cmd);
+	}
+}
+
+int
+zr__sock_subscribe(zr_socket *s, bool subscribe, const void *topic, size_t len)
+{
+	return sock_subscribe(s, subscribe ? ZR__CMD_SUBSCRIBE : ZR__CMD_UNSUBSCRIBE, topic, len);
+}
+
+uint64_t
+zr__sock_deadline(int flags, int timeout_ms)
+{
+	return sock_deadline(flags, timeout_ms);
+}
+
+int
+zr__sock_wait(zr_socket *s, int fd, uint64_t deadline)
+{
+	return sock_wait(s, fd, deadline);
+}
+
+void
+zr__sock_signal(int fd)
+{
+	sock_signal(fd);
+}
+
+void
+zr__sock_drain(int fd)
+{
+	sock_drain_fd(fd);
 }

@@ -134,3 +134,42 @@ Test(engine_monitor, a_peer_that_never_answers_gives_connect_retried_events)
 	zr_socket_close(s);
 	zr_ctx_free(ctx);
 }
+
+Test(engine_monitor, records_only_the_events_in_the_mask_and_nothing_before_it_is_set)
+{
+	zr_ctx *ctx;
+	zr_socket *pull, *push;
+	char ep[ZR_EVENT_ENDPOINT_MAX];
+	struct zr_event ev;
+
+	cr_assert_eq(zr_ctx_new(&ctx), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
+	/* Not monitored yet: no queue to read, and a mask of 0 makes none. */
+	cr_assert_eq(zr_monitor_recv(pull, &ev, 0), -EINVAL);
+	cr_assert_eq(zr_socket_monitor(pull, 0), 0);
+	cr_assert_eq(zr_monitor_fd(pull), -EINVAL);
+	cr_assert_eq(zr_monitor_recv(pull, &ev, 0), -EINVAL);
+
+	/* Only ACCEPTED asked for: LISTENING and the handshake are not kept. */
+	cr_assert_eq(zr_socket_monitor(pull, ZR_EVENT_ACCEPTED), 0);
+	cr_assert_geq(zr_monitor_fd(pull), 0);
+	sock_bind_connect(pull, "tcp://127.0.0.1:0", push, ep, sizeof ep);
+	cr_assert_eq(zr_monitor_recv(pull, &ev, WAIT_MS), 0);
+	cr_assert_eq(ev.type, ZR_EVENT_ACCEPTED);
+	cr_assert_str_eq(ev.endpoint, ep);
+	cr_assert_eq(zr_send_bytes(push, "x", 1, 0), 0);
+	cr_assert_eq(zr_recv_bytes(pull, ev.reason, 1, 0), 1); /* past the handshake */
+	cr_assert_eq(zr_monitor_recv(pull, &ev, 100), -EAGAIN, "got event 0x%x", ev.type);
+
+	/* 0 stops recording; the queue stays readable. */
+	cr_assert_eq(zr_socket_monitor(pull, 0), 0);
+	cr_assert_geq(zr_monitor_fd(pull), 0);
+	sopt_int(push, ZR_LINGER, 0);
+	zr_socket_close(push);
+	cr_assert_eq(zr_monitor_recv(pull, &ev, 300), -EAGAIN, "got event 0x%x", ev.type);
+
+	sopt_int(pull, ZR_LINGER, 0);
+	zr_socket_close(pull);
+	zr_ctx_free(ctx);
+}
