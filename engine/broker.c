@@ -37,7 +37,7 @@
 #include "sock.h"
 
 #define BROKER_REPLY_PREFIX "zmq-reply:"
-#define BROKER_REPLY_MAX (sizeof BROKER_REPLY_PREFIX + 2 * ZR__SUB_MAX)
+#define BROKER_REPLY_MAX (sizeof BROKER_REPLY_PREFIX + (size_t)2 * ZR__SUB_MAX)
 
 enum sub_stop {
 	SUB_RUN = 0,
@@ -1423,7 +1423,7 @@ static int
 pub_attach(struct zr_publisher *p, const char *name, char *target)
 {
 	zr_broker *b = p->b;
-	bool bind, local;
+	bool bind = false, local = false;
 	uint64_t gen;
 	int rc, type, linger;
 

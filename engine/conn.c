@@ -702,9 +702,12 @@ zr__conn_send(struct zr__conn *c, zr_msg *m, bool force)
 	if (!force && !zr__conn_has_room(c))
 		return false;
 	if (c->out_n == c->out_cap) {
-		size_t cap = c->out_cap * 2;
-		zr_msg **q = malloc(cap * sizeof *q);
+		size_t cap = c->out_cap * 2; /* starts at 16 (conn_new) */
+		zr_msg **q;
 
+		if (!ZR_INVARIANT(cap > 0))
+			return false;
+		q = malloc(cap * sizeof *q);
 		if (q == NULL)
 			return false;
 		for (size_t i = 0; i < c->out_n; i++)
@@ -852,7 +855,6 @@ conn_tx_kick(struct zr__conn *c)
 			c->tx_iov[niov].iov_base = c->tx_buf;
 			c->tx_iov[niov].iov_len = used;
 			niov++;
-			bytes += used;
 		}
 	} else if (c->state == ZR__CONN_ACTIVE && zr_zmtp_state(&c->z) == ZR_ZMTP_TRAFFIC) {
 		/* Without the packing buffer (no memory) every frame goes by reference. */

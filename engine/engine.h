@@ -177,13 +177,13 @@ enum zr__conn_state {
 };
 
 #define ZR__CONN_IOV_MAX 128
-#define ZR__CONN_TX_BATCH (256u * 1024u)
+#define ZR__CONN_TX_BATCH ((size_t)256 * 1024)
 /* Frames up to this size are copied, with their header, into one packed
  * region of the batch (ZR__CONN_PACK octets at most) instead of taking two
  * iovecs each: 1-64 B messages then fill a sendmsg by the thousand. */
 #define ZR__CONN_SMALL_FRAME 256u
-#define ZR__CONN_PACK (16u * 1024u)
-#define ZR__CONN_RX_BUF (64u * 1024u)
+#define ZR__CONN_PACK ((size_t)16 * 1024)
+#define ZR__CONN_RX_BUF ((size_t)64 * 1024)
 
 struct zr__conn {
 	struct zr_socket *sock;

@@ -1130,6 +1130,7 @@ sock_accept_done(struct zr__op *op, int res, uint32_t flags)
 		struct zr__conn *c;
 
 		l->backoff_ms = 0;
+		/* NOLINTNEXTLINE(bugprone-branch-clone): closing and no memory both drop the fd */
 		if (s->io_closing) {
 			close(res);
 		} else if (sock_conns_full(s)) {

@@ -396,7 +396,7 @@ zr__loop_fini(struct zr__loop *l)
 	}
 	while (l->inflight > 0 && zr__now_ms() < give_up) {
 		struct io_uring_cqe *cqe;
-		struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 100 * 1000000};
+		struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 100L * 1000000};
 
 		io_uring_submit_and_wait_timeout(&l->ring->uring, &cqe, 1, &ts, NULL);
 		loop_reap(l);

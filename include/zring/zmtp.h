@@ -144,7 +144,7 @@ ZR_API int zr_zmtp_greeting_parse(const uint8_t *buf, size_t len, struct zr_zmtp
 
 #define ZR_ZMTP_HEADER_MAX 9 /* flags + 8-octet size */
 
-#define ZR_ZMTP_DEFAULT_MAX_MSG_SIZE (64u * 1024u * 1024u)
+#define ZR_ZMTP_DEFAULT_MAX_MSG_SIZE ((uint64_t)64 * 1024 * 1024)
 #define ZR_ZMTP_DEFAULT_MAX_CMD_SIZE (64u * 1024u)      /* after the handshake */
 #define ZR_ZMTP_DEFAULT_MAX_HANDSHAKE_CMD (8u * 1024u)  /* before it completes */
 /* Frames in one message. MAXMSGSIZE counts only frame bodies, so without
