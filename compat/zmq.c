@@ -1716,6 +1716,7 @@ zc_monitor_stop(struct zc_socket *s)
 {
 	struct zc_monitor *mon = s->monitor;
 	int slice = ZC_MONITOR_SLICE_MS;
+	int linger = 1000;
 
 	atomic_store(&mon->stop, true);
 	pthread_join(mon->thread, NULL);
@@ -1724,6 +1725,9 @@ zc_monitor_stop(struct zc_socket *s)
 	(void)zmq_setsockopt(mon->pair, ZMQ_SNDTIMEO, &slice, sizeof slice);
 	atomic_store(&mon->stop, true); /* one slice to hand it over, no retries */
 	(void)zc_monitor_send(mon, ZMQ_EVENT_MONITOR_STOPPED, 0, "");
+	/* LINGER 0 would drop that last event with the socket: let it go out
+	 * (zmq_close does not wait; zmq_ctx_term waits at most this long). */
+	(void)zmq_setsockopt(mon->pair, ZMQ_LINGER, &linger, sizeof linger);
 	zmq_close(mon->pair);
 	free(mon);
 	s->monitor = NULL;
