@@ -47,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -678,7 +679,28 @@ struct zc_socket {
 	char last_endpoint[ZC_ENDPOINT_MAX];
 	struct zc_inert inert;
 	struct zc_monitor *monitor;
+	/* Connections, from zring's monitor events (see "peers" below). */
+	pthread_mutex_t mon_mu; /* one reader of zring's event queue at a time */
+	struct zc_conn *conns;
+	size_t nconns, capconns;
+	atomic_int peers;       /* connections past their handshake */
+	atomic_bool fresh_peer; /* peers went 0 -> 1, no send since (see zc_send_out) */
+	int wake_fd;            /* eventfd: the first peer came, POLLOUT may be on */
+	int ep_fd;              /* ZMQ_FD, made on first use; -1 before */
+	unsigned ops;           /* sends and receives, see zc_ops */
 };
+
+/* A connection zring reported: its fd, its endpoint (hashed), handshaken. */
+struct zc_conn {
+	int fd;
+	bool active;
+	uint64_t ep;
+};
+
+/* The events this layer follows on every socket to count its peers. */
+#define ZC_TRACKED                                                               \
+	(ZR_EVENT_CONNECTED | ZR_EVENT_ACCEPTED | ZR_EVENT_HANDSHAKE_SUCCEEDED | \
+	 ZR_EVENT_DISCONNECTED)
 
 static struct zc_socket *
 zc_sock_of(void *p)
@@ -737,6 +759,18 @@ zmq_socket(void *ctx, int type)
 	c->nsockets++;
 	pthread_mutex_unlock(&c->mu);
 	rc = zr_socket_open(c->zr, type, &s->zr);
+	if (rc == 0) {
+		rc = zr_socket_monitor(s->zr, ZC_TRACKED);
+		if (rc < 0)
+			zr_socket_close(s->zr);
+	}
+	if (rc == 0) {
+		s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (s->wake_fd < 0) {
+			rc = -errno;
+			zr_socket_close(s->zr);
+		}
+	}
 	if (rc < 0) {
 		pthread_mutex_lock(&c->mu);
 		c->nsockets--;
@@ -758,6 +792,8 @@ zmq_socket(void *ctx, int type)
 
 		(void)zr_setsockopt(s->zr, ZR_LINGER, &zero, sizeof zero);
 	}
+	pthread_mutex_init(&s->mon_mu, NULL);
+	s->ep_fd = -1;
 	s->type = type;
 	s->ctx = c;
 	s->sndtimeo = -1;
@@ -795,6 +831,11 @@ zmq_close(void *sock)
 	if (s->in != NULL)
 		zc_content_release(s->in);
 	zr_socket_close(s->zr);
+	if (s->ep_fd >= 0)
+		close(s->ep_fd);
+	close(s->wake_fd);
+	free(s->conns);
+	pthread_mutex_destroy(&s->mon_mu);
 	free(s);
 	pthread_mutex_lock(&c->mu);
 	c->nsockets--;
@@ -811,15 +852,24 @@ zmq_close(void *sock)
  * 64-bit FNV-1a hash of the name, so it fits the 107-octet limit whatever
  * the name's length.
  */
-static const char *
-zc_endpoint(const struct zc_socket *s, const char *ep, char *buf, size_t cap)
+static uint64_t
+zc_hash(const char *str)
 {
 	uint64_t h = 0xcbf29ce484222325u;
 
+	for (const unsigned char *p = (const unsigned char *)str; *p != '\0'; p++)
+		h = (h ^ *p) * 0x100000001b3u;
+	return h;
+}
+
+static const char *
+zc_endpoint(const struct zc_socket *s, const char *ep, char *buf, size_t cap)
+{
+	uint64_t h;
+
 	if (ep == NULL || strncmp(ep, "inproc://", 9) != 0)
 		return ep;
-	for (const unsigned char *p = (const unsigned char *)ep + 9; *p != '\0'; p++)
-		h = (h ^ *p) * 0x100000001b3u;
+	h = zc_hash(ep + 9);
 	snprintf(buf, cap, "ipc://@zring-inproc-%ld-%p-%016llx", (long)getpid(), (void *)s->ctx,
 	         (unsigned long long)h);
 	return buf;
@@ -907,6 +957,104 @@ zmq_disconnect(void *sock, const char *addr)
 	return rc < 0 ? zc_fail_zr(rc) : 0;
 }
 
+/* ---- peers ----------------------------------------------------------------- */
+
+/*
+ * libzmq reports POLLOUT on a PUSH, DEALER, REQ or PAIR only once it has a
+ * peer, and asyncio integrations rely on it (they send with DONTWAIT after
+ * POLLOUT). zring's public API has no peer count, so this layer keeps one
+ * from the socket's monitor events: a connection dialled or accepted (with
+ * its fd), handshaken (HANDSHAKE_SUCCEEDED names the endpoint, not the fd:
+ * the oldest pending connection of that endpoint is taken), lost (its fd).
+ *
+ * The events are read where readiness is asked (ZMQ_EVENTS, zmq_poll), by
+ * the user's monitor thread when there is one, and every ZC_DRAIN_EVERY
+ * sends and receives, so zring's queue of 1024 events does not overflow
+ * while the app only sends and receives.
+ */
+#define ZC_DRAIN_EVERY 64
+
+/* mon_mu held. */
+static void
+zc_track(struct zc_socket *s, const struct zr_event *ev)
+{
+	uint64_t ep = zc_hash(ev->endpoint);
+
+	switch (ev->type) {
+	case ZR_EVENT_CONNECTED:
+	case ZR_EVENT_ACCEPTED:
+		if (s->nconns == s->capconns) {
+			size_t cap = s->capconns ? s->capconns * 2 : 8;
+			struct zc_conn *n = realloc(s->conns, cap * sizeof *n);
+
+			if (n == NULL)
+				return; /* then counted as no peer: POLLOUT stays off */
+			s->conns = n;
+			s->capconns = cap;
+		}
+		s->conns[s->nconns++] = (struct zc_conn){.fd = ev->value, .ep = ep};
+		break;
+	case ZR_EVENT_HANDSHAKE_SUCCEEDED:
+		for (size_t i = 0; i < s->nconns; i++) {
+			if (!s->conns[i].active && s->conns[i].ep == ep) {
+				uint64_t one = 1;
+
+				s->conns[i].active = true;
+				if (atomic_fetch_add(&s->peers, 1) == 0) {
+					atomic_store(&s->fresh_peer, true);
+					(void)!write(s->wake_fd, &one, sizeof one);
+				}
+				break;
+			}
+		}
+		break;
+	case ZR_EVENT_DISCONNECTED:
+		for (size_t i = 0; i < s->nconns; i++) {
+			if (s->conns[i].fd == ev->value) {
+				if (s->conns[i].active)
+					atomic_fetch_sub(&s->peers, 1);
+				memmove(&s->conns[i], &s->conns[i + 1],
+				        (s->nconns - i - 1) * sizeof s->conns[0]);
+				s->nconns--;
+				break;
+			}
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+/* Reads every recorded event (the user's monitor thread does it when there
+ * is one: it forwards them too). */
+static void
+zc_drain(struct zc_socket *s)
+{
+	struct zr_event ev;
+
+	if (s->monitor != NULL)
+		return;
+	pthread_mutex_lock(&s->mon_mu);
+	while (zr_monitor_recv(s->zr, &ev, 0) == 0)
+		zc_track(s, &ev);
+	pthread_mutex_unlock(&s->mon_mu);
+}
+
+/* Counts a send or receive; every ZC_DRAIN_EVERY, reads the events. */
+static void
+zc_ops(struct zc_socket *s)
+{
+	if (++s->ops % ZC_DRAIN_EVERY == 0)
+		zc_drain(s);
+}
+
+/* PUSH, DEALER, REQ and PAIR wait for a peer (libzmq and zring alike). */
+static bool
+zc_needs_peer(int type)
+{
+	return type == ZMQ_PUSH || type == ZMQ_DEALER || type == ZMQ_REQ || type == ZMQ_PAIR;
+}
+
 /* ---- receiving ------------------------------------------------------------ */
 
 static bool
@@ -968,6 +1116,7 @@ zc_wait_frame(struct zc_socket *s, int flags)
 {
 	int64_t deadline;
 
+	zc_ops(s);
 	if (zc_have_frame(s))
 		return 0;
 	if (!zc_can_recv(s->type))
@@ -1090,8 +1239,19 @@ zc_send_out(struct zc_socket *s, int flags)
 		/* zring's SNDTIMEO is the slice: a blocked send looks at
 		 * termination and at the caller's deadline between slices. */
 		rc = zr_send(s->zr, &s->out, deadline == 0 ? ZR_DONTWAIT : 0);
-		if (rc == 0)
+		/*
+		 * zring records HANDSHAKE_SUCCEEDED a moment before the
+		 * connection joins the socket, so a non-blocking send made
+		 * at once on that news (asyncio does) can find no peer yet.
+		 * The first such send waits that moment out: with no peer
+		 * before, nothing was queued, so only that race can refuse it.
+		 */
+		if (rc == -EAGAIN && deadline == 0 && atomic_exchange(&s->fresh_peer, false))
+			rc = zr_send(s->zr, &s->out, 0);
+		if (rc == 0) {
+			atomic_store_explicit(&s->fresh_peer, false, memory_order_relaxed);
 			return 0;
+		}
 		if (rc != -EAGAIN)
 			return -zr_errno(rc);
 		if (deadline == 0 || zc_left_ms(deadline) == 0)
@@ -1137,6 +1297,7 @@ zc_send_frame(struct zc_socket *s, const void *data, size_t len, int flags)
 
 	if (!zc_can_send(s->type))
 		return ENOTSUP;
+	zc_ops(s);
 	if (s->out == NULL) {
 		if (s->type == ZMQ_REQ && s->req_waiting)
 			return EFSM;
@@ -1220,22 +1381,28 @@ zmq_sendmsg(void *sock, zmq_msg_t *msg, int flags)
 
 /*
  * ZMQ_EVENTS. POLLIN: a frame is in hand, or one could be fetched (which
- * re-arms zr_socket_fd when none could). POLLOUT: what the socket type and
- * REQ/REP state allow; zring does not expose whether its send queues have
- * room, so a full queue still reads as writable and a non-blocking send then
- * fails with EAGAIN (README.md).
+ * re-arms zr_socket_fd when none could). POLLOUT: what the socket type,
+ * REQ/REP state and the peer count allow; zring does not expose whether its
+ * send queues have room, so a full queue still reads as writable and a
+ * non-blocking send then fails with EAGAIN (README.md).
  */
 static int
 zc_events(struct zc_socket *s)
 {
+	uint64_t v;
 	int ev = 0;
+
+	/* Cleared before the count is read: a peer arriving after the read
+	 * signals again. */
+	(void)!read(s->wake_fd, &v, sizeof v);
+	zc_drain(s);
 
 	if (zc_can_recv(s->type) && !(s->type == ZMQ_REQ && !s->req_waiting) &&
 	    !(s->type == ZMQ_REP && s->rep_replying)) {
 		if (zc_have_frame(s) || zc_fetch(s) == 0)
 			ev |= ZMQ_POLLIN;
 	}
-	if (zc_can_send(s->type)) {
+	if (zc_can_send(s->type) && !(zc_needs_peer(s->type) && atomic_load(&s->peers) == 0)) {
 		if (s->type == ZMQ_REQ)
 			ev |= s->req_waiting && s->out == NULL ? 0 : ZMQ_POLLOUT;
 		else if (s->type == ZMQ_REP)
@@ -1246,13 +1413,42 @@ zc_events(struct zc_socket *s)
 	return ev;
 }
 
+/*
+ * ZMQ_FD: one fd readable when any of the socket's wake sources is: a
+ * message arrived (zr_socket_fd), an event was recorded (zr_monitor_fd:
+ * a peer may have come or gone), the first peer came (wake_fd). Each is
+ * cleared by reading ZMQ_EVENTS, so the fd is quiet until something new
+ * happens: libzmq's edge-triggered ZMQ_FD.
+ */
+static int
+zc_make_fd(struct zc_socket *s)
+{
+	int fds[3] = {zr_socket_fd(s->zr), zr_monitor_fd(s->zr), s->wake_fd};
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+
+	if (ep < 0)
+		return errno;
+	for (size_t i = 0; i < 3; i++) {
+		struct epoll_event e = {.events = EPOLLIN, .data.fd = fds[i]};
+
+		if (fds[i] >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, fds[i], &e) < 0) {
+			int err = errno;
+
+			close(ep);
+			return err;
+		}
+	}
+	s->ep_fd = ep;
+	return 0;
+}
+
 ZC_API int
 zmq_poll(zmq_pollitem_t *items, int nitems, long timeout)
 {
 	int64_t deadline = zc_deadline(timeout < 0         ? -1
 	                               : timeout > INT_MAX ? INT_MAX
 	                                                   : (int)timeout);
-	struct pollfd stack[ZMQ_POLLITEMS_DFLT * 2];
+	struct pollfd stack[ZMQ_POLLITEMS_DFLT * 4];
 	struct pollfd *p = stack;
 	int rc = -1;
 
@@ -1263,10 +1459,10 @@ zmq_poll(zmq_pollitem_t *items, int nitems, long timeout)
 			poll(NULL, 0, zc_left_ms(deadline));
 		return 0;
 	}
-	/* One pollfd per item, and the termination fd of each socket's context
-	 * after them (at most one per item). */
-	if ((size_t)nitems * 2 > sizeof stack / sizeof stack[0]) {
-		p = calloc((size_t)nitems * 2, sizeof *p);
+	/* One pollfd per item, then for each socket its context's termination
+	 * fd and, for POLLOUT, its event and wake fds (at most 4 per item). */
+	if ((size_t)nitems * 4 > sizeof stack / sizeof stack[0]) {
+		p = calloc((size_t)nitems * 4, sizeof *p);
 		if (p == NULL)
 			return zc_fail(ENOMEM);
 	}
@@ -1298,6 +1494,12 @@ zmq_poll(zmq_pollitem_t *items, int nitems, long timeout)
 					p[i] = (struct pollfd){.fd = zr_socket_fd(s->zr),
 					                       .events = POLLIN};
 				p[np++] = (struct pollfd){.fd = s->ctx->term_fd, .events = POLLIN};
+				if (it->events & ZMQ_POLLOUT) {
+					p[np++] = (struct pollfd){.fd = zr_monitor_fd(s->zr),
+					                          .events = POLLIN};
+					p[np++] =
+						(struct pollfd){.fd = s->wake_fd, .events = POLLIN};
+				}
 			} else {
 				short want = 0;
 
@@ -1568,7 +1770,13 @@ zmq_getsockopt(void *sock, int option, void *v, size_t *len)
 	case ZMQ_FD:
 		if (zc_terminating(s->ctx))
 			return zc_fail(ETERM);
-		return zc_int_out(v, len, zr_socket_fd(s->zr));
+		if (s->ep_fd < 0) {
+			int err = zc_make_fd(s);
+
+			if (err != 0)
+				return zc_fail(err);
+		}
+		return zc_int_out(v, len, s->ep_fd);
 	case ZMQ_EVENTS:
 		if (zc_terminating(s->ctx))
 			return zc_fail(ETERM);
@@ -1638,6 +1846,7 @@ struct zc_monitor {
 	pthread_t thread;
 	void *pair;
 	atomic_bool stop;
+	int mask; /* the events the user asked for */
 	struct zc_socket *s;
 };
 
@@ -1695,18 +1904,34 @@ zc_monitor_send(struct zc_monitor *mon, uint16_t event, uint32_t value, const ch
 	return true;
 }
 
+/* The only reader of the socket's events while it runs: it counts peers
+ * (zc_track) and forwards what the user asked for. */
 static void *
 zc_monitor_main(void *arg)
 {
 	struct zc_monitor *mon = arg;
+	struct zc_socket *s = mon->s;
 
 	while (!atomic_load(&mon->stop)) {
-		struct zr_event ev;
+		struct pollfd p = {.fd = zr_monitor_fd(s->zr), .events = POLLIN};
 
-		if (zr_monitor_recv(mon->s->zr, &ev, ZC_MONITOR_SLICE_MS) < 0)
-			continue;
-		if (!zc_monitor_send(mon, (uint16_t)ev.type, zc_event_value(&ev), ev.endpoint))
-			break;
+		(void)poll(&p, 1, ZC_MONITOR_SLICE_MS);
+		for (;;) {
+			struct zr_event ev;
+			int rc;
+
+			pthread_mutex_lock(&s->mon_mu);
+			rc = zr_monitor_recv(s->zr, &ev, 0);
+			if (rc == 0)
+				zc_track(s, &ev);
+			pthread_mutex_unlock(&s->mon_mu);
+			if (rc < 0)
+				break;
+			if ((ev.type & mon->mask) &&
+			    !zc_monitor_send(mon, (uint16_t)ev.type, zc_event_value(&ev),
+			                     ev.endpoint))
+				return NULL;
+		}
 	}
 	return NULL;
 }
@@ -1720,7 +1945,7 @@ zc_monitor_stop(struct zc_socket *s)
 
 	atomic_store(&mon->stop, true);
 	pthread_join(mon->thread, NULL);
-	(void)zr_socket_monitor(s->zr, 0);
+	(void)zr_socket_monitor(s->zr, ZC_TRACKED);
 	/* libzmq's last word on the monitor: MONITOR_STOPPED, if a reader is there. */
 	(void)zmq_setsockopt(mon->pair, ZMQ_SNDTIMEO, &slice, sizeof slice);
 	atomic_store(&mon->stop, true); /* one slice to hand it over, no retries */
@@ -1730,7 +1955,7 @@ zc_monitor_stop(struct zc_socket *s)
 	(void)zmq_setsockopt(mon->pair, ZMQ_LINGER, &linger, sizeof linger);
 	zmq_close(mon->pair);
 	free(mon);
-	s->monitor = NULL;
+	s->monitor = NULL; /* zc_drain reads the events again */
 }
 
 ZC_API int
@@ -1770,15 +1995,17 @@ zmq_socket_monitor(void *sock, const char *addr, int events)
 		free(mon);
 		return zc_fail(err);
 	}
-	rc = zr_socket_monitor(s->zr, events & ZR_EVENT_ALL);
+	mon->mask = events & ZR_EVENT_ALL;
+	rc = zr_socket_monitor(s->zr, ZC_TRACKED | mon->mask);
+	s->monitor = mon; /* from here the thread alone reads the events */
 	if (rc == 0)
 		rc = -pthread_create(&mon->thread, NULL, zc_monitor_main, mon);
 	if (rc < 0) {
-		(void)zr_socket_monitor(s->zr, 0);
+		s->monitor = NULL;
+		(void)zr_socket_monitor(s->zr, ZC_TRACKED);
 		zmq_close(mon->pair);
 		free(mon);
 		return zc_fail_zr(rc);
 	}
-	s->monitor = mon;
 	return 0;
 }

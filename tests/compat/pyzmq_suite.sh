@@ -4,7 +4,7 @@
 #
 # Debian's python3-zmq ships its tests in its package folder (zmq/tests/);
 # they are copied to a scratch folder and run with pytest (python3-pytest,
-# python3-tornado) under LD_LIBRARY_PATH=<the drop-in's folder>, after a
+# python3-pytest-timeout, python3-tornado) under LD_LIBRARY_PATH=<the drop-in's folder>, after a
 # check that pyzmq really loads the drop-in from there.
 #
 # Verdict: every test must pass or skip, except those listed in the known
@@ -41,8 +41,8 @@ if [[ ! -d $pkg/tests ]]; then
 	echo "pyzmq_suite.sh: $pkg/tests not there: this pyzmq ships no tests" >&2
 	exit 77
 fi
-"$python" -c 'import pytest, tornado' 2>/dev/null ||
-	{ echo "pyzmq_suite.sh: needs python3-pytest and python3-tornado (scripts/deps.sh)" >&2; exit 1; }
+"$python" -c 'import pytest, pytest_timeout, tornado' 2>/dev/null ||
+	{ echo "pyzmq_suite.sh: needs python3-pytest, python3-pytest-timeout and python3-tornado (scripts/deps.sh)" >&2; exit 1; }
 
 work=$(mktemp -d)
 if ((keep)); then
@@ -72,7 +72,9 @@ fi
 
 cd "$work"
 set +e
-"${env_run[@]}" "$python" -m pytest -q -p no:cacheprovider -o faulthandler_timeout=120 \
+# A test that hangs (waiting for a message that never comes) fails after
+# 60 s instead of stopping the suite.
+"${env_run[@]}" "$python" -m pytest -q -p no:cacheprovider --timeout=60 \
 	--junitxml="$work/report.xml" "$@" tests >"$work/pytest.log" 2>&1
 set -e
 tail -n 3 "$work/pytest.log"
