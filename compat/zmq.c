@@ -657,7 +657,15 @@ struct zc_inert {
 	int backlog, tos, immediate, router_handover;
 	int tcp_keepalive, tcp_keepalive_cnt, tcp_keepalive_idle, tcp_keepalive_intvl;
 	int connect_timeout, tcp_maxrt;
+	int loopback_fastpath, multicast_loop;
 	char zap_domain[256];
+	/* SNDHWM/RCVHWM set after the first bind/connect: zring sizes its
+	 * queues then and keeps them; libzmq applies a new HWM to new
+	 * connections only. Read back as set; -1: not set that way. */
+	int late_sndhwm, late_rcvhwm;
+	/* PLAIN credentials as set (zring does not read them back) */
+	char plain[2][256];
+	size_t plain_len[2];
 };
 
 struct zc_socket {
@@ -808,6 +816,9 @@ zmq_socket(void *ctx, int type)
 		.tcp_keepalive_cnt = -1,
 		.tcp_keepalive_idle = -1,
 		.tcp_keepalive_intvl = -1,
+		.multicast_loop = 1,
+		.late_sndhwm = -1,
+		.late_rcvhwm = -1,
 	};
 	s->magic = ZC_SOCK_MAGIC;
 	return s;
@@ -1613,6 +1624,34 @@ zc_zr_option(int option)
 	}
 }
 
+/* libzmq 4.3 options outside the stable zmq.h (its draft API), readable
+ * all the same. */
+#define ZC_ZAP_ENFORCE_DOMAIN 93
+#define ZC_LOOPBACK_FASTPATH 94
+#define ZC_MULTICAST_LOOP 96
+
+/*
+ * Options zring does not implement, readable at libzmq's default (pyzmq
+ * reads every option): setting the default is accepted, any other value
+ * fails with EINVAL. Returns false for other options.
+ */
+static bool
+zc_fixed_int(int option, int *dflt)
+{
+	switch (option) {
+	case ZMQ_CONFLATE:
+	case ZMQ_INVERT_MATCHING:
+	case ZC_ZAP_ENFORCE_DOMAIN:
+		*dflt = 0;
+		return true;
+	case ZMQ_USE_FD:
+		*dflt = -1;
+		return true;
+	default:
+		return false;
+	}
+}
+
 /* The int options kept without effect (struct zc_inert); NULL for others. */
 static int *
 zc_inert_int(struct zc_socket *s, int option)
@@ -1648,6 +1687,10 @@ zc_inert_int(struct zc_socket *s, int option)
 		return &n->connect_timeout;
 	case ZMQ_TCP_MAXRT:
 		return &n->tcp_maxrt;
+	case ZC_LOOPBACK_FASTPATH: /* Windows only in libzmq */
+		return &n->loopback_fastpath;
+	case ZC_MULTICAST_LOOP:
+		return &n->multicast_loop;
 	default:
 		return NULL;
 	}
@@ -1733,6 +1776,21 @@ zmq_setsockopt(void *sock, int option, const void *v, size_t len)
 	if (zc_zr_option(option)) {
 		int rc = zr_setsockopt(s->zr, option, v, len);
 
+		if (rc == -EINVAL && (option == ZMQ_SNDHWM || option == ZMQ_RCVHWM)) {
+			/* valid (checked above), so refused only for being late */
+			*(option == ZMQ_SNDHWM ? &s->inert.late_sndhwm : &s->inert.late_rcvhwm) = i;
+			return 0;
+		}
+		if (rc == 0 && (option == ZMQ_PLAIN_USERNAME || option == ZMQ_PLAIN_PASSWORD)) {
+			int k = option == ZMQ_PLAIN_PASSWORD;
+
+			if (len >= sizeof s->inert.plain[k])
+				len = sizeof s->inert.plain[k] - 1;
+			if (len > 0)
+				memcpy(s->inert.plain[k], v, len);
+			s->inert.plain[k][len] = '\0';
+			s->inert.plain_len[k] = len;
+		}
 		return rc < 0 ? zc_fail_zr(rc) : 0;
 	}
 	inert = zc_inert_int(s, option);
@@ -1741,6 +1799,12 @@ zmq_setsockopt(void *sock, int option, const void *v, size_t len)
 			return zc_fail(EINVAL);
 		*inert = i;
 		return 0;
+	}
+	{
+		int dflt;
+
+		if (zc_fixed_int(option, &dflt) && zc_int_arg(v, len, &i) == 0 && i == dflt)
+			return 0;
 	}
 	return zc_fail(EINVAL);
 }
@@ -1805,6 +1869,25 @@ zmq_getsockopt(void *sock, int option, void *v, size_t *len)
 		*len = n;
 		return 0;
 	}
+	case ZMQ_SNDHWM:
+		if (s->inert.late_sndhwm >= 0)
+			return zc_int_out(v, len, s->inert.late_sndhwm);
+		break;
+	case ZMQ_RCVHWM:
+		if (s->inert.late_rcvhwm >= 0)
+			return zc_int_out(v, len, s->inert.late_rcvhwm);
+		break;
+	case ZMQ_PLAIN_USERNAME:
+	case ZMQ_PLAIN_PASSWORD: {
+		int k = option == ZMQ_PLAIN_PASSWORD;
+		size_t n = s->inert.plain_len[k] + 1;
+
+		if (*len < n)
+			return zc_fail(EINVAL);
+		memcpy(v, s->inert.plain[k], n);
+		*len = n;
+		return 0;
+	}
 	case ZMQ_LAST_ENDPOINT:
 		if (s->last_endpoint[0] != '\0') {
 			size_t n = strlen(s->last_endpoint) + 1;
@@ -1827,6 +1910,12 @@ zmq_getsockopt(void *sock, int option, void *v, size_t *len)
 	inert = zc_inert_int(s, option);
 	if (inert != NULL)
 		return zc_int_out(v, len, *inert);
+	{
+		int dflt;
+
+		if (zc_fixed_int(option, &dflt))
+			return zc_int_out(v, len, dflt);
+	}
 	return zc_fail(EINVAL);
 }
 
