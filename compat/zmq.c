@@ -984,6 +984,9 @@ zmq_disconnect(void *sock, const char *addr)
  * while the app only sends and receives.
  */
 #define ZC_DRAIN_EVERY 64
+/* zring reports every connection it dialled or accepted lost again
+ * (DISCONNECTED); this bound only keeps memory finite should it not. */
+#define ZC_TRACK_MAX 65536
 
 /* mon_mu held. */
 static void
@@ -994,6 +997,8 @@ zc_track(struct zc_socket *s, const struct zr_event *ev)
 	switch (ev->type) {
 	case ZR_EVENT_CONNECTED:
 	case ZR_EVENT_ACCEPTED:
+		if (s->nconns >= ZC_TRACK_MAX)
+			return; /* bounded, whatever the event stream says */
 		if (s->nconns == s->capconns) {
 			size_t cap = s->capconns ? s->capconns * 2 : 8;
 			struct zc_conn *n = realloc(s->conns, cap * sizeof *n);
