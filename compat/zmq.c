@@ -1122,7 +1122,6 @@ zc_fetch(struct zc_socket *s)
 	s->in->rx = m;
 	s->in_next = 0;
 	s->in_frames = zr_msg_frames(m);
-	zc_clear_fd(s);
 	return 0;
 }
 
@@ -1240,10 +1239,11 @@ zmq_recv(void *sock, void *buf, size_t len, int flags)
 
 /* ---- sending -------------------------------------------------------------- */
 
-/* Sends the gathered message, waiting as SNDTIMEO and flags say. 0 or an errno;
- * on failure s->out is still the caller's. */
+/* Sends the gathered message (or, with bytes, a one-frame message of
+ * data), waiting as SNDTIMEO and flags say. 0 or an errno; on failure
+ * s->out is still the caller's. */
 static int
-zc_send_out(struct zc_socket *s, int flags)
+zc_send_out(struct zc_socket *s, int flags, bool bytes, const void *data, size_t len)
 {
 	int64_t deadline = (flags & ZMQ_DONTWAIT) ? 0 : zc_deadline(s->sndtimeo);
 
@@ -1254,7 +1254,8 @@ zc_send_out(struct zc_socket *s, int flags)
 			return ETERM;
 		/* zring's SNDTIMEO is the slice: a blocked send looks at
 		 * termination and at the caller's deadline between slices. */
-		rc = zr_send(s->zr, &s->out, deadline == 0 ? ZR_DONTWAIT : 0);
+		rc = bytes ? zr_send_bytes(s->zr, data, len, deadline == 0 ? ZR_DONTWAIT : 0)
+		           : zr_send(s->zr, &s->out, deadline == 0 ? ZR_DONTWAIT : 0);
 		/*
 		 * zring records HANDSHAKE_SUCCEEDED a moment before the
 		 * connection joins the socket, so a non-blocking send made
@@ -1263,7 +1264,8 @@ zc_send_out(struct zc_socket *s, int flags)
 		 * before, nothing was queued, so only that race can refuse it.
 		 */
 		if (rc == -EAGAIN && deadline == 0 && atomic_exchange(&s->fresh_peer, false))
-			rc = zr_send(s->zr, &s->out, 0);
+			rc = bytes ? zr_send_bytes(s->zr, data, len, 0)
+			           : zr_send(s->zr, &s->out, 0);
 		if (rc == 0) {
 			atomic_store_explicit(&s->fresh_peer, false, memory_order_relaxed);
 			return 0;
@@ -1304,6 +1306,16 @@ zc_out_drop_last(struct zc_socket *s)
 	return 0;
 }
 
+/* A whole message went: the REQ/REP state moves on. */
+static void
+zc_sent(struct zc_socket *s)
+{
+	if (s->type == ZMQ_REQ)
+		s->req_waiting = true;
+	else if (s->type == ZMQ_REP)
+		s->rep_replying = false;
+}
+
 /* One frame of bytes. 0 or an errno; the bytes are copied. */
 static int
 zc_send_frame(struct zc_socket *s, const void *data, size_t len, int flags)
@@ -1321,6 +1333,13 @@ zc_send_frame(struct zc_socket *s, const void *data, size_t len, int flags)
 			return EFSM;
 		if (zc_terminating(s->ctx))
 			return ETERM;
+		/* One frame: zring's own one-frame send (it recycles messages). */
+		if (!(flags & ZMQ_SNDMORE)) {
+			err = zc_send_out(s, flags, true, data, len);
+			if (err == 0)
+				zc_sent(s);
+			return err;
+		}
 		rc = zr_msg_new(&s->out);
 		if (rc < 0)
 			return -rc;
@@ -1330,16 +1349,13 @@ zc_send_frame(struct zc_socket *s, const void *data, size_t len, int flags)
 		return -rc;
 	if (flags & ZMQ_SNDMORE)
 		return 0;
-	err = zc_send_out(s, flags);
+	err = zc_send_out(s, flags, false, NULL, 0);
 	if (err != 0) {
 		(void)zc_out_drop_last(s);
 		return err;
 	}
 	s->out = NULL; /* zring owns it now */
-	if (s->type == ZMQ_REQ)
-		s->req_waiting = true;
-	else if (s->type == ZMQ_REP)
-		s->rep_replying = false;
+	zc_sent(s);
 	return 0;
 }
 
@@ -1415,8 +1431,15 @@ zc_events(struct zc_socket *s)
 
 	if (zc_can_recv(s->type) && !(s->type == ZMQ_REQ && !s->req_waiting) &&
 	    !(s->type == ZMQ_REP && s->rep_replying)) {
-		if (zc_have_frame(s) || zc_fetch(s) == 0)
+		if (zc_have_frame(s)) {
 			ev |= ZMQ_POLLIN;
+		} else if (zc_fetch(s) == 0) {
+			/* Only here, where readiness is asked: a receive that
+			 * found its message at once does not pay a syscall for an
+			 * edge nobody waits on (zmq_poll then loops once more). */
+			zc_clear_fd(s);
+			ev |= ZMQ_POLLIN;
+		}
 	}
 	if (zc_can_send(s->type) && !(zc_needs_peer(s->type) && atomic_load(&s->peers) == 0)) {
 		if (s->type == ZMQ_REQ)
