@@ -1277,35 +1277,6 @@ zc_send_out(struct zc_socket *s, int flags, bool bytes, const void *data, size_t
 	}
 }
 
-/* Removes the last frame of s->out after a failed send, so that the caller
- * may send that frame again (zring messages only grow, hence the copy). */
-static int
-zc_out_drop_last(struct zc_socket *s)
-{
-	size_t n = zr_msg_frames(s->out);
-	zr_msg *m;
-
-	if (n <= 1) {
-		zr_msg_free(s->out);
-		s->out = NULL;
-		return 0;
-	}
-	if (zr_msg_new(&m) < 0)
-		return -ENOMEM;
-	for (size_t i = 0; i + 1 < n; i++) {
-		size_t len;
-		const void *f = zr_msg_frame(s->out, i, &len);
-
-		if (zr_msg_add(m, f, len) < 0) {
-			zr_msg_free(m);
-			return -ENOMEM;
-		}
-	}
-	zr_msg_free(s->out);
-	s->out = m;
-	return 0;
-}
-
 /* A whole message went: the REQ/REP state moves on. */
 static void
 zc_sent(struct zc_socket *s)
@@ -1340,6 +1311,17 @@ zc_send_frame(struct zc_socket *s, const void *data, size_t len, int flags)
 				zc_sent(s);
 			return err;
 		}
+		/*
+		 * libzmq decides at the first frame: a non-blocking send fails
+		 * there with EAGAIN, or the whole message is taken (pyzmq's
+		 * asyncio retries a whole message after EAGAIN). The first
+		 * frame cannot wait for a peer here, so it fails without one.
+		 */
+		if ((flags & ZMQ_DONTWAIT) && zc_needs_peer(s->type)) {
+			zc_drain(s);
+			if (atomic_load(&s->peers) == 0)
+				return EAGAIN;
+		}
 		rc = zr_msg_new(&s->out);
 		if (rc < 0)
 			return -rc;
@@ -1349,9 +1331,12 @@ zc_send_frame(struct zc_socket *s, const void *data, size_t len, int flags)
 		return -rc;
 	if (flags & ZMQ_SNDMORE)
 		return 0;
-	err = zc_send_out(s, flags, false, NULL, 0);
+	/* Taken at its first frame, the message waits for room whatever the
+	 * flags (up to SNDTIMEO); should it fail all the same, all of it goes. */
+	err = zc_send_out(s, flags & ~ZMQ_DONTWAIT, false, NULL, 0);
 	if (err != 0) {
-		(void)zc_out_drop_last(s);
+		zr_msg_free(s->out);
+		s->out = NULL;
 		return err;
 	}
 	s->out = NULL; /* zring owns it now */
