@@ -109,6 +109,10 @@ zc_deadline(int timeout_ms)
 
 /* ---- contexts --------------------------------------------------------------- */
 
+#define ZC_GRAVE 64
+
+struct zc_socket;
+
 struct zc_ctx {
 	uint32_t magic;
 	zr_ctx *zr;
@@ -125,6 +129,9 @@ struct zc_ctx {
 	int max_msgsz;
 	int thread_priority;
 	int thread_sched_policy;
+	/* closed sockets, freed late (see zc_bury) */
+	struct zc_socket *grave[ZC_GRAVE];
+	unsigned grave_next;
 };
 
 static struct zc_ctx *
@@ -227,6 +234,8 @@ zmq_ctx_term(void *ctx)
 	pthread_mutex_unlock(&c->mu);
 	/* Every socket is closed: zr_ctx_free waits out their LINGER. */
 	c->magic = 0;
+	for (size_t i = 0; i < ZC_GRAVE; i++)
+		free(c->grave[i]);
 	zr_ctx_free(c->zr);
 	close(c->term_fd);
 	pthread_cond_destroy(&c->closed);
@@ -826,6 +835,22 @@ zmq_socket(void *ctx, int type)
 
 static void zc_monitor_stop(struct zc_socket *s);
 
+/*
+ * A closed socket's struct outlives zmq_close for a while, marked dead, as
+ * libzmq's does until its reaper thread gets to it: programs (pyzmq's
+ * Socket.closed) ask a handle that may just have been closed whether it is
+ * a socket, and must get ENOTSOCK, not freed memory. The context keeps the
+ * last ZC_GRAVE of them and frees them all at zmq_ctx_term. c->mu held.
+ */
+static void
+zc_bury(struct zc_ctx *c, struct zc_socket *s)
+{
+	unsigned slot = c->grave_next++ % ZC_GRAVE;
+
+	free(c->grave[slot]);
+	c->grave[slot] = s;
+}
+
 ZC_API int
 zmq_close(void *sock)
 {
@@ -847,8 +872,8 @@ zmq_close(void *sock)
 	close(s->wake_fd);
 	free(s->conns);
 	pthread_mutex_destroy(&s->mon_mu);
-	free(s);
 	pthread_mutex_lock(&c->mu);
+	zc_bury(c, s);
 	c->nsockets--;
 	pthread_cond_broadcast(&c->closed);
 	pthread_mutex_unlock(&c->mu);
