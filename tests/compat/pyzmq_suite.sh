@@ -36,7 +36,7 @@ while (($#)); do
 	--lib) lib=$(realpath "$2"); shift 2 ;;
 	--system) system=1; shift ;;
 	--python) python=$2; shift 2 ;;
-	--known) known=$2; shift 2 ;;
+	--known) known=$(realpath "$2"); shift 2 ;;
 	--preload) preload=$2; shift 2 ;;
 	--deselect)
 		while read -r id; do
