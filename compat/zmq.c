@@ -132,6 +132,14 @@ struct zc_ctx {
 	/* closed sockets, freed late (see zc_bury) */
 	struct zc_socket *grave[ZC_GRAVE];
 	unsigned grave_next;
+	/* inproc endpoints bound in this context (see zc_inproc_wait) */
+	struct zc_bound *bound;
+	size_t nbound, capbound;
+};
+
+struct zc_bound {
+	uint64_t name; /* hash of the inproc name */
+	struct zc_socket *s;
 };
 
 static struct zc_ctx *
@@ -236,6 +244,7 @@ zmq_ctx_term(void *ctx)
 	c->magic = 0;
 	for (size_t i = 0; i < ZC_GRAVE; i++)
 		free(c->grave[i]);
+	free(c->bound);
 	zr_ctx_free(c->zr);
 	close(c->term_fd);
 	pthread_cond_destroy(&c->closed);
@@ -851,6 +860,18 @@ zc_bury(struct zc_ctx *c, struct zc_socket *s)
 	c->grave[slot] = s;
 }
 
+/* Forgets s's inproc binds (name 0: all of them). c->mu held. */
+static void
+zc_unbound(struct zc_ctx *c, struct zc_socket *s, uint64_t name)
+{
+	for (size_t i = 0; i < c->nbound;) {
+		if (c->bound[i].s == s && (name == 0 || c->bound[i].name == name))
+			c->bound[i] = c->bound[--c->nbound];
+		else
+			i++;
+	}
+}
+
 ZC_API int
 zmq_close(void *sock)
 {
@@ -873,6 +894,7 @@ zmq_close(void *sock)
 	free(s->conns);
 	pthread_mutex_destroy(&s->mon_mu);
 	pthread_mutex_lock(&c->mu);
+	zc_unbound(c, s, 0);
 	zc_bury(c, s);
 	c->nsockets--;
 	pthread_cond_broadcast(&c->closed);
@@ -911,6 +933,63 @@ zc_endpoint(const struct zc_socket *s, const char *ep, char *buf, size_t cap)
 	return buf;
 }
 
+static void zc_drain(struct zc_socket *s);
+
+/* Records an inproc bind: a connect to it then completes as libzmq's does. */
+static void
+zc_inproc_bound(struct zc_socket *s, const char *name)
+{
+	struct zc_ctx *c = s->ctx;
+
+	pthread_mutex_lock(&c->mu);
+	if (c->nbound == c->capbound) {
+		size_t cap = c->capbound ? c->capbound * 2 : 8;
+		struct zc_bound *n = realloc(c->bound, cap * sizeof *n);
+
+		if (n == NULL) {
+			pthread_mutex_unlock(&c->mu);
+			return; /* connects to it just do not wait */
+		}
+		c->bound = n;
+		c->capbound = cap;
+	}
+	c->bound[c->nbound++] = (struct zc_bound){.name = zc_hash(name), .s = s};
+	pthread_mutex_unlock(&c->mu);
+}
+
+#define ZC_INPROC_WAIT_MS 1000
+
+/*
+ * libzmq's inproc connect to a bound endpoint is complete when zmq_connect
+ * returns: a SUB subscribed right after it gets what the PUB sends next.
+ * Over ipc the connection takes a moment, so a connect to an inproc name
+ * bound in this context waits for its handshake (up to ZC_INPROC_WAIT_MS).
+ */
+static void
+zc_inproc_wait(struct zc_socket *s, const char *name, int before)
+{
+	uint64_t h = zc_hash(name);
+	int64_t deadline;
+	bool bound = false;
+
+	pthread_mutex_lock(&s->ctx->mu);
+	for (size_t i = 0; i < s->ctx->nbound && !bound; i++)
+		bound = s->ctx->bound[i].name == h;
+	pthread_mutex_unlock(&s->ctx->mu);
+	if (!bound)
+		return;
+	deadline = zc_deadline(ZC_INPROC_WAIT_MS);
+	for (;;) {
+		struct pollfd p = {.fd = zr_monitor_fd(s->zr), .events = POLLIN};
+
+		zc_drain(s);
+		if (atomic_load(&s->peers) > before || zc_left_ms(deadline) == 0)
+			return;
+		/* With a monitor thread reading the events, look again soon. */
+		(void)poll(&p, 1, s->monitor != NULL ? 10 : zc_left_ms(deadline));
+	}
+}
+
 static int
 zc_check_live(const struct zc_socket *s)
 {
@@ -938,10 +1017,12 @@ zmq_bind(void *sock, const char *addr)
 	rc = zr_bind(s->zr, zc_endpoint(s, addr, buf, sizeof buf));
 	if (rc < 0)
 		return zc_fail_zr(rc);
-	if (strncmp(addr, "inproc://", 9) == 0)
+	if (strncmp(addr, "inproc://", 9) == 0) {
 		snprintf(s->last_endpoint, sizeof s->last_endpoint, "%s", addr);
-	else
+		zc_inproc_bound(s, addr + 9);
+	} else {
 		s->last_endpoint[0] = '\0';
+	}
 	return 0;
 }
 
@@ -951,14 +1032,21 @@ zmq_connect(void *sock, const char *addr)
 	struct zc_socket *s = zc_sock_of(sock);
 	char buf[ZC_ENDPOINT_MAX];
 	int err = zc_check_live(s);
+	int before;
 	int rc;
 
 	if (err != 0)
 		return zc_fail(err);
 	if (addr == NULL)
 		return zc_fail(EINVAL);
+	zc_drain(s);
+	before = atomic_load(&s->peers);
 	rc = zr_connect(s->zr, zc_endpoint(s, addr, buf, sizeof buf));
-	return rc < 0 ? zc_fail_zr(rc) : 0;
+	if (rc < 0)
+		return zc_fail_zr(rc);
+	if (strncmp(addr, "inproc://", 9) == 0)
+		zc_inproc_wait(s, addr + 9, before);
+	return 0;
 }
 
 ZC_API int
@@ -974,7 +1062,14 @@ zmq_unbind(void *sock, const char *addr)
 	if (addr == NULL)
 		return zc_fail(EINVAL);
 	rc = zr_unbind(s->zr, zc_endpoint(s, addr, buf, sizeof buf));
-	return rc < 0 ? zc_fail_zr(rc) : 0;
+	if (rc < 0)
+		return zc_fail_zr(rc);
+	if (strncmp(addr, "inproc://", 9) == 0) {
+		pthread_mutex_lock(&s->ctx->mu);
+		zc_unbound(s->ctx, s, zc_hash(addr + 9));
+		pthread_mutex_unlock(&s->ctx->mu);
+	}
+	return 0;
 }
 
 ZC_API int

@@ -473,6 +473,24 @@ Test(compat, inproc_bind_after_connect)
 	zmq_ctx_term(ctx);
 }
 
+/* A connect to a bound inproc endpoint is complete when it returns, as
+ * libzmq's: the connecting PUSH can send at once. */
+Test(compat, inproc_connect_completes)
+{
+	void *ctx = zmq_ctx_new();
+	void *pull = sock_new(ctx, ZMQ_PULL);
+	void *push = sock_new(ctx, ZMQ_PUSH);
+
+	cr_assert_eq(zmq_bind(pull, "inproc://sync"), 0);
+	cr_assert_eq(zmq_connect(push, "inproc://sync"), 0);
+	cr_assert_eq(events_of(push), ZMQ_POLLOUT);
+	send_str(push, "now", ZMQ_DONTWAIT);
+	recv_str(pull, "now", 0);
+	zmq_close(push);
+	zmq_close(pull);
+	zmq_ctx_term(ctx);
+}
+
 struct proxy_args {
 	void *front, *back, *control;
 	int rc;
