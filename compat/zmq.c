@@ -1359,40 +1359,60 @@ zmq_recv(void *sock, void *buf, size_t len, int flags)
 
 /* ---- sending -------------------------------------------------------------- */
 
-/* Sends the gathered message (or, with bytes, a one-frame message of
+/* One zring send: without waiting, or waiting up to zring's SNDTIMEO (the
+ * slice). 0 or a zring code. */
+static int
+zc_send_once(struct zc_socket *s, bool wait, bool bytes, const void *data, size_t len)
+{
+	int flags = wait ? 0 : ZR_DONTWAIT;
+
+	return bytes ? zr_send_bytes(s->zr, data, len, flags) : zr_send(s->zr, &s->out, flags);
+}
+
+/*
+ * Sends the gathered message (or, with bytes, a one-frame message of
  * data), waiting as SNDTIMEO and flags say. 0 or an errno; on failure
- * s->out is still the caller's. */
+ * s->out is still the caller's. The first try never waits, so a send that
+ * goes at once reads no clock (zring reads one for a send that may wait).
+ */
 static int
 zc_send_out(struct zc_socket *s, int flags, bool bytes, const void *data, size_t len)
 {
-	int64_t deadline = (flags & ZMQ_DONTWAIT) ? 0 : zc_deadline(s->sndtimeo);
+	int64_t deadline;
+	int rc;
 
+	if (zc_terminating(s->ctx))
+		return ETERM;
+	rc = zc_send_once(s, false, bytes, data, len);
+	/*
+	 * zring records HANDSHAKE_SUCCEEDED a moment before the connection
+	 * joins the socket, so a non-blocking send made at once on that news
+	 * (asyncio does) can find no peer yet. The first such send waits that
+	 * moment out: with no peer before, nothing was queued, so only that
+	 * race can refuse it.
+	 */
+	if (rc == -EAGAIN && (flags & ZMQ_DONTWAIT) && atomic_exchange(&s->fresh_peer, false))
+		rc = zc_send_once(s, true, bytes, data, len);
+	if (rc == 0) {
+		atomic_store_explicit(&s->fresh_peer, false, memory_order_relaxed);
+		return 0;
+	}
+	if (rc != -EAGAIN)
+		return -zr_errno(rc);
+	if ((flags & ZMQ_DONTWAIT) || s->sndtimeo == 0)
+		return EAGAIN;
+	/* zring's SNDTIMEO is the slice: a blocked send looks at termination
+	 * and at the caller's deadline between slices. */
+	deadline = zc_deadline(s->sndtimeo);
 	for (;;) {
-		int rc;
-
 		if (zc_terminating(s->ctx))
 			return ETERM;
-		/* zring's SNDTIMEO is the slice: a blocked send looks at
-		 * termination and at the caller's deadline between slices. */
-		rc = bytes ? zr_send_bytes(s->zr, data, len, deadline == 0 ? ZR_DONTWAIT : 0)
-		           : zr_send(s->zr, &s->out, deadline == 0 ? ZR_DONTWAIT : 0);
-		/*
-		 * zring records HANDSHAKE_SUCCEEDED a moment before the
-		 * connection joins the socket, so a non-blocking send made
-		 * at once on that news (asyncio does) can find no peer yet.
-		 * The first such send waits that moment out: with no peer
-		 * before, nothing was queued, so only that race can refuse it.
-		 */
-		if (rc == -EAGAIN && deadline == 0 && atomic_exchange(&s->fresh_peer, false))
-			rc = bytes ? zr_send_bytes(s->zr, data, len, 0)
-			           : zr_send(s->zr, &s->out, 0);
-		if (rc == 0) {
-			atomic_store_explicit(&s->fresh_peer, false, memory_order_relaxed);
+		rc = zc_send_once(s, true, bytes, data, len);
+		if (rc == 0)
 			return 0;
-		}
 		if (rc != -EAGAIN)
 			return -zr_errno(rc);
-		if (deadline == 0 || zc_left_ms(deadline) == 0)
+		if (zc_left_ms(deadline) == 0)
 			return EAGAIN;
 	}
 }
