@@ -1345,7 +1345,8 @@ zmq_recv(void *sock, void *buf, size_t len, int flags)
 	if (err != 0)
 		return zc_fail(err);
 	f = zr_msg_frame(s->in->rx, s->in_next, &flen);
-	memcpy(buf, f, flen < len ? flen : len);
+	if (buf != NULL && len > 0 && flen > 0)
+		memcpy(buf, f, flen < len ? flen : len);
 	s->in_next++;
 	s->rcvmore = s->in_next < s->in_frames;
 	if (!s->rcvmore) {
@@ -2035,7 +2036,7 @@ zmq_getsockopt(void *sock, int option, void *v, size_t *len)
 		int k = option == ZMQ_PLAIN_PASSWORD;
 		size_t n = s->inert.plain_len[k] + 1;
 
-		if (*len < n)
+		if (v == NULL || *len < n)
 			return zc_fail(EINVAL);
 		memcpy(v, s->inert.plain[k], n);
 		*len = n;
