@@ -13,6 +13,8 @@ packages=(
 	openssl
 	# tests: Criterion, libzmq and pyzmq as the real peers, valgrind
 	libcriterion-dev libzmq3-dev python3-zmq valgrind
+	# pyzmq's own test suite on the libzmq.so.5 drop-in (tests/compat/pyzmq_suite.sh)
+	python3-pytest python3-pytest-timeout python3-tornado
 	# fault tests (tests/fault): ip netns, veth and tc tbf; iptables for loss
 	# and partitions
 	iproute2 iptables
