@@ -261,6 +261,9 @@ enum {
  * of zl_probe.h. */
 int pr_fuzz_mech(struct pr_ctx *c);
 int pr_replay_mech(struct pr_ctx *c);
+/* After a fuzz conversation (both fuzzers): reads and drops what the peer
+ * says for 20 ms, then closes k. */
+void pr_fuzz_close(struct pr_conn *k);
 
 /* Peer memory (--pid): VmRSS in KiB, or -1. */
 long pr_rss_kib(pid_t pid);
