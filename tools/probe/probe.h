@@ -217,6 +217,11 @@ struct pr_cv {
 	bool server;                       /* we are the CurveZMQ server */
 };
 
+/* A CurveZMQ box with a long nonce of prefix16 and short nonce n: writes the
+ * short nonce (8 octets) and then the box of plain (crypto_box_MACBYTES +
+ * plen octets) at out. Returns 0 or -EINVAL. */
+int pr_cv_seal(uint8_t *out, const char *prefix16, uint64_t n, const uint8_t *plain, size_t plen,
+               const uint8_t *pk, const uint8_t *sk);
 /* The body of a MESSAGE command ("\x07MESSAGE", nonce, box of plain) with
  * short nonce n. Returns its length or -ENOBUFS/-EINVAL. */
 int pr_cv_message(const struct pr_cv *s, uint64_t n, const uint8_t *plain, size_t plen,
