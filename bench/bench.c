@@ -628,6 +628,18 @@ result_head(const struct bench_args *a)
 	       a->mode, a->pattern, a->size, a->count);
 }
 
+/* The RESULT line of a throughput run up to its last field: msgs messages of
+ * a->size bytes in secs, cpu seconds of CPU; the caller ends the line. */
+static void
+thr_result(const struct bench_args *a, double secs, double msgs, double cpu)
+{
+	double rate = secs > 0 ? msgs / secs : 0;
+
+	result_head(a);
+	printf(" secs=%.6f msgs_per_s=%.0f mb_per_s=%.3f cpu_s_per_M=%.4f", secs, rate,
+	       rate * (double)a->size / 1e6, cpu / msgs * 1e6);
+}
+
 static int
 parse_ulong(const char *s, unsigned long *v)
 {
@@ -969,14 +981,9 @@ fanout_recv(const struct bench_args *a, const struct bench_pattern *pat)
 	bench_ctx_free(&c);
 	close(ep);
 
-	double secs = f.t_last - f.t_first;
-	double msgs = a->count > 1 ? (double)(a->count - 1) : 1.0;
-	double rate = secs > 0 ? msgs / secs : 0;
-	result_head(a);
-	printf(" secs=%.6f msgs_per_s=%.0f mb_per_s=%.3f cpu_s_per_M=%.4f deliveries=%lu "
-	       "rescued=%lu\n",
-	       secs, rate, rate * (double)a->size / 1e6, (c1 - cpu_start) / msgs * 1e6, f.total,
-	       rescued);
+	thr_result(a, f.t_last - f.t_first, a->count > 1 ? (double)(a->count - 1) : 1.0,
+	           c1 - cpu_start);
+	printf(" deliveries=%lu rescued=%lu\n", f.total, rescued);
 	free(f.s);
 	free(f.want);
 	free(f.got);
@@ -1065,12 +1072,8 @@ thr_recv(const struct bench_args *a)
 		bench_sock_close(&jobs[k].s);
 	bench_ctx_free(&c);
 
-	double secs = t1 - t0;
-	double msgs = a->count > 1 ? (double)(a->count - 1) : 1.0;
-	double rate = secs > 0 ? msgs / secs : 0;
-	result_head(a);
-	printf(" secs=%.6f msgs_per_s=%.0f mb_per_s=%.3f cpu_s_per_M=%.4f\n", secs, rate,
-	       rate * (double)a->size / 1e6, (c1 - cpu_start) / msgs * 1e6);
+	thr_result(a, t1 - t0, a->count > 1 ? (double)(a->count - 1) : 1.0, c1 - cpu_start);
+	printf("\n");
 	return 0;
 }
 
@@ -1094,32 +1097,26 @@ connect_all(struct bench_sock *s, const char *list)
 	return 0;
 }
 
-/*
- * The publisher waits for every subscriber: one "\x01" (subscribe to all)
- * for a single one, else each one's unique topic "\x01\xff<k>".
- */
+/* Waits until every k in [0, n) came as a subscription "\x01" TAG <k> (len
+ * octets, when len > 0). */
 static int
-wait_subscribers(struct bench_sock *s, int subs)
+wait_indexed(struct bench_sock *s, int n, unsigned char tag, long len)
 {
-	bool *seen = calloc((size_t)subs, sizeof *seen);
+	bool *seen = calloc((size_t)n, sizeof *seen);
 	char sub[64];
 	int have = 0;
 
 	if (!seen)
 		return fail("malloc", -ENOMEM);
-	while (have < subs) {
+	while (have < n) {
 		long rc = bench_recv(s, sub, sizeof sub);
 		if (rc < 0)
 			return fail("waiting for the subscriptions", rc);
-		if (subs == 1) {
-			if (rc != 1 || sub[0] != 1)
-				return fail("subscription is not \\x01 (subscribe to all)", rc);
-			have = 1;
-		} else if (rc >= 3 && rc < (long)sizeof sub && sub[0] == 1 &&
-		           (unsigned char)sub[1] == 0xff) {
+		if (rc >= 3 && rc < (long)sizeof sub && (len == 0 || rc == len) && sub[0] == 1 &&
+		    (unsigned char)sub[1] == tag) {
 			sub[rc] = '\0';
 			int k = atoi(sub + 2);
-			if (k >= 0 && k < subs && !seen[k]) {
+			if (k >= 0 && k < n && !seen[k]) {
 				seen[k] = true;
 				have++;
 			}
@@ -1129,30 +1126,28 @@ wait_subscribers(struct bench_sock *s, int subs)
 	return 0;
 }
 
-/* "topicsT": the publisher waits until all T topics are subscribed. */
+/*
+ * The publisher waits for every subscription, from which on nothing is
+ * dropped: "topicsT" for all T topics; one subscriber's "\x01" (subscribe to
+ * all); or, of several, each one's unique topic "\x01\xff<k>".
+ */
 static int
-wait_topics(struct bench_sock *s, int topics)
+wait_subscriptions(struct bench_sock *s, const struct bench_pattern *pat)
 {
-	bool *seen = calloc((size_t)topics, sizeof *seen);
 	char sub[64];
-	int have = 0;
+	long rc;
 
-	if (!seen)
-		return fail("malloc", -ENOMEM);
-	while (have < topics) {
-		long rc = bench_recv(s, sub, sizeof sub);
-		if (rc < 0)
-			return fail("waiting for the subscriptions", rc);
-		if (rc == 1 + BENCH_TOPIC_LEN && sub[0] == 1 && sub[1] == 't') {
-			sub[rc] = '\0';
-			int t = atoi(sub + 2);
-			if (t >= 0 && t < topics && !seen[t]) {
-				seen[t] = true;
-				have++;
-			}
-		}
-	}
-	free(seen);
+	if (pat->topics)
+		return wait_indexed(s, pat->topics, 't', 1 + BENCH_TOPIC_LEN);
+	if (pat->subs > 1)
+		return wait_indexed(s, pat->subs, 0xff, 0);
+	if (pat->subs == 0)
+		return 0;
+	rc = bench_recv(s, sub, sizeof sub);
+	if (rc < 0)
+		return fail("waiting for the subscriptions", rc);
+	if (rc != 1 || sub[0] != 1)
+		return fail("subscription is not \\x01 (subscribe to all)", rc);
 	return 0;
 }
 
@@ -1190,9 +1185,7 @@ thr_send(const struct bench_args *a)
 		return fail(pat.fanout ? "bind" : "connect", rc);
 	if (a->curve && require_curve(&s) != 0)
 		return 1;
-	/* From the last subscription on nothing is dropped. */
-	if (pat.topics ? wait_topics(&s, pat.topics) != 0
-	               : pat.subs && wait_subscribers(&s, pat.subs) != 0)
+	if (wait_subscriptions(&s, &pat) != 0)
 		return 1;
 	/* Every topic's name, made before the clock starts. */
 	char(*names)[BENCH_TOPIC_BUF] = NULL;
@@ -1219,11 +1212,8 @@ thr_send(const struct bench_args *a)
 	free(buf);
 	free(names);
 
-	double msgs = (double)a->count;
-	result_head(a);
-	printf(" secs=%.6f msgs_per_s=%.0f mb_per_s=%.3f cpu_s_per_M=%.4f\n", secs,
-	       secs > 0 ? msgs / secs : 0, secs > 0 ? msgs * (double)a->size / secs / 1e6 : 0,
-	       cpu / msgs * 1e6);
+	thr_result(a, secs, (double)a->count, cpu);
+	printf("\n");
 	return 0;
 }
 
@@ -1625,12 +1615,8 @@ raw_thr_recv(const struct bench_args *a)
 	close(fd);
 	free(buf);
 
-	double secs = t1 - t0;
-	double msgs = a->count > 1 ? (double)(a->count - 1) : 1.0;
-	double rate = secs > 0 ? msgs / secs : 0;
-	result_head(a);
-	printf(" secs=%.6f msgs_per_s=%.0f mb_per_s=%.3f cpu_s_per_M=%.4f\n", secs, rate,
-	       rate * (double)a->size / 1e6, (c1 - c0) / msgs * 1e6);
+	thr_result(a, t1 - t0, a->count > 1 ? (double)(a->count - 1) : 1.0, c1 - c0);
+	printf("\n");
 	return 0;
 }
 
@@ -1669,11 +1655,8 @@ raw_thr_send(const struct bench_args *a)
 	double secs = now_s() - t0, cpu = cpu_s() - c0;
 	close(fd);
 	free(buf);
-	double msgs = (double)a->count;
-	result_head(a);
-	printf(" secs=%.6f msgs_per_s=%.0f mb_per_s=%.3f cpu_s_per_M=%.4f\n", secs,
-	       secs > 0 ? msgs / secs : 0, secs > 0 ? msgs * (double)a->size / secs / 1e6 : 0,
-	       cpu / msgs * 1e6);
+	thr_result(a, secs, (double)a->count, cpu);
+	printf("\n");
 	return 0;
 }
 

@@ -33,6 +33,7 @@
 #include <zring/error.h>
 #include <zring/zmtp.h>
 
+#include "probe/pr_mutate.h"
 #include "probe/probe.h"
 #include "zl_args.h"
 #include "zl_probe.h"
@@ -407,27 +408,9 @@ run_catalogue(struct pr_ctx *c)
 
 /* ---- fuzzing ------------------------------------------------------------------- */
 
-/* splitmix64: the fuzzer's only randomness, so a seed replays a run. */
-static uint64_t
-rnd(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
-
-/* One unit of a conversation: a greeting, or a whole frame. */
-struct unit {
-	uint8_t b[600];
-	size_t len;
-};
-
-#define FUZZ_UNITS 24
-
 /* A valid conversation of our type, as the codec writes it. */
 static size_t
-conversation(const struct pr_ctx *c, uint64_t *s, struct unit *u)
+conversation(const struct pr_ctx *c, uint64_t *s, struct pr_unit *u)
 {
 	const char *t = zr_socktype_name(c->o->our_type);
 	size_t n = 0;
@@ -439,29 +422,29 @@ conversation(const struct pr_ctx *c, uint64_t *s, struct unit *u)
 	pl = zr_zmtp_prop_encode(p, sizeof(p), "Socket-Type", (const uint8_t *)t, strlen(t));
 	u[n].len = (size_t)zr_zmtp_cmd_encode(u[n].b, sizeof(u[n].b), "READY", p, (size_t)pl);
 	n++;
-	while (n < FUZZ_UNITS - 4) {
-		uint64_t r = rnd(s) % 6;
+	while (n < PR_UNITS - 4) {
+		uint64_t r = pr_rnd(s) % 6;
 		if (r < 3) {
 			/* A message of one to three frames. */
-			unsigned frames = 1 + (unsigned)(rnd(s) % 3);
-			for (unsigned f = 0; f < frames && n < FUZZ_UNITS - 4; f++) {
-				size_t len = (size_t)(rnd(s) % 300);
+			unsigned frames = 1 + (unsigned)(pr_rnd(s) % 3);
+			for (unsigned f = 0; f < frames && n < PR_UNITS - 4; f++) {
+				size_t len = (size_t)(pr_rnd(s) % 300);
 				int h = zr_zmtp_frame_header(u[n].b, len,
 				                             f + 1 < frames ? ZR_ZMTP_MORE : 0);
-				memset(u[n].b + h, 'a' + (int)(rnd(s) % 26), len);
+				memset(u[n].b + h, 'a' + (int)(pr_rnd(s) % 26), len);
 				u[n++].len = (size_t)h + len;
 			}
 		} else if (r == 3) {
-			uint8_t d[18] = {0, (uint8_t)(rnd(s) % 100)};
+			uint8_t d[18] = {0, (uint8_t)(pr_rnd(s) % 100)};
 			/* The largest valid context is the interesting one. */
-			size_t cl = rnd(s) % 3 == 0 ? 16 : (size_t)(rnd(s) % 17);
+			size_t cl = pr_rnd(s) % 3 == 0 ? 16 : (size_t)(pr_rnd(s) % 17);
 			u[n].len = (size_t)zr_zmtp_cmd_encode(u[n].b, sizeof(u[n].b), "PING", d,
 			                                      2 + cl);
 			n++;
 		} else if (r == 4) {
-			u[n].len = (size_t)zr_zmtp_cmd_encode(u[n].b, sizeof(u[n].b),
-			                                      rnd(s) & 1 ? "SUBSCRIBE" : "CANCEL",
-			                                      (const uint8_t *)"topic", rnd(s) % 6);
+			u[n].len = (size_t)zr_zmtp_cmd_encode(
+				u[n].b, sizeof(u[n].b), pr_rnd(s) & 1 ? "SUBSCRIBE" : "CANCEL",
+				(const uint8_t *)"topic", pr_rnd(s) % 6);
 			n++;
 		} else {
 			u[n].len =
@@ -470,112 +453,6 @@ conversation(const struct pr_ctx *c, uint64_t *s, struct unit *u)
 		}
 	}
 	return n;
-}
-
-static const uint64_t interesting[] = {0,
-                                       1,
-                                       16,
-                                       17,
-                                       127,
-                                       128,
-                                       255,
-                                       256,
-                                       65535,
-                                       65536,
-                                       1ull << 31,
-                                       1ull << 32,
-                                       (1ull << 63) - 1,
-                                       1ull << 63,
-                                       UINT64_MAX};
-
-/* Structure-aware mutations: the units are greetings and frames, so a
- * mutation can hit a flags octet, a size field, a command name or the order
- * of frames instead of random bytes only. */
-static void
-mutate(uint64_t *s, struct unit *u, size_t *n)
-{
-	unsigned count = 1 + (unsigned)(rnd(s) % 3);
-
-	for (unsigned m = 0; m < count; m++) {
-		size_t i = (size_t)(rnd(s) % *n);
-		struct unit *x = &u[i];
-		bool greeting = i == 0;
-		switch (rnd(s) % 12) {
-		case 10:
-		case 11: /* resize a short frame's body, its size field kept true */
-			if (!greeting && x->len >= 2 && !(x->b[0] & ZR_ZMTP_LONG)) {
-				size_t body = x->len - 2;
-				uint64_t r = rnd(s) % 3;
-				size_t nb = r == 0   ? body + 1
-				            : r == 1 ? (body > 0 ? body - 1 : 0)
-				                     : body + 1 + (size_t)(rnd(s) % 8);
-				if (nb > 255)
-					nb = 255;
-				for (size_t k = body; k < nb; k++)
-					x->b[2 + k] = (uint8_t)rnd(s);
-				x->b[1] = (uint8_t)nb;
-				x->len = 2 + nb;
-			}
-			break;
-		case 0: /* flip a bit anywhere */
-			if (x->len > 0)
-				x->b[rnd(s) % x->len] ^= (uint8_t)(1u << (rnd(s) % 8));
-			break;
-		case 1: /* the flags octet */
-			if (!greeting && x->len > 0)
-				x->b[0] = (uint8_t)rnd(s);
-			break;
-		case 2: /* the size field: an interesting value, same form */
-			if (!greeting && x->len >= 2) {
-				uint64_t v = interesting[rnd(s) % (sizeof(interesting) /
-				                                   sizeof(interesting[0]))];
-				if ((x->b[0] & ZR_ZMTP_LONG) && x->len >= 9)
-					for (int k = 0; k < 8; k++)
-						x->b[1 + k] = (uint8_t)(v >> (56 - 8 * k));
-				else
-					x->b[1] = (uint8_t)v;
-			}
-			break;
-		case 3: /* the greeting's version, mechanism or signature */
-			if (x->len == ZR_ZMTP_GREETING_SIZE && greeting) {
-				static const size_t at[] = {0, 9, 10, 11, 12, 13, 32};
-				x->b[at[rnd(s) % 7]] = (uint8_t)rnd(s);
-			}
-			break;
-		case 4: /* duplicate a unit */
-			if (*n < FUZZ_UNITS) {
-				memmove(&u[i + 1], &u[i], (*n - i) * sizeof(*u));
-				(*n)++;
-			}
-			break;
-		case 5: /* drop a unit */
-			if (*n > 1) {
-				memmove(&u[i], &u[i + 1], (*n - i - 1) * sizeof(*u));
-				(*n)--;
-			}
-			break;
-		case 6: /* swap two units */
-		{
-			size_t j = (size_t)(rnd(s) % *n);
-			struct unit t = u[i];
-			u[i] = u[j];
-			u[j] = t;
-			break;
-		}
-		case 7: /* truncate a unit */
-			if (x->len > 1)
-				x->len = 1 + (size_t)(rnd(s) % (x->len - 1));
-			break;
-		case 8: /* a command name's length octet */
-			if (!greeting && x->len > 3 && (x->b[0] & ZR_ZMTP_COMMAND))
-				x->b[2] = (uint8_t)rnd(s);
-			break;
-		default: /* append random octets */
-			for (unsigned k = 0; k < 8 && x->len < sizeof(x->b); k++)
-				x->b[x->len++] = (uint8_t)rnd(s);
-			break;
-		}
-	}
 }
 
 struct step {
@@ -624,13 +501,7 @@ play(struct pr_ctx *c, const uint8_t *b, const struct step *st, size_t nst)
 		pr_read(&k, 0);
 		k.in_len = 0;
 	}
-	/* Long enough for the peer to act on what it got (the oracle that
-	 * follows catches what takes longer). */
-	uint64_t end = zl_now_ms() + 20;
-	while (!k.closed && zl_now_ms() < end)
-		if (pr_read(&k, 20) > 0)
-			k.in_len = 0;
-	pr_close(&k);
+	pr_fuzz_close(&k);
 	return 0;
 }
 
@@ -641,9 +512,9 @@ run_fuzz(struct pr_ctx *c)
 	uint64_t seed = o->seed, s = seed;
 	uint64_t end = zl_now_ms() + (uint64_t)o->seconds * 1000u;
 	unsigned iter = 0, findings = 0;
-	struct unit *u = calloc(FUZZ_UNITS + 1, sizeof(*u));
-	uint8_t *b = malloc((FUZZ_UNITS + 1) * sizeof(u->b));
-	struct step *st = calloc(FUZZ_UNITS * sizeof(u->b), sizeof(*st));
+	struct pr_unit *u = calloc(PR_UNITS + 1, sizeof(*u));
+	uint8_t *b = malloc((PR_UNITS + 1) * sizeof(u->b));
+	struct step *st = calloc(PR_UNITS * sizeof(u->b), sizeof(*st));
 
 	/* NULL only: PLAIN and CURVE conversations are pr_fuzz_mech's. */
 	if (u == NULL || b == NULL || st == NULL) {
@@ -659,19 +530,16 @@ run_fuzz(struct pr_ctx *c)
 		char why[160], path[512];
 		int v;
 
-		mutate(&s, u, &n);
+		pr_mutate(&s, PR_FUZZ_NULL, u, &n);
 		/* Lay the units out, cut into writes at unit boundaries or, now
 		 * and then, inside one. */
 		for (size_t i = 0; i < n; i++) {
 			size_t off = 0;
 			while (off < u[i].len) {
-				size_t piece = u[i].len - off;
-				if (rnd(&s) % 8 == 0 && piece > 1)
-					piece = 1 + (size_t)(rnd(&s) % (piece - 1));
+				size_t piece = pr_fuzz_piece(&s, u[i].len - off, &st[nst].sleep_ms);
 				memcpy(b + len, u[i].b + off, piece);
 				st[nst].off = len;
 				st[nst].len = piece;
-				st[nst].sleep_ms = rnd(&s) % 16 == 0 ? 2 : 0;
 				nst++;
 				len += piece;
 				off += piece;
@@ -707,18 +575,6 @@ run_fuzz(struct pr_ctx *c)
 	free(b);
 	free(st);
 	return findings > 0 ? ZL_PROBE_FINDINGS : ZL_PROBE_OK;
-}
-
-static int
-hexval(int ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
 }
 
 static int
@@ -758,8 +614,8 @@ run_replay(struct pr_ctx *c)
 			st[nst].off = len;
 			st[nst].sleep_ms = sleep_next;
 			sleep_next = 0;
-			while (hexval(p[0]) >= 0 && hexval(p[1]) >= 0 && len < cap) {
-				b[len++] = (uint8_t)(hexval(p[0]) << 4 | hexval(p[1]));
+			while (pr_hexval(p[0]) >= 0 && pr_hexval(p[1]) >= 0 && len < cap) {
+				b[len++] = (uint8_t)(pr_hexval(p[0]) << 4 | pr_hexval(p[1]));
 				p += 2;
 			}
 			st[nst].len = len - st[nst].off;

@@ -74,6 +74,14 @@ teardown(void)
 
 TestSuite(probe, .init = setup, .fini = teardown, .timeout = 200);
 
+/* Stops the Python peer, so that the test can start another. */
+static void
+stop_peer(void)
+{
+	zl_proc_stop(&peer, 2000);
+	memset(&peer, 0, sizeof(peer));
+}
+
 /* Starts a Python peer script with its arguments (NULL-terminated) and
  * returns the endpoint from its "READY <endpoint>" line. */
 static const char *
@@ -541,8 +549,7 @@ Test(probe, listen_plain_server_refuses_libzmq_client)
 		peer_begin(PROBE_PEER, "PUSH", ep, "--connect", "--plain-client", "probe:secret",
 		           NULL);
 		expect_plain_server_case(name, tool_wait(&probe, PROBE_WAIT_MS));
-		zl_proc_stop(&peer, 2000);
-		memset(&peer, 0, sizeof(peer));
+		stop_peer();
 		tool_kill(&probe);
 	}
 }
@@ -597,6 +604,24 @@ static const struct server_case curve_client_cases[] = {
 	           "--type", "PUSH", __VA_ARGS__, NULL)
 #define CURVE_KEY_TAG "zring probe: CURVE server public key "
 
+/* After BEGIN_LISTEN with CURVE: a planted CURVE client in mode connects to
+ * ep with the key the probe printed; returns the probe's exit status. */
+static int
+planted_curve_wait(const char *ep, const char *mode)
+{
+	char key[64];
+
+	tool_stderr_after(&probe, CURVE_KEY_TAG, key, sizeof(key), WAIT_MS);
+	peer_begin(PLANTED_CURVE_CLIENT, mode, ep, key, NULL);
+	return tool_wait(&probe, PROBE_WAIT_MS);
+}
+
+/* The probe as the CURVE server with the options ARGS... against a planted
+ * CURVE client in mode; the probe's exit status. ep: a char array. */
+#define PLANTED_CURVE_RUN(ep, mode, ...)                                                  \
+	(tool_reset(&probe), BEGIN_LISTEN(free_ep(ep, sizeof(ep)), "curve", __VA_ARGS__), \
+	 planted_curve_wait(ep, mode))
+
 /* A refused libzmq or zring client gives up (no reconnection after a failed
  * handshake), so every case gets its own client process. */
 Test(probe, listen_curve_server_libzmq_client)
@@ -614,8 +639,7 @@ Test(probe, listen_curve_server_libzmq_client)
 		          probe.err);
 		expect_verdict(sc->name, sc->libzmq);
 		cr_expect_eq(rc, 0, "%s", probe.out);
-		zl_proc_stop(&peer, 2000);
-		memset(&peer, 0, sizeof(peer));
+		stop_peer();
 		tool_kill(&probe);
 	}
 }
@@ -650,38 +674,25 @@ Test(probe, listen_curve_server_zring_cat_client)
  * one run; its planted defects must come out as violations. */
 Test(probe, listen_curve_server_planted_clients)
 {
-	char ep[64], key[64];
+	char ep[64];
 
-	BEGIN_LISTEN(free_ep(ep, sizeof(ep)), "curve", "--case", "curve-server.");
-	tool_stderr_after(&probe, CURVE_KEY_TAG, key, sizeof(key), WAIT_MS);
-	peer_begin(PLANTED_CURVE_CLIENT, "clean", ep, key, NULL);
-	int rc = tool_wait(&probe, PROBE_WAIT_MS);
+	int rc = PLANTED_CURVE_RUN(ep, "clean", "--case", "curve-server.");
 	for (size_t i = 0; i < ZR_ARRAY_LEN(curve_client_cases); i++)
 		expect_verdict(curve_client_cases[i].name, curve_client_cases[i].libzmq);
 	cr_expect_eq(rc, 0, "%s", probe.out);
-	zl_proc_stop(&peer, 2000);
-	memset(&peer, 0, sizeof(peer));
+	stop_peer();
 
 	/* It opens a WELCOME box that does not open... and carries on. */
-	tool_reset(&probe);
-	BEGIN_LISTEN(free_ep(ep, sizeof(ep)), "curve", "--case", "curve-server.welcome");
-	tool_stderr_after(&probe, CURVE_KEY_TAG, key, sizeof(key), WAIT_MS);
-	peer_begin(PLANTED_CURVE_CLIENT, "accept-bad-welcome", ep, key, NULL);
-	rc = tool_wait(&probe, PROBE_WAIT_MS);
+	rc = PLANTED_CURVE_RUN(ep, "accept-bad-welcome", "--case", "curve-server.welcome");
 	expect_verdict("curve-server.welcome-short", "pass");
 	expect_verdict("curve-server.welcome-bad-box", "violation");
 	expect_verdict("curve-server.welcome-other-key", "violation");
 	cr_expect(strstr(probe.out, "answered with INITIATE") != NULL, "%s", probe.out);
 	cr_expect_eq(rc, 1, "%s", probe.out);
-	zl_proc_stop(&peer, 2000);
-	memset(&peer, 0, sizeof(peer));
+	stop_peer();
 
 	/* It takes a MESSAGE whose nonce is not above the last. */
-	tool_reset(&probe);
-	BEGIN_LISTEN(free_ep(ep, sizeof(ep)), "curve", "--case", "curve-server.nonce-replayed");
-	tool_stderr_after(&probe, CURVE_KEY_TAG, key, sizeof(key), WAIT_MS);
-	peer_begin(PLANTED_CURVE_CLIENT, "accept-replay", ep, key, NULL);
-	rc = tool_wait(&probe, PROBE_WAIT_MS);
+	rc = PLANTED_CURVE_RUN(ep, "accept-replay", "--case", "curve-server.nonce-replayed");
 	expect_verdict("curve-server.nonce-replayed", "violation");
 	cr_expect_eq(rc, 1, "%s", probe.out);
 }
@@ -700,8 +711,7 @@ Test(probe, listen_plain_server_abuses_libzmq_client)
 		cr_expect(strstr(probe.out, "peer PUSH") != NULL, "%s %s", probe.out, probe.err);
 		expect_verdict(sc->name, sc->libzmq);
 		cr_expect_eq(rc, 0, "%s", probe.out);
-		zl_proc_stop(&peer, 2000);
-		memset(&peer, 0, sizeof(peer));
+		stop_peer();
 		tool_kill(&probe);
 	}
 }
@@ -777,37 +787,28 @@ Test(probe, fuzz_plain_and_curve_against_zring_cat_find_nothing)
 Test(probe, fuzz_curve_finds_the_planted_client_crash_and_replay_reproduces_it)
 {
 	char dir[] = "/tmp/zring-probe-fuzz-XXXXXX";
-	char ep[64], key[64], path[512], line[600];
+	char ep[64], path[512], line[600];
 	cr_assert(mkdtemp(dir) != NULL);
 
-	BEGIN_LISTEN(free_ep(ep, sizeof(ep)), "curve", "--fuzz", "--seconds", "60", "--seed", "3",
-	             "--out", dir);
-	tool_stderr_after(&probe, CURVE_KEY_TAG, key, sizeof(key), WAIT_MS);
-	peer_begin(PLANTED_CURVE_CLIENT, "crash-flags", ep, key, NULL);
-	int rc = tool_wait(&probe, PROBE_WAIT_MS);
+	int rc = PLANTED_CURVE_RUN(ep, "crash-flags", "--fuzz", "--seconds", "60", "--seed", "3",
+	                           "--out", dir);
 	cr_assert_eq(rc, 1, "the fuzzer found nothing: %s", probe.out);
 	const char *f = strstr(probe.out, "finding: ");
 	cr_assert(f != NULL, "%s", probe.out);
 	cr_expect(strstr(f, ": crash (") != NULL, "%s", probe.out);
 	const char *at = strstr(f, dir);
 	cr_assert(at != NULL && sscanf(at, "%511s", path) == 1, "%s", probe.out);
-	zl_proc_stop(&peer, 2000);
-	memset(&peer, 0, sizeof(peer));
+	stop_peer();
 
 	/* The reproducer (handshake, then box lines) crashes a fresh defective
 	 * client, and not a clean one. */
 	static const char *const modes[] = {"crash-flags", "clean"};
 	for (int i = 0; i < 2; i++) {
-		tool_reset(&probe);
-		BEGIN_LISTEN(free_ep(ep, sizeof(ep)), "curve", "--replay", path);
-		tool_stderr_after(&probe, CURVE_KEY_TAG, key, sizeof(key), WAIT_MS);
-		peer_begin(PLANTED_CURVE_CLIENT, modes[i], ep, key, NULL);
-		rc = tool_wait(&probe, PROBE_WAIT_MS);
+		rc = PLANTED_CURVE_RUN(ep, modes[i], "--replay", path);
 		cr_expect(strstr(probe.out, i == 0 ? "replay: crash" : "replay: pass") != NULL,
 		          "%s: %s", modes[i], probe.out);
 		cr_expect_eq(rc, i == 0 ? 1 : 0, "%s", probe.out);
-		zl_proc_stop(&peer, 2000);
-		memset(&peer, 0, sizeof(peer));
+		stop_peer();
 	}
 	FILE *rf = fopen(path, "r");
 	char text[4096];

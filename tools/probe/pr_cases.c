@@ -1062,14 +1062,6 @@ pr_cmd_wait(struct pr_ctx *c, struct pr_conn *k, const uint8_t **body, size_t *f
 	}
 }
 
-static void
-hb_nonce(uint8_t n[24], const char *prefix16, uint64_t v)
-{
-	memcpy(n, prefix16, 16);
-	for (int i = 0; i < 8; i++)
-		n[16 + i] = (uint8_t)(v >> (56 - 8 * i));
-}
-
 /* Greeting, HELLO and WELCOME on a new connection: s gets C', c', S' and
  * the cookie. Returns 0, or a negative errno. */
 static int
@@ -1087,9 +1079,7 @@ hb_hello(struct pr_ctx *c, struct pr_conn *k, struct hb_session *s)
 	memset(d, 0, sizeof(d));
 	d[0] = 1;
 	memcpy(d + 74, s->cn_pk, 32);
-	hb_nonce(nonce, "CurveZMQHELLO---", 1);
-	memcpy(d + 106, nonce + 16, 8);
-	if (crypto_box_easy(d + 114, zero, sizeof(zero), nonce, key, s->cn_sk) != 0)
+	if (pr_cv_seal(d + 106, "CurveZMQHELLO---", 1, zero, sizeof(zero), key, s->cn_sk) < 0)
 		return -EINVAL;
 	rc = zr_zmtp_cmd_encode(b, sizeof(b), "HELLO", d, sizeof(d));
 	if (rc < 0)
@@ -1122,7 +1112,7 @@ hb_initiate(struct pr_ctx *c, struct pr_conn *k, const struct hb_session *s,
             const uint8_t cookie[96], int how)
 {
 	const struct pr_opts *o = c->o;
-	uint8_t vplain[64], vnonce[24], plain[256], nonce[24], d[512], b[600];
+	uint8_t vplain[64], vnonce[24], plain[256], d[512], b[600];
 	uint8_t other_pk[32], other_sk[32];
 	const char *t = zr_socktype_name(o->our_type);
 	size_t plen = 128;
@@ -1149,9 +1139,7 @@ hb_initiate(struct pr_ctx *c, struct pr_conn *k, const struct hb_session *s,
 	if (how == HB_INIT_SHORT)
 		plen = 127;
 	memcpy(d, cookie, 96);
-	hb_nonce(nonce, "CurveZMQINITIATE", 2);
-	memcpy(d + 96, nonce + 16, 8);
-	if (crypto_box_easy(d + 104, plain, plen, nonce, s->sn_pk, s->cn_sk) != 0)
+	if (pr_cv_seal(d + 96, "CurveZMQINITIATE", 2, plain, plen, s->sn_pk, s->cn_sk) < 0)
 		return -EINVAL;
 	rc = zr_zmtp_cmd_encode(b, sizeof(b), "INITIATE", d,
 	                        how == HB_INIT_NO_BOX ? 104 : 104 + 16 + plen);

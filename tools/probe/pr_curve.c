@@ -53,17 +53,25 @@ get_u64(const uint8_t *p)
 }
 
 int
-pr_cv_message(const struct pr_cv *s, uint64_t n, const uint8_t *plain, size_t plen, uint8_t *body,
-              size_t cap)
+pr_cv_seal(uint8_t *out, const char *prefix16, uint64_t n, const uint8_t *plain, size_t plen,
+           const uint8_t *pk, const uint8_t *sk)
 {
 	uint8_t nonce[24];
 
+	nonce_make(nonce, prefix16, n);
+	memcpy(out, nonce + 16, 8);
+	return crypto_box_easy(out + 8, plain, plen, nonce, pk, sk) == 0 ? 0 : -EINVAL;
+}
+
+int
+pr_cv_message(const struct pr_cv *s, uint64_t n, const uint8_t *plain, size_t plen, uint8_t *body,
+              size_t cap)
+{
 	if (plen > (size_t)INT32_MAX - 64 || cap < 16 + crypto_box_MACBYTES + plen)
 		return -ENOBUFS;
 	memcpy(body, "\x07MESSAGE", 8);
-	nonce_make(nonce, s->server ? "CurveZMQMESSAGES" : "CurveZMQMESSAGEC", n);
-	memcpy(body + 8, nonce + 16, 8);
-	if (crypto_box_easy(body + 16, plain, plen, nonce, s->peer_pk, s->my_sk) != 0)
+	if (pr_cv_seal(body + 8, s->server ? "CurveZMQMESSAGES" : "CurveZMQMESSAGEC", n, plain,
+	               plen, s->peer_pk, s->my_sk) < 0)
 		return -EINVAL;
 	return (int)(16 + crypto_box_MACBYTES + plen);
 }
@@ -312,7 +320,7 @@ cs_initiate(struct pr_ctx *c, struct pr_conn *k, struct cs *st)
 static int
 cs_ready(struct pr_ctx *c, struct pr_conn *k, struct cs *st, long how)
 {
-	uint8_t meta[64], d[8 + crypto_box_MACBYTES + 64], nonce[24];
+	uint8_t meta[64], d[8 + crypto_box_MACBYTES + 64];
 	const char *t = zr_socktype_name(c->o->our_type);
 	int ml = 0;
 
@@ -321,10 +329,8 @@ cs_ready(struct pr_ctx *c, struct pr_conn *k, struct cs *st, long how)
 		                         strlen(t));
 	if (ml < 0)
 		return ml;
-	nonce_make(nonce, "CurveZMQREADY---", st->s.nonce++);
-	memcpy(d, nonce + 16, 8);
-	if (crypto_box_easy(d + 8, meta, (unsigned long long)ml, nonce, st->s.peer_pk,
-	                    st->s.my_sk) != 0)
+	if (pr_cv_seal(d, "CurveZMQREADY---", st->s.nonce++, meta, (size_t)ml, st->s.peer_pk,
+	               st->s.my_sk) < 0)
 		return -EINVAL;
 	if (how == CS_READY_BAD_BOX)
 		d[8] ^= 0x80;

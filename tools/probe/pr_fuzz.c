@@ -40,10 +40,8 @@
 #include <zring/error.h>
 
 #include "../zl_probe.h"
+#include "pr_mutate.h"
 #include "probe.h"
-
-#define UNITS 24
-#define UNIT_MAX 600
 
 enum {
 	ST_HANDSHAKE,
@@ -68,27 +66,6 @@ struct conv {
 	struct step *st;
 	size_t n, stcap;
 };
-
-/* One unit: a whole clear frame (PLAIN) or a MESSAGE plaintext (CURVE),
- * with how its box is to be made. */
-struct unit {
-	uint8_t b[UNIT_MAX];
-	size_t len;
-	int nonce_how; /* 0 the next one; see layout() */
-	long flip;
-	size_t cut;
-	bool clear, command;
-};
-
-/* splitmix64, as the NULL fuzzer: a seed replays a run. */
-static uint64_t
-rnd(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
-}
 
 static int
 conv_add(struct conv *v, int kind, const uint8_t *p, size_t len)
@@ -130,27 +107,27 @@ conv_add(struct conv *v, int kind, const uint8_t *p, size_t len)
 static size_t
 gen_body(uint64_t *s, uint8_t *b, size_t cap, unsigned *flags, bool *more_left)
 {
-	uint64_t r = rnd(s) % 6;
+	uint64_t r = pr_rnd(s) % 6;
 	int n;
 
 	if (*more_left || r < 3) {
-		size_t len = (size_t)(rnd(s) % 40);
+		size_t len = (size_t)(pr_rnd(s) % 40);
 		for (size_t k = 0; k < len; k++)
-			b[k] = (uint8_t)('a' + rnd(s) % 26);
-		*more_left = !*more_left ? rnd(s) % 3 == 0 : rnd(s) % 2 == 0;
+			b[k] = (uint8_t)('a' + pr_rnd(s) % 26);
+		*more_left = !*more_left ? pr_rnd(s) % 3 == 0 : pr_rnd(s) % 2 == 0;
 		*flags = *more_left ? ZR_ZMTP_MORE : 0;
 		return len;
 	}
 	*flags = ZR_ZMTP_COMMAND;
 	if (r == 3) {
-		uint8_t d[18] = {0, (uint8_t)(rnd(s) % 100)};
-		size_t cl = rnd(s) % 3 == 0 ? 16 : (size_t)(rnd(s) % 17);
+		uint8_t d[18] = {0, (uint8_t)(pr_rnd(s) % 100)};
+		size_t cl = pr_rnd(s) % 3 == 0 ? 16 : (size_t)(pr_rnd(s) % 17);
 		for (size_t k = 0; k < cl; k++)
-			d[2 + k] = (uint8_t)rnd(s);
+			d[2 + k] = (uint8_t)pr_rnd(s);
 		n = zr_zmtp_cmd_encode(b, cap, "PING", d, 2 + cl);
 	} else if (r == 4) {
-		n = zr_zmtp_cmd_encode(b, cap, rnd(s) & 1 ? "SUBSCRIBE" : "CANCEL",
-		                       (const uint8_t *)"topic", (size_t)(rnd(s) % 6));
+		n = zr_zmtp_cmd_encode(b, cap, pr_rnd(s) & 1 ? "SUBSCRIBE" : "CANCEL",
+		                       (const uint8_t *)"topic", (size_t)(pr_rnd(s) % 6));
 	} else {
 		n = zr_zmtp_cmd_encode(b, cap, "PONG", NULL, 0);
 	}
@@ -163,9 +140,9 @@ gen_body(uint64_t *s, uint8_t *b, size_t cap, unsigned *flags, bool *more_left)
 }
 
 static size_t
-conversation(uint64_t *s, bool curve, struct unit *u)
+conversation(uint64_t *s, bool curve, struct pr_unit *u)
 {
-	size_t n = 1 + (size_t)(rnd(s) % 8);
+	size_t n = 1 + (size_t)(pr_rnd(s) % 8);
 	bool more = false;
 
 	for (size_t i = 0; i < n; i++) {
@@ -192,140 +169,19 @@ conversation(uint64_t *s, bool curve, struct unit *u)
 	return n;
 }
 
-static const uint64_t interesting[] = {0,
-                                       1,
-                                       16,
-                                       17,
-                                       127,
-                                       128,
-                                       255,
-                                       256,
-                                       65535,
-                                       65536,
-                                       1ull << 31,
-                                       1ull << 32,
-                                       (1ull << 63) - 1,
-                                       1ull << 63,
-                                       UINT64_MAX};
-
-/* Structure-aware mutations. hdr is the octets before a unit's body: the
- * frame header (PLAIN, 2 in short form) or the plaintext's flags octet
- * (CURVE, 1). */
-static void
-mutate(uint64_t *s, bool curve, struct unit *u, size_t *n)
-{
-	unsigned count = 1 + (unsigned)(rnd(s) % 3);
-
-	for (unsigned m = 0; m < count; m++) {
-		size_t i = (size_t)(rnd(s) % *n);
-		struct unit *x = &u[i];
-		size_t hdr = curve ? 1 : ((x->b[0] & ZR_ZMTP_LONG) ? 9 : 2);
-		bool cmd = curve ? (x->b[0] & 0x02) != 0 : (x->b[0] & ZR_ZMTP_COMMAND) != 0;
-		unsigned op = (unsigned)(rnd(s) % (curve ? 16 : 11));
-
-		switch (op) {
-		case 0: /* flip a bit anywhere */
-			if (x->len > 0)
-				x->b[rnd(s) % x->len] ^= (uint8_t)(1u << (rnd(s) % 8));
-			break;
-		case 1: /* the flags octet */
-			x->b[0] = (uint8_t)rnd(s);
-			break;
-		case 2: /* resize the body (a PLAIN short frame keeps its size true) */
-			if (x->len >= hdr && (curve || hdr == 2)) {
-				size_t body = x->len - hdr, nb;
-				uint64_t r = rnd(s) % 3;
-				nb = r == 0   ? body + 1
-				     : r == 1 ? (body > 0 ? body - 1 : 0)
-				              : body + 1 + (size_t)(rnd(s) % 8);
-				if (nb > 255)
-					nb = 255;
-				for (size_t k = body; k < nb; k++)
-					x->b[hdr + k] = (uint8_t)rnd(s);
-				if (!curve)
-					x->b[1] = (uint8_t)nb;
-				x->len = hdr + nb;
-			}
-			break;
-		case 3: /* a command name's length octet */
-			if (cmd && x->len > hdr)
-				x->b[hdr] = (uint8_t)rnd(s);
-			break;
-		case 4: /* duplicate */
-			if (*n < UNITS) {
-				memmove(&u[i + 1], &u[i], (*n - i) * sizeof(*u));
-				(*n)++;
-			}
-			break;
-		case 5: /* drop */
-			if (*n > 1) {
-				memmove(&u[i], &u[i + 1], (*n - i - 1) * sizeof(*u));
-				(*n)--;
-			}
-			break;
-		case 6: { /* swap */
-			size_t j = (size_t)(rnd(s) % *n);
-			struct unit t = u[i];
-			u[i] = u[j];
-			u[j] = t;
-			break;
-		}
-		case 7: /* truncate */
-			if (x->len > 1)
-				x->len = 1 + (size_t)(rnd(s) % (x->len - 1));
-			break;
-		case 8: /* PLAIN: a size field; CURVE: a PING context length past 16 */
-			if (!curve && x->len >= 2) {
-				uint64_t v = interesting[rnd(s) % (sizeof(interesting) /
-				                                   sizeof(interesting[0]))];
-				if (hdr == 9 && x->len >= 9)
-					for (int k = 0; k < 8; k++)
-						x->b[1 + k] = (uint8_t)(v >> (56 - 8 * k));
-				else
-					x->b[1] = (uint8_t)v;
-			} else if (curve && cmd) {
-				for (unsigned k = 0; k < 20 && x->len < UNIT_MAX; k++)
-					x->b[x->len++] = (uint8_t)rnd(s);
-			}
-			break;
-		case 9:
-		case 10: /* append octets */
-			for (unsigned k = 0; k < 8 && x->len < UNIT_MAX; k++)
-				x->b[x->len++] = (uint8_t)rnd(s);
-			break;
-		/* CURVE only: the box instead of what is in it */
-		case 11: /* a nonce that is not the next */
-			x->nonce_how = 1 + (int)(rnd(s) % 5);
-			break;
-		case 12: /* a bit of the MESSAGE body after boxing */
-			x->flip = (long)(rnd(s) % ((16 + 16 + x->len) * 8));
-			break;
-		case 13: /* the box cut short */
-			x->cut = 1 + (size_t)(rnd(s) % (16 + x->len));
-			break;
-		case 14: /* the plaintext in the clear */
-			x->clear = true;
-			break;
-		default: /* a command frame for libzmq's data frame */
-			x->command = true;
-			break;
-		}
-	}
-}
-
 /* Lays units out as steps after a handshake step. Nonces are resolved here,
  * so the reproducer holds the values the peer saw. */
 static int
-layout(uint64_t *s, bool curve, uint64_t first_nonce, const struct unit *u, size_t n,
+layout(uint64_t *s, bool curve, uint64_t first_nonce, const struct pr_unit *u, size_t n,
        struct conv *v)
 {
 	uint64_t next = first_nonce, last = first_nonce > 0 ? first_nonce - 1 : 0;
 	int rc = conv_add(v, ST_HANDSHAKE, NULL, 0);
 
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		const struct unit *x = &u[i];
+		const struct pr_unit *x = &u[i];
 		if (!curve || x->clear) {
-			uint8_t f[UNIT_MAX + 9];
+			uint8_t f[PR_UNIT_MAX + 9];
 			const uint8_t *p = x->b;
 			size_t len = x->len;
 			if (curve) {
@@ -340,12 +196,11 @@ layout(uint64_t *s, bool curve, uint64_t first_nonce, const struct unit *u, size
 			/* Now and then a cut inside a unit. */
 			size_t off = 0;
 			while (rc == 0 && off < len) {
-				size_t piece = len - off;
-				if (rnd(s) % 8 == 0 && piece > 1)
-					piece = 1 + (size_t)(rnd(s) % (piece - 1));
+				unsigned sleep_ms;
+				size_t piece = pr_fuzz_piece(s, len - off, &sleep_ms);
 				rc = conv_add(v, ST_WRITE, p + off, piece);
-				if (rc == 0 && rnd(s) % 16 == 0)
-					v->st[v->n - 1].sleep_ms = 2;
+				if (rc == 0)
+					v->st[v->n - 1].sleep_ms = sleep_ms;
 				off += piece;
 			}
 			continue;
@@ -415,6 +270,19 @@ play_box(struct pr_conn *k, const struct pr_cv *cv, const struct step *st, const
 	return rc;
 }
 
+void
+pr_fuzz_close(struct pr_conn *k)
+{
+	/* Long enough for the peer to act on what it got (the oracle that
+	 * follows catches what takes longer). */
+	uint64_t end = zl_now_ms() + 20;
+
+	while (!k->closed && zl_now_ms() < end)
+		if (pr_read(k, 20) > 0)
+			k->in_len = 0;
+	pr_close(k);
+}
+
 /* Plays a conversation on a fresh connection. When no connection or no
  * handshake could be had, why says so (the oracle then tells what became of
  * the peer). */
@@ -460,13 +328,8 @@ play(struct pr_ctx *c, const struct conv *v, char *why, size_t cap)
 		k.in_len = 0;
 	}
 	sodium_memzero(&cv, sizeof(cv));
-	if (opened) {
-		uint64_t end = zl_now_ms() + 20;
-		while (!k.closed && zl_now_ms() < end)
-			if (pr_read(&k, 20) > 0)
-				k.in_len = 0;
-		pr_close(&k);
-	}
+	if (opened)
+		pr_fuzz_close(&k);
 	return shook;
 }
 
@@ -520,7 +383,7 @@ pr_fuzz_mech(struct pr_ctx *c)
 	uint64_t s = o->seed, end = zl_now_ms() + (uint64_t)o->seconds * 1000u;
 	/* CURVE: HELLO took nonce 1, INITIATE 2 (client); READY 1 (server). */
 	uint64_t first = o->listen ? 2 : 3;
-	struct unit *u = calloc(UNITS + 1, sizeof(*u));
+	struct pr_unit *u = calloc(PR_UNITS + 1, sizeof(*u));
 	struct conv v = {0};
 	unsigned iter = 0, findings = 0, shook = 0;
 
@@ -533,7 +396,7 @@ pr_fuzz_mech(struct pr_ctx *c)
 		char why[200] = "", path[512];
 		int vd;
 
-		mutate(&s, curve, u, &n);
+		pr_mutate(&s, curve ? PR_FUZZ_CURVE : PR_FUZZ_PLAIN, u, &n);
 		v.len = 0;
 		v.n = 0;
 		if (layout(&s, curve, first, u, n, &v) < 0)
@@ -570,18 +433,6 @@ pr_fuzz_mech(struct pr_ctx *c)
 	return findings > 0 ? ZL_PROBE_FINDINGS : ZL_PROBE_OK;
 }
 
-static int
-hexval(int ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
 /* Appends the hex at p to v as one step of kind; *end gets what follows. */
 static int
 add_hex(struct conv *v, int kind, const char *p, const char **end)
@@ -590,13 +441,13 @@ add_hex(struct conv *v, int kind, const char *p, const char **end)
 	uint8_t *b;
 	int rc;
 
-	while (hexval(p[2 * len]) >= 0 && hexval(p[2 * len + 1]) >= 0)
+	while (pr_hexval(p[2 * len]) >= 0 && pr_hexval(p[2 * len + 1]) >= 0)
 		len++;
 	b = malloc(len + 1);
 	if (b == NULL)
 		return -ENOMEM;
 	for (size_t i = 0; i < len; i++)
-		b[i] = (uint8_t)(hexval(p[2 * i]) << 4 | hexval(p[2 * i + 1]));
+		b[i] = (uint8_t)(pr_hexval(p[2 * i]) << 4 | pr_hexval(p[2 * i + 1]));
 	rc = conv_add(v, kind, b, len);
 	free(b);
 	*end = p + 2 * len;

@@ -217,6 +217,11 @@ struct pr_cv {
 	bool server;                       /* we are the CurveZMQ server */
 };
 
+/* A CurveZMQ box with a long nonce of prefix16 and short nonce n: writes the
+ * short nonce (8 octets) and then the box of plain (crypto_box_MACBYTES +
+ * plen octets) at out. Returns 0 or -EINVAL. */
+int pr_cv_seal(uint8_t *out, const char *prefix16, uint64_t n, const uint8_t *plain, size_t plen,
+               const uint8_t *pk, const uint8_t *sk);
 /* The body of a MESSAGE command ("\x07MESSAGE", nonce, box of plain) with
  * short nonce n. Returns its length or -ENOBUFS/-EINVAL. */
 int pr_cv_message(const struct pr_cv *s, uint64_t n, const uint8_t *plain, size_t plen,
@@ -261,6 +266,9 @@ enum {
  * of zl_probe.h. */
 int pr_fuzz_mech(struct pr_ctx *c);
 int pr_replay_mech(struct pr_ctx *c);
+/* After a fuzz conversation (both fuzzers): reads and drops what the peer
+ * says for 20 ms, then closes k. */
+void pr_fuzz_close(struct pr_conn *k);
 
 /* Peer memory (--pid): VmRSS in KiB, or -1. */
 long pr_rss_kib(pid_t pid);

@@ -25,16 +25,14 @@ import sys
 import threading
 import time
 
+from rawconn import Closed, RawConn
+
 Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
 
 sodium = ctypes.CDLL(ctypes.util.find_library("sodium") or "libsodium.so.23")
 if sodium.sodium_init() < 0:
     print("FATAL sodium_init", flush=True)
     sys.exit(3)
-
-
-class Closed(Exception):
-    pass
 
 
 def z85_decode(s):
@@ -74,27 +72,7 @@ def frame(flags, body):
     return bytes([flags, len(body)]) + body
 
 
-class Conn:
-    def __init__(self, sock):
-        self.s = sock
-        self.buf = bytearray()
-
-    def need(self, n):
-        while len(self.buf) < n:
-            try:
-                chunk = self.s.recv(1 << 16)
-            except OSError:
-                raise Closed()
-            if not chunk:
-                raise Closed()
-            self.buf += chunk
-
-    def take(self, n):
-        self.need(n)
-        out = bytes(self.buf[:n])
-        del self.buf[:n]
-        return out
-
+class Conn(RawConn):
     def frame(self):
         flags = self.take(1)[0]
         if flags & 0x02:

@@ -23,6 +23,8 @@ import sys
 import threading
 import time
 
+from rawconn import Closed, RawConn
+
 MODE = sys.argv[1] if len(sys.argv) > 1 else "clean"
 HS_IVL = int(sys.argv[2]) / 1000.0 if len(sys.argv) > 2 else 5.0
 MAX_MSG = 64 << 20
@@ -31,39 +33,7 @@ STALLED = threading.Event()
 NAME_CHARS = set(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.+")
 
 
-class Closed(Exception):
-    pass
-
-
-class Conn:
-    def __init__(self, sock):
-        self.s = sock
-        self.buf = bytearray()
-        self.deadline = None
-
-    def need(self, n):
-        while len(self.buf) < n:
-            if self.deadline is not None:
-                left = self.deadline - time.monotonic()
-                if left <= 0:
-                    raise Closed()
-                self.s.settimeout(left)
-            else:
-                self.s.settimeout(None)
-            try:
-                chunk = self.s.recv(1 << 16)
-            except (socket.timeout, OSError):
-                raise Closed()
-            if not chunk:
-                raise Closed()
-            self.buf += chunk
-
-    def take(self, n):
-        self.need(n)
-        out = bytes(self.buf[:n])
-        del self.buf[:n]
-        return out
-
+class Conn(RawConn):
     def frame(self):
         flags = self.take(1)[0]
         if flags & 0xF8 and MODE == "degrade":
@@ -81,9 +51,6 @@ class Conn:
         if flags & 0x04 and flags & 0x01:
             raise Closed()
         return flags, self.take(size)
-
-    def send(self, data):
-        self.s.sendall(data)
 
 
 def command(name, data=b""):
