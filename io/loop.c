@@ -377,7 +377,7 @@ loop_reap(struct zr__loop *l)
 }
 
 /*
- * The busy-poll before sleeping: submits what is queued, then watches for
+ * The busy-poll before sleeping: submits what is queued (if anything), then watches for
  * completions, a wake and the deadline (absolute ms) for up to us
  * microseconds. With DEFER_TASKRUN, completions wait as task work until we
  * enter the kernel: the TASKRUN flag says when that is worth a (non-blocking)
@@ -395,7 +395,8 @@ loop_spin(struct zr__loop *l, unsigned us, uint64_t deadline_ms)
 
 	if (deadline_ms != UINT64_MAX && deadline_ms * 1000000u < end)
 		end = deadline_ms * 1000000u;
-	io_uring_submit_and_get_events(r);
+	if (io_uring_sq_ready(r) > 0)
+		io_uring_submit_and_get_events(r);
 	for (;;) {
 		if (io_uring_cq_ready(r) > 0 || atomic_load(&l->woken))
 			return true;
