@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <linux/membarrier.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -42,6 +43,9 @@ ctx_run_commands(struct zr_ctx *ctx)
 			continue;
 		}
 		zr__sock_list_add(&ctx->sockets, cmd->sock);
+		/* Counted once listed, so a recount (ctx_reap_sockets) cannot
+		 * miss a socket whose option was set before its first command. */
+		zr__ctx_busy_poll(ctx, zr__sock_busy_poll(cmd->sock));
 		zr__sock_io_command(cmd->sock, cmd);
 		free(cmd);
 	}
@@ -70,13 +74,25 @@ static void
 ctx_reap_sockets(struct zr_ctx *ctx)
 {
 	struct zr_socket *s = ctx->sockets, *next;
+	bool recount = false;
 
 	for (; s != NULL; s = next) {
 		next = zr__sock_list_next(s);
 		if (!zr__sock_io_done(s))
 			continue;
+		recount |= zr__sock_busy_poll(s) > 0;
 		zr__sock_list_remove(&ctx->sockets, s);
 		zr__sock_io_free(s);
+	}
+	/* A busy-polling socket left: the loop polls for the largest of the
+	 * rest (rare: a walk of the list). */
+	if (recount) {
+		int us = 0;
+
+		for (s = ctx->sockets; s != NULL; s = zr__sock_list_next(s))
+			if (zr__sock_busy_poll(s) > us)
+				us = zr__sock_busy_poll(s);
+		zr__loop_busy_poll(&ctx->loop, (unsigned)us);
 	}
 }
 
@@ -121,6 +137,12 @@ zr_ctx_new(zr_ctx **out)
 	 * per process and may be repeated; without it, the locked counter. */
 	ctx->membarrier =
 	        syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+	{
+		cpu_set_t cpus;
+
+		ctx->busy_app = sched_getaffinity(0, sizeof cpus, &cpus) == 0 &&
+		                CPU_COUNT(&cpus) >= ZR__BUSY_APP_CPUS;
+	}
 	rc = pthread_create(&ctx->thread, NULL, ctx_main, ctx);
 	if (rc != 0) {
 		pthread_mutex_destroy(&ctx->lock);
@@ -192,4 +214,15 @@ zr__ctx_dirty_push(struct zr_ctx *ctx, struct zr_socket *s)
 		zr__sock_dirty_link(s, head);
 	} while (!atomic_compare_exchange_weak(&ctx->dirty, &head, s));
 	zr__loop_wake(&ctx->loop);
+}
+
+void
+zr__ctx_busy_poll(struct zr_ctx *ctx, int us)
+{
+	unsigned cur = atomic_load_explicit(&ctx->loop.busy_poll_us, memory_order_relaxed);
+
+	while (us > 0 && (unsigned)us > cur &&
+	       !atomic_compare_exchange_weak_explicit(&ctx->loop.busy_poll_us, &cur, (unsigned)us,
+	                                              memory_order_relaxed, memory_order_relaxed))
+		;
 }

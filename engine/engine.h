@@ -136,6 +136,14 @@ size_t zr__spsc_cap(const struct zr__spsc *q);
 
 /* ---- options ------------------------------------------------------------ */
 
+/* ZR_BUSY_POLL's largest value, microseconds (zring.h). */
+#define ZR__BUSY_POLL_MAX 1000000
+/* App threads busy-poll only with this many CPUs or more: a request/reply
+ * pair on one machine then has a core for each of its four threads. With
+ * fewer, the io threads alone spin: on 2 cores, spinning in all four made
+ * REQ/REP 64 B slower than not spinning at all (bench/README.md). */
+#define ZR__BUSY_APP_CPUS 4
+
 struct zr__options {
 	int sndhwm, rcvhwm;
 	int linger_ms, sndtimeo_ms, rcvtimeo_ms;
@@ -151,6 +159,7 @@ struct zr__options {
 	int subs_max;               /* PUB/XPUB: subscriptions one peer may hold (-1: no limit) */
 	int64_t subs_maxbytes;      /* ... and their bytes, as subs.h counts them (-1: no limit) */
 	int xpub_verbose;           /* 0, 1 (every subscribe), 2 (and every held cancel) */
+	int busy_poll_us;           /* ZR_BUSY_POLL: spin this long before a wait sleeps */
 	bool router_mandatory;
 	bool ipv6;
 	/* security: the last mechanism option set decides (libzmq's rule) */
@@ -291,6 +300,7 @@ struct zr_socket {
 	 * reads this when it closes the socket (zr_ctx_free) under that very
 	 * call: atomic, so seeing it set means seeing the rings initialised. */
 	atomic_bool queues_ready;
+	atomic_int busy_poll_us; /* opt.busy_poll_us, for the io thread (ctx.c) */
 	int efd_rx, efd_tx;
 	size_t rx_resume_at; /* a paused rx is worth resuming at this many messages */
 	bool rx_refill_each; /* ... at every free slot (a broker's read_ahead channel) */
@@ -396,6 +406,9 @@ struct zr_ctx {
 	_Atomic(struct zr_socket *) dirty;
 	atomic_int terminating;
 	bool membarrier; /* registered for MEMBARRIER_CMD_PRIVATE_EXPEDITED (set once) */
+	/* ZR_BUSY_POLL spins app threads too, not only the io thread: the
+	 * process may run on ZR__BUSY_APP_CPUS CPUs or more (set once). */
+	bool busy_app;
 	/* io thread only */
 	struct zr_socket *sockets;
 	bool term;
@@ -411,6 +424,9 @@ void zr__ctx_dirty(struct zr_ctx *ctx, struct zr_socket *s);
 /* Pushes s, whose dirty flag the caller has just set, on the context's
  * dirty stack and wakes the loop. */
 void zr__ctx_dirty_push(struct zr_ctx *ctx, struct zr_socket *s);
+/* A socket's ZR_BUSY_POLL was set (any thread): the io thread polls its
+ * ring at least that long (microseconds) before it sleeps. */
+void zr__ctx_busy_poll(struct zr_ctx *ctx, int us);
 
 /* io thread: socket side (socket.c) */
 void zr__sock_io_command(struct zr_socket *s, struct zr__cmd *cmd);

@@ -127,6 +127,18 @@ opt_set_role(struct zr_socket *s, const struct opt_row *r, const struct opt_val 
 }
 
 static int
+opt_set_busy_poll(struct zr_socket *s, const struct opt_row *r, const struct opt_val *v)
+{
+	int rc = opt_store(&s->opt, r, v);
+
+	if (rc < 0)
+		return rc;
+	atomic_store_explicit(&s->busy_poll_us, v->i, memory_order_relaxed);
+	zr__ctx_busy_poll(s->ctx, v->i);
+	return rc;
+}
+
+static int
 opt_get_role(struct zr_socket *s, const struct opt_row *r, void *v, size_t *len)
 {
 	int i = s->opt.as_server && s->opt.mechanism == r->arg;
@@ -253,6 +265,15 @@ static const struct opt_row opt_table[] = {
 	ROW_INT64(ZR_SUBS_MAXBYTES, subs_maxbytes, -1),
 	/* -1: no limit, as SUBS_MAX; 0 would refuse every peer. */
 	ROW_INT(ZR_CONNS_MAX, conns_max, -1, INT_MAX, OPT_RW | OPT_NOT_ZERO),
+	/* The app side reads the stored value; the io thread is told. */
+	{.option = ZR_BUSY_POLL,
+         .kind = OPT_INT,
+         .access = OPT_RW,
+         .types = OPT_ALL_TYPES,
+         .off = OFF(busy_poll_us),
+         .min = 0,
+         .max = ZR__BUSY_POLL_MAX,
+         .set = opt_set_busy_poll},
 };
 
 /* ---- walking it ----------------------------------------------------------------- */

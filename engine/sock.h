@@ -57,6 +57,8 @@ zr_socket *zr__sock_list_next(const zr_socket *s);
 /* io thread: the context terminates: calls blocked in the socket return
  * -ETERM, and it closes as zr_socket_close would. */
 void zr__sock_io_term(zr_socket *s);
+/* The socket's ZR_BUSY_POLL (microseconds; 0: off). */
+int zr__sock_busy_poll(const zr_socket *s);
 
 /* ---- options and monitoring (app thread) ------------------------------------ */
 

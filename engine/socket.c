@@ -184,6 +184,37 @@ sock_wait(struct zr_socket *s, int fd, uint64_t deadline)
 	return sock_wait_cancellable(s, fd, deadline, -1);
 }
 
+/*
+ * ZR_BUSY_POLL: before a wait that may sleep arms its wake, the app thread
+ * spins on the queue for up to the option's time (never past the call's
+ * deadline, ms): the io thread then hands over through the ring alone, with
+ * no eventfd write and no sleeping thread to wake. The end of the spin, in
+ * ns, or 0 when the socket does not spin.
+ */
+static uint64_t
+sock_spin_end(const struct zr_socket *s, uint64_t deadline)
+{
+	uint64_t end;
+
+	if (s->opt.busy_poll_us <= 0 || deadline == 0 || !s->ctx->busy_app)
+		return 0;
+	end = zr__now_ns() + (uint64_t)s->opt.busy_poll_us * 1000u;
+	if (deadline != UINT64_MAX && deadline * 1000000u < end)
+		end = deadline * 1000000u;
+	return end;
+}
+
+/* Whether a spin ending at end (sock_spin_end) goes on: not past its end,
+ * nor into a terminating context (the wait then returns -ETERM). */
+static bool
+sock_spin_on(struct zr_socket *s, uint64_t end, unsigned *steps)
+{
+	if (zr__now_ns() >= end || atomic_load_explicit(&s->ctx->terminating, memory_order_relaxed))
+		return false;
+	zr__spin_relax(steps);
+	return true;
+}
+
 static uint64_t
 sock_deadline(int flags, int timeout_ms)
 {
@@ -479,6 +510,23 @@ sock_send_done(zr_socket *s)
 		s->ops->send_done(s);
 }
 
+/* ZR_BUSY_POLL on a full handoff: offers m until it fits or the spin ends,
+ * before tx_armed is set, so the io thread draining meanwhile writes no
+ * eventfd (it was told to drain: the socket is marked dirty first). */
+static bool
+sock_spin_for_room(struct zr_socket *s, zr_msg *m, uint64_t deadline)
+{
+	uint64_t end = sock_spin_end(s, deadline);
+	unsigned steps = 0;
+
+	if (end != 0)
+		zr__ctx_dirty(s->ctx, s);
+	while (end != 0 && sock_spin_on(s, end, &steps))
+		if (sock_tx_offer(s, m))
+			return true;
+	return false;
+}
+
 static int
 sock_send(zr_socket *s, zr_msg **msg, uint64_t deadline, int cancel_fd)
 {
@@ -517,6 +565,12 @@ sock_send(zr_socket *s, zr_msg **msg, uint64_t deadline, int cancel_fd)
 			}
 		}
 		if (sock_tx_offer(s, m)) {
+			*msg = NULL;
+			sock_send_done(s);
+			zr__ctx_dirty(s->ctx, s);
+			return 0;
+		}
+		if (sock_spin_for_room(s, m, deadline)) {
 			*msg = NULL;
 			sock_send_done(s);
 			zr__ctx_dirty(s->ctx, s);
@@ -564,6 +618,26 @@ sock_recv_own(zr_socket *s, zr_msg *m)
 	return own;
 }
 
+/* ZR_BUSY_POLL on an empty rx: pops until a message comes or the spin
+ * ends. Before rx_armed is set, so the io thread that pushes meanwhile
+ * writes no eventfd. Not while a connection is paused on a full-looking
+ * queue: that one waits for the wake the arming below sends. */
+static zr_msg *
+sock_spin_for_msg(struct zr_socket *s, uint64_t deadline)
+{
+	uint64_t end = sock_spin_end(s, deadline);
+	unsigned steps = 0;
+
+	while (end != 0 && !atomic_load_explicit(&s->rx_paused, memory_order_relaxed) &&
+	       sock_spin_on(s, end, &steps)) {
+		zr_msg *m = zr__spsc_pop(&s->rx);
+
+		if (m != NULL)
+			return m;
+	}
+	return NULL;
+}
+
 static int
 sock_recv(zr_socket *s, zr_msg **msg, int flags, bool own)
 {
@@ -583,6 +657,8 @@ sock_recv(zr_socket *s, zr_msg **msg, int flags, bool own)
 		return rc;
 	for (;;) {
 		m = zr__spsc_pop(&s->rx);
+		if (m == NULL && s->opt.busy_poll_us > 0)
+			m = sock_spin_for_msg(s, deadline);
 		if (m == NULL) {
 			/* A caller polling zr_socket_fd returns here with -EAGAIN: clear
 			 * the wake it came for before re-arming, or the fd would stay
@@ -1512,6 +1588,12 @@ zr_socket *
 zr__sock_list_next(const zr_socket *s)
 {
 	return s->next;
+}
+
+int
+zr__sock_busy_poll(const zr_socket *s)
+{
+	return atomic_load_explicit(&s->busy_poll_us, memory_order_relaxed);
 }
 
 void

@@ -5,6 +5,7 @@
  */
 #define _GNU_SOURCE /* liburing.h needs sigset_t; eventfd */
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -63,6 +64,33 @@ zr__now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+uint64_t
+zr__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void
+zr__spin_relax(unsigned *steps)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+	if (++*steps % ZR__SPIN_YIELD_EVERY == 0)
+		sched_yield();
+}
+
+void
+zr__loop_busy_poll(struct zr__loop *l, unsigned us)
+{
+	atomic_store_explicit(&l->busy_poll_us, us, memory_order_relaxed);
 }
 
 /* Gets an SQE, flushing the queue to the kernel once if it is full. */
@@ -136,6 +164,10 @@ loop_ring_init(struct zr__loop *l, unsigned sq_entries)
 {
 	/* Newest first; each step drops what an older kernel rejects (-EINVAL). */
 	static const unsigned flag_sets[] = {
+		/* TASKRUN_FLAG: the kernel flags completions waiting for us to
+		 * enter it, which the busy-poll watches (loop_spin). */
+		IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+			IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_SUBMIT_ALL,
 		IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_SUBMIT_ALL,
 		IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG | IORING_SETUP_SUBMIT_ALL,
 		0,
@@ -171,6 +203,7 @@ zr__loop_init(struct zr__loop *l, unsigned sq_entries, zr__wake_cb *wake_cb, voi
 	l->wake_fd = -1;
 	atomic_init(&l->sleeping, 0);
 	atomic_init(&l->woken, 0);
+	atomic_init(&l->busy_poll_us, 0);
 	l->wake_cb = wake_cb;
 	l->wake_arg = wake_arg;
 	l->wake_op.cb = loop_wake_done;
@@ -343,9 +376,43 @@ loop_reap(struct zr__loop *l)
 	}
 }
 
+/*
+ * The busy-poll before sleeping: submits what is queued (if anything), then watches for
+ * completions, a wake and the deadline (absolute ms) for up to us
+ * microseconds. With DEFER_TASKRUN, completions wait as task work until we
+ * enter the kernel: the TASKRUN flag says when that is worth a (non-blocking)
+ * io_uring_enter; a ring without the flag enters every few steps. Returns
+ * true when there is something to do.
+ */
+static bool
+loop_spin(struct zr__loop *l, unsigned us, uint64_t deadline_ms)
+{
+	struct io_uring *r = &l->ring->uring;
+	bool deferred = (l->setup_flags & IORING_SETUP_DEFER_TASKRUN) != 0;
+	bool flagged = (l->setup_flags & IORING_SETUP_TASKRUN_FLAG) != 0;
+	uint64_t end = zr__now_ns() + (uint64_t)us * 1000u;
+	unsigned steps = 0;
+
+	if (deadline_ms != UINT64_MAX && deadline_ms * 1000000u < end)
+		end = deadline_ms * 1000000u;
+	if (io_uring_sq_ready(r) > 0)
+		io_uring_submit_and_get_events(r);
+	for (;;) {
+		if (io_uring_cq_ready(r) > 0 || atomic_load(&l->woken))
+			return true;
+		if (zr__now_ns() >= end)
+			return false;
+		if (flagged ? (IO_URING_READ_ONCE(*r->sq.kflags) & IORING_SQ_TASKRUN) != 0
+		            : deferred && steps % 8 == 0)
+			io_uring_get_events(r);
+		zr__spin_relax(&steps);
+	}
+}
+
 int
 zr__loop_run(struct zr__loop *l, uint64_t deadline_ms)
 {
+	unsigned busy = atomic_load_explicit(&l->busy_poll_us, memory_order_relaxed);
 	struct io_uring_cqe *cqe = NULL;
 	uint64_t now = zr__now_ms(), until = deadline_ms;
 	struct __kernel_timespec ts;
@@ -355,6 +422,13 @@ zr__loop_run(struct zr__loop *l, uint64_t deadline_ms)
 	if (l->heap_len > 0 && l->heap[0]->deadline < until)
 		until = l->heap[0]->deadline;
 
+	/* Awake (sleeping is 0), so a wake during the spin is one atomic; when
+	 * the spin found work and nothing new is queued, no enter at all. */
+	if (busy > 0 && n == 0 && until > now && loop_spin(l, busy, until)) {
+		until = 0;
+		if (io_uring_sq_ready(&l->ring->uring) == 0)
+			goto reap;
+	}
 	atomic_store(&l->sleeping, 1);
 	if (n > 0 || atomic_load(&l->woken) || io_uring_cq_ready(&l->ring->uring) > 0)
 		until = 0;
@@ -370,7 +444,7 @@ zr__loop_run(struct zr__loop *l, uint64_t deadline_ms)
 	atomic_store(&l->sleeping, 0);
 	if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)
 		return rc;
-
+reap:
 	n += loop_reap(l);
 	if (atomic_exchange(&l->woken, 0)) {
 		if (l->wake_cb != NULL)

@@ -69,6 +69,9 @@ struct zr__loop {
 	struct zr__timer **heap;
 	size_t heap_len, heap_cap;
 	unsigned inflight; /* operations with a CQE still to come */
+	/* Microseconds to poll the ring before sleeping (0: never): any thread
+	 * may set it (zr__loop_busy_poll). */
+	atomic_uint busy_poll_us;
 };
 
 /*
@@ -101,6 +104,26 @@ void zr__loop_wake(struct zr__loop *l);
 
 /* Milliseconds of CLOCK_MONOTONIC. */
 uint64_t zr__now_ms(void);
+/* Nanoseconds of CLOCK_MONOTONIC. */
+uint64_t zr__now_ns(void);
+
+/*
+ * Busy-polling (ZR_BUSY_POLL): before it sleeps in the kernel, the loop
+ * submits what is queued and polls its completion queue, its wakeup and
+ * its timers for up to us microseconds (0: it sleeps at once). Any thread.
+ */
+void zr__loop_busy_poll(struct zr__loop *l, unsigned us);
+
+/*
+ * One step of a bounded spin, for the loop and for app threads waiting on
+ * a queue: a pause instruction (the core's sibling and the power budget
+ * get the cycles back), and every ZR__SPIN_YIELD_EVERY steps a
+ * sched_yield, so that a runnable thread sharing the core (on 2 cores, the
+ * very thread the spinner waits for) is not held off for a time slice.
+ * *steps counts the calls.
+ */
+#define ZR__SPIN_YIELD_EVERY 2u
+void zr__spin_relax(unsigned *steps);
 
 /* Arms t to fire at deadline_ms (re-arms if armed). Returns 0 or -ENOMEM. */
 int zr__timer_start(struct zr__loop *l, struct zr__timer *t, uint64_t deadline_ms);

@@ -234,6 +234,7 @@ static const struct cat_optdef cat_optdefs[] = {
 	{"CURVE_SERVERKEY", ZR_CURVE_SERVERKEY, CAT_OPT_KEY},
 	{"MAXFRAMES", ZR_MAXFRAMES, CAT_OPT_INT},
 	{"CONNS_MAX", ZR_CONNS_MAX, CAT_OPT_INT},
+	{"BUSY_POLL", ZR_BUSY_POLL, CAT_OPT_INT},
 };
 
 #define CAT_NOPTDEFS (sizeof(cat_optdefs) / sizeof(cat_optdefs[0]))
