@@ -110,6 +110,7 @@ struct zr_publisher {
 	atomic_int waiting;
 	atomic_int signalled; /* efd_cancel may be readable */
 	_Atomic uint64_t published, blocked_ms, wait_start;
+	bool hs_failed; /* a handshake of sock failed: the next publish dials anew */
 	char err[ZR_ERRTEXT_MAX];
 };
 
@@ -1568,6 +1569,7 @@ pub_handshake_failed(struct zr_publisher *p, zr_socket *sock, const char *name,
 		if ((ev.type & PUB_MONITOR) == 0 || rc != 0)
 			continue;
 		rc = ev.type == ZR_EVENT_HANDSHAKE_FAILED_AUTH ? -EACCES : -EPROTO;
+		p->hs_failed = true;
 		pub_fail(p, rc, "send error to '%s': the handshake with '%s' failed: %s", name,
 		         ev.endpoint[0] != '\0' ? ev.endpoint : target,
 		         ev.reason[0] != '\0' ? ev.reason : zr_strerror(rc));
@@ -1848,6 +1850,14 @@ zr_publish(zr_publisher *p, const char *name, const struct zr_header *h, size_t 
 		pub_drain_xpub(p);
 		rc = pub_send(p, p->sock, name, target, &m, deadline, p->b->pattern == ZR_QUEUE);
 	}
+	if (p->hs_failed && p->sock != NULL) {
+		/* A refused or failed handshake is final for that connection:
+		 * the next publish dials again (and says why again, or gets
+		 * through if the server changed its mind). */
+		zr_socket_close(p->sock);
+		p->sock = NULL;
+	}
+	p->hs_failed = false;
 	pub_wait_end(p);
 	zr_msg_free(m);
 	return rc;
@@ -2103,6 +2113,7 @@ zr_request(zr_publisher *p, const char *name, const struct zr_header *h, size_t 
 		rc = pub_await_reply(p, name, corr.value, deadline, reply);
 	pub_wait_end(p);
 	zr_msg_free(m);
+	p->hs_failed = false; /* the DEALER goes below */
 	if (rc < 0) {
 		/* Its reply may still come: this socket never serves another
 		 * request, so that reply can never resolve a later one. */
