@@ -346,7 +346,8 @@ static void
 broker_opts_free(zr_broker *b)
 {
 	for (size_t i = 0; i < b->nopts; i++) {
-		explicit_bzero(b->opts[i].val, b->opts[i].len);
+		if (b->opts[i].val != NULL)
+			explicit_bzero(b->opts[i].val, b->opts[i].len);
 		free(b->opts[i].val);
 	}
 	free(b->opts);
@@ -428,8 +429,8 @@ zr_broker_setsockopt(zr_broker *b, int option, const void *v, size_t len)
 	o = &b->opts[b->nopts];
 	o->option = option;
 	o->len = len;
-	o->val = malloc(len > 0 ? len : 1);
-	if (o->val == NULL) {
+	o->val = NULL; /* (NULL, 0) replays as (NULL, 0): "back to NULL" for PLAIN */
+	if (len > 0 && (o->val = malloc(len)) == NULL) {
 		pthread_mutex_unlock(&b->lock);
 		return -ENOMEM;
 	}
@@ -556,6 +557,19 @@ broker_attach_hint(const zr_broker *b, int rc)
 	return "";
 }
 
+/* A bind endpoint's address, checked before any socket exists. tls:// is TCP
+ * underneath: its address is checked as tcp://'s. */
+static int
+broker_parse_bind(const char *endpoint, struct zr__endpoint *ep)
+{
+	char tcp[ZR__ENDPOINT_TEXT_MAX];
+
+	if (strncmp(endpoint, "tls://", 6) != 0)
+		return zr__endpoint_parse(endpoint, true, false, ep);
+	snprintf(tcp, sizeof tcp, "tcp://%s", endpoint + 6);
+	return zr__endpoint_parse(tcp, true, false, ep);
+}
+
 /* see zring.h */
 int
 zr_broker_start(zr_broker *b)
@@ -577,8 +591,7 @@ zr_broker_start(zr_broker *b)
 		         "invalid descriptor: endpoint '%s' is not supported; use tcp://, ipc:// or tls://",
 		         b->endpoint);
 		rc = -EINVAL;
-	} else if (b->side == ZR_BIND &&
-	           (rc = zr__endpoint_parse(b->endpoint, true, false, &ep)) < 0) {
+	} else if (b->side == ZR_BIND && (rc = broker_parse_bind(b->endpoint, &ep)) < 0) {
 		textf(b->err, sizeof b->err, "invalid descriptor: endpoint '%s': %s", b->endpoint,
 		         zr_strerror(rc));
 	} else {

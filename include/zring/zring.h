@@ -527,8 +527,8 @@ ZR_API const char *zr_broker_error(const zr_broker *b);
  * itself are refused the same way, naming the call that sets them instead:
  * SUBSCRIBE, UNSUBSCRIBE, RCVHWM, RCVBYTES, LINGER, ROUTER_MANDATORY,
  * PUB_POLICY, ROUTING_ID, XPUB_VERBOSE(R), RCVTIMEO, SNDTIMEO. A socket type
- * that does not take an option (SUBS_MAX on a PULL) skips it. -EINVAL too
- * once started, -ENOMEM. At most 256 calls per broker.
+ * that does not take an option another of the pattern's types takes skips
+ * it. -EINVAL too once started, -ENOMEM. At most 256 calls per broker.
  *
  * An incomplete set (a CURVE server without CURVE_SECRETKEY, a client
  * without its keys) is found when a socket binds or dials: zr_subscribe or
