@@ -39,6 +39,7 @@
 #include <zring.h>
 
 #include "zl_args.h"
+#include "zl_auth.h"
 #include "zl_broker.h"
 #include "zl_clock.h"
 #include "zl_sockopt.h"
@@ -80,6 +81,8 @@ enum bk_opt {
 	BK_ARG_TIMEOUT,
 	BK_ARG_RAW,
 	BK_ARG_SOCKOPT,
+	BK_ARG_ALLOW_PLAIN,
+	BK_ARG_ALLOW_CURVE,
 	BK_ARG_HELP,
 };
 
@@ -121,6 +124,12 @@ static const struct zl_opt subscribe_opts[] = {
          "PLAIN_SERVER PLAIN_USERNAME PLAIN_PASSWORD, and others\n"
          "such as HANDSHAKE_IVL HEARTBEAT_IVL MAXMSGSIZE (the\n"
          "broker sets RCVHWM, LINGER, ... itself: see --read-ahead)"},
+	{BK_ARG_ALLOW_PLAIN, "allow-plain", 0, "USER:PASS",
+         "a PLAIN server (-o PLAIN_SERVER=1) admits this user with\n"
+         "this password (repeatable) and no one else"},
+	{BK_ARG_ALLOW_CURVE, "allow-curve", 0, "KEY",
+         "a CURVE server (-o CURVE_SERVER=1) admits the client with\n"
+         "this public key (repeatable) and no one else"},
 	{BK_ARG_HELP, "help", 'h', NULL, "print this help"},
 };
 
@@ -128,9 +137,12 @@ static const char subscribe_usage_tail[] =
 	"\n"
 	"security (libzmq's options and semantics; keys from zring keygen):\n"
 	"  CURVE server    -o CURVE_SERVER=1 -o CURVE_SECRETKEY=KEY\n"
+	"                  [--allow-curve CLIENT_PUBLIC_KEY]\n"
 	"  CURVE client    -o CURVE_SERVERKEY=KEY -o CURVE_PUBLICKEY=KEY\n"
 	"                  -o CURVE_SECRETKEY=KEY\n"
-	"  PLAIN server    -o PLAIN_SERVER=1 (any user: there is no authenticator)\n"
+	"  PLAIN server    -o PLAIN_SERVER=1 --allow-plain USER:PASS\n"
+	"  (without --allow-* a server admits every client that completes the\n"
+	"  handshake, as libzmq does without a ZAP handler)\n"
 	"  PLAIN client    -o PLAIN_USERNAME=USER -o PLAIN_PASSWORD=PASS\n"
 	"  A failed handshake is one line on stderr with its reason (\"zring:\n"
 	"  handshake failed on ENDPOINT: ...\"); the subscription goes on (a\n"
@@ -185,6 +197,12 @@ static const struct zl_opt publish_opts[] = {
          "PLAIN_SERVER PLAIN_USERNAME PLAIN_PASSWORD, and others\n"
          "such as HANDSHAKE_IVL HEARTBEAT_IVL MAXMSGSIZE (the\n"
          "broker sets RCVHWM, LINGER, ... itself: see --read-ahead)"},
+	{BK_ARG_ALLOW_PLAIN, "allow-plain", 0, "USER:PASS",
+         "a PLAIN server (-o PLAIN_SERVER=1) admits this user with\n"
+         "this password (repeatable) and no one else"},
+	{BK_ARG_ALLOW_CURVE, "allow-curve", 0, "KEY",
+         "a CURVE server (-o CURVE_SERVER=1) admits the client with\n"
+         "this public key (repeatable) and no one else"},
 	{BK_ARG_HELP, "help", 'h', NULL, "print this help"},
 };
 
@@ -199,9 +217,12 @@ static const char publish_usage_tail[] =
 	"\n"
 	"security (libzmq's options and semantics; keys from zring keygen):\n"
 	"  CURVE server    -o CURVE_SERVER=1 -o CURVE_SECRETKEY=KEY\n"
+	"                  [--allow-curve CLIENT_PUBLIC_KEY]\n"
 	"  CURVE client    -o CURVE_SERVERKEY=KEY -o CURVE_PUBLICKEY=KEY\n"
 	"                  -o CURVE_SECRETKEY=KEY\n"
-	"  PLAIN server    -o PLAIN_SERVER=1 (any user: there is no authenticator)\n"
+	"  PLAIN server    -o PLAIN_SERVER=1 --allow-plain USER:PASS\n"
+	"  (without --allow-* a server admits every client that completes the\n"
+	"  handshake, as libzmq does without a ZAP handler)\n"
 	"  PLAIN client    -o PLAIN_USERNAME=USER -o PLAIN_PASSWORD=PASS\n"
 	"  A failed handshake ends the publish or request at once with its\n"
 	"  reason (\"zring: send error to 'NAME': the handshake with 'ENDPOINT'\n"
@@ -246,6 +267,7 @@ struct bk_args {
 	bool help;
 	struct zl_sockopt *sockopts; /* -o, in the order given */
 	size_t nsockopts;
+	struct zl_auth auth; /* --allow-plain, --allow-curve */
 };
 
 static const char *
@@ -294,6 +316,7 @@ bk_args_fini(struct bk_args *a)
 	for (size_t i = 0; i < a->nsockopts; i++)
 		zl_sockopt_wipe(&a->sockopts[i]);
 	free(a->sockopts);
+	zl_auth_fini(&a->auth);
 }
 
 static int
@@ -386,6 +409,14 @@ bk_parse_opt(struct bk_args *a, int id, const char *value)
 		return 0;
 	case BK_ARG_HEADER:
 		return bk_parse_header(a, value);
+	case BK_ARG_ALLOW_PLAIN:
+	case BK_ARG_ALLOW_CURVE: {
+		char err[256];
+		int rc = id == BK_ARG_ALLOW_CURVE ? zl_auth_add_curve(&a->auth, value, err, sizeof err)
+		                                  : zl_auth_add_plain(&a->auth, value, err, sizeof err);
+
+		return rc < 0 ? bk_usage_error(a, "%s", err) : 0;
+	}
 	case BK_ARG_SOCKOPT: {
 		char err[256];
 
@@ -461,7 +492,8 @@ bk_parse(struct bk_args *a, enum bk_cmd cmd, int argc, char **argv)
 	a->headers = calloc((size_t)argc + 1, sizeof(*a->headers));
 	a->hcopies = calloc((size_t)argc + 1, sizeof(*a->hcopies));
 	a->sockopts = calloc((size_t)argc + 1, sizeof(*a->sockopts));
-	if (a->headers == NULL || a->hcopies == NULL || a->sockopts == NULL) {
+	if (a->headers == NULL || a->hcopies == NULL || a->sockopts == NULL ||
+	    zl_auth_init(&a->auth, (size_t)argc) < 0) {
 		bk_error("out of memory");
 		return ZL_BROKER_USAGE;
 	}
@@ -494,7 +526,8 @@ bk_check(const struct bk_args *a)
 	int mech;
 	bool server;
 
-	if (zl_sockopt_security(a->sockopts, a->nsockopts, &mech, &server, err, sizeof err) < 0)
+	if (zl_sockopt_security(a->sockopts, a->nsockopts, &mech, &server, err, sizeof err) < 0 ||
+	    zl_auth_check(&a->auth, mech, server, err, sizeof err) < 0)
 		return bk_usage_error(a, "%s", err);
 	if (a->pattern == 0)
 		return bk_usage_error(a, "no pattern given (queue, fanout or rpc)");
@@ -596,6 +629,12 @@ bk_broker_open(const struct bk_args *a, zr_ctx **ctx, zr_broker **b)
 		rc = zr_broker_setsockopt(*b, a->sockopts[i].def->option, v, len);
 		if (rc < 0)
 			return bk_usage_error(a, "-o %s: %s", a->sockopts[i].arg, zr_broker_error(*b));
+	}
+	/* a (and so a->auth) outlives the context: bk_args_fini comes after. */
+	if (zl_auth_any(&a->auth)) {
+		rc = zr_broker_set_auth(*b, zl_auth_cb, (void *)&a->auth);
+		if (rc < 0)
+			return bk_failed(zr_broker_error(*b), rc);
 	}
 	if (a->read_ahead > 0) {
 		rc = zr_broker_set_read_ahead(*b, a->read_ahead);

@@ -36,6 +36,7 @@
 #include <zring.h>
 
 #include "zl_args.h"
+#include "zl_auth.h"
 #include "zl_cat.h"
 #include "zl_clock.h"
 #include "zl_sockopt.h"
@@ -190,20 +191,6 @@ cat_usage(void)
 	fputs(cat_usage_tail, stdout);
 }
 
-/* One --allow-plain USER:PASS: both point into argv. */
-struct cat_plain_cred {
-	const char *user;
-	size_t user_len;
-	const char *pass;
-	size_t pass_len;
-};
-
-/* One --allow-curve KEY. */
-struct cat_curve_cred {
-	uint8_t key[ZR_CURVE_KEY_LEN];
-	char z85[ZR_CURVE_KEY_Z85_LEN + 1];
-};
-
 /* ---- the command line ----------------------------------------------------- */
 
 struct cat_bytes {
@@ -229,10 +216,7 @@ struct cat_args {
 	const char *reply;
 	const char **props; /* -P */
 	size_t nprops;
-	struct cat_plain_cred *plain; /* --allow-plain */
-	size_t nplain;
-	struct cat_curve_cred *curve; /* --allow-curve */
-	size_t ncurve;
+	struct zl_auth auth; /* --allow-plain, --allow-curve */
 	bool raw; /* --raw: peer data unescaped (zl_text.h) */
 	bool help;
 };
@@ -273,8 +257,7 @@ cat_args_fini(struct cat_args *a)
 	free(a->topics);
 	free(a->sockopts);
 	free(a->props);
-	free(a->plain);
-	free(a->curve);
+	zl_auth_fini(&a->auth);
 	free(a->sep.p);
 }
 
@@ -385,38 +368,15 @@ cat_parse_property(struct cat_args *a, const char *name)
 	return 0;
 }
 
-/* --allow-plain USER:PASS, split at the first colon (a password may hold
- * more). An empty user is refused: a PLAIN client with an empty username is
- * a NULL client (libzmq). */
+/* --allow-plain USER:PASS or --allow-curve KEY (zl_auth.h). */
 static int
-cat_parse_allow_plain(struct cat_args *a, const char *value)
+cat_parse_allow(struct cat_args *a, bool curve, const char *value)
 {
-	const char *colon = strchr(value, ':');
-	struct cat_plain_cred *c = &a->plain[a->nplain];
-
-	if (colon == NULL || colon == value)
-		return cat_usage_error("--allow-plain wants USER:PASS with a non-empty USER");
-	c->user = value;
-	c->user_len = (size_t)(colon - value);
-	c->pass = colon + 1;
-	c->pass_len = strlen(colon + 1);
-	if (c->user_len > ZR_ZMTP_USER_ID_MAX || c->pass_len > 255)
-		return cat_usage_error("--allow-plain: USER and PASS have 255 octets at most");
-	a->nplain++;
-	return 0;
-}
-
-static int
-cat_parse_allow_curve(struct cat_args *a, const char *value)
-{
-	struct cat_curve_cred *c = &a->curve[a->ncurve];
 	char err[256];
+	int rc = curve ? zl_auth_add_curve(&a->auth, value, err, sizeof err)
+	               : zl_auth_add_plain(&a->auth, value, err, sizeof err);
 
-	if (zl_sockopt_key("--allow-curve", value, c->key, err, sizeof err) < 0)
-		return cat_usage_error("%s", err);
-	zr_curve_key_encode(c->z85, c->key);
-	a->ncurve++;
-	return 0;
+	return rc < 0 ? cat_usage_error("%s", err) : 0;
 }
 
 /* One option of the command line (zl_args.h); 0 or ZL_CAT_USAGE (said). */
@@ -480,9 +440,9 @@ cat_parse_opt(struct cat_args *a, int id, const char *value)
 	case CAT_ARG_PROPERTY:
 		return cat_parse_property(a, value);
 	case CAT_ARG_ALLOW_PLAIN:
-		return cat_parse_allow_plain(a, value);
+		return cat_parse_allow(a, false, value);
 	case CAT_ARG_ALLOW_CURVE:
-		return cat_parse_allow_curve(a, value);
+		return cat_parse_allow(a, true, value);
 	default: /* an operand: the socket type, then the endpoints */
 		if (a->type >= 0) {
 			a->endpoints[a->nendpoints++] = value;
@@ -510,10 +470,8 @@ cat_parse(struct cat_args *a, int argc, char **argv)
 	a->topics = calloc(nargs, sizeof(*a->topics));
 	a->sockopts = calloc(nargs, sizeof(*a->sockopts));
 	a->props = calloc(nargs, sizeof(*a->props));
-	a->plain = calloc(nargs, sizeof(*a->plain));
-	a->curve = calloc(nargs, sizeof(*a->curve));
 	if (a->endpoints == NULL || a->topics == NULL || a->sockopts == NULL || a->props == NULL ||
-	    a->plain == NULL || a->curve == NULL) {
+	    zl_auth_init(&a->auth, nargs) < 0) {
 		cat_error("out of memory");
 		return ZL_CAT_USAGE;
 	}
@@ -552,12 +510,8 @@ cat_check_security(const struct cat_args *a)
 
 	if (zl_sockopt_security(a->sockopts, a->nsockopts, &mech, &server, err, sizeof err) < 0)
 		return cat_usage_error("%s", err);
-	if (a->nplain > 0 && !(mech == ZR_MECH_PLAIN && server))
-		return cat_usage_error(
-			"--allow-plain is for a PLAIN server: add -o PLAIN_SERVER=1");
-	if (a->ncurve > 0 && !(mech == ZR_MECH_CURVE && server))
-		return cat_usage_error("--allow-curve is for a CURVE server: add -o CURVE_SERVER=1 "
-		                       "and -o CURVE_SECRETKEY=KEY");
+	if (zl_auth_check(&a->auth, mech, server, err, sizeof err) < 0)
+		return cat_usage_error("%s", err);
 	return 0;
 }
 
@@ -599,71 +553,6 @@ static int
 cat_setopt_int(zr_socket *s, int option, int v)
 {
 	return zr_setsockopt(s, option, &v, sizeof v);
-}
-
-/* ---- the authenticator (--allow-plain, --allow-curve) ------------------------ */
-
-/*
- * Whether the peer's a[0..alen) equals our b[0..blen), in a time that depends
- * on blen and on whether the lengths are equal, never on where the octets
- * differ: a password must not be guessable octet by octet from the timing.
- */
-static bool
-cat_same(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
-{
-	volatile uint8_t diff = alen != blen;
-
-	for (size_t i = 0; i < blen; i++)
-		diff |= (uint8_t)(b[i] ^ (i < alen ? a[i] : 0));
-	return diff == 0;
-}
-
-/*
- * The socket's authenticator: admits only the listed credentials or keys.
- * Every entry is compared (no early exit on a match). Runs on the io thread:
- * it only reads the arguments, which live until the context is gone.
- */
-static int
-cat_auth_cb(void *arg, struct zr_zmtp_auth_req *req)
-{
-	const struct cat_args *a = arg;
-	size_t hit = SIZE_MAX;
-
-	if (req->mechanism == ZR_MECH_PLAIN) {
-		for (size_t i = 0; i < a->nplain; i++) {
-			const struct cat_plain_cred *c = &a->plain[i];
-			bool user = cat_same(req->username, req->username_len,
-			                     (const uint8_t *)c->user, c->user_len);
-			bool pass = cat_same(req->password, req->password_len,
-			                     (const uint8_t *)c->pass, c->pass_len);
-			if (user & pass && hit == SIZE_MAX)
-				hit = i;
-		}
-		if (hit != SIZE_MAX) {
-			memcpy(req->user_id, a->plain[hit].user, a->plain[hit].user_len);
-			req->user_id[a->plain[hit].user_len] = '\0';
-			return 200;
-		}
-		snprintf(req->text, sizeof req->text, "wrong username or password");
-		return 400;
-	}
-	if (req->mechanism == ZR_MECH_CURVE && req->client_key != NULL) {
-		for (size_t i = 0; i < a->ncurve; i++)
-			if (cat_same(req->client_key, ZR_CURVE_KEY_LEN, a->curve[i].key,
-			             ZR_CURVE_KEY_LEN) &&
-			    hit == SIZE_MAX)
-				hit = i;
-		if (hit != SIZE_MAX) {
-			snprintf(req->user_id, sizeof req->user_id, "%s", a->curve[hit].z85);
-			return 200;
-		}
-		char z85[ZR_CURVE_KEY_Z85_LEN + 1];
-		zr_curve_key_encode(z85, req->client_key);
-		snprintf(req->text, sizeof req->text, "client key %s is not allowed", z85);
-		return 400;
-	}
-	snprintf(req->text, sizeof req->text, "no credentials of this mechanism are allowed");
-	return 400;
 }
 
 /* ---- the socket (continued) --------------------------------------------------- */
@@ -723,8 +612,8 @@ cat_configure(const struct cat_args *a, zr_socket *s)
 				break;
 		}
 	}
-	if (a->nplain > 0 || a->ncurve > 0)
-		zr_socket_set_auth(s, cat_auth_cb, (void *)a);
+	if (zl_auth_any(&a->auth))
+		zr_socket_set_auth(s, zl_auth_cb, (void *)&a->auth);
 	/* Before any bind or connect, so the first handshake is seen too. */
 	rc = zr_socket_monitor(s, CAT_WATCH_EVENTS);
 	if (rc < 0) {

@@ -3,7 +3,8 @@
  * and RPC over CURVE between two brokers, PLAIN with an authenticator that
  * refuses a bad password, a wrong server key failing with its reason, the
  * option checks at the call, a broker publishing to its own CURVE
- * subscription; `zring subscribe` / `zring publish` with -o; and a libzmq
+ * subscription; `zring subscribe` / `zring publish` with -o and
+ * --allow-plain; and a libzmq
  * CURVE PUSH and PUB (pyzmq, tests/broker/peers/curve_sender.py) into a
  * CURVE broker subscription.
  *
@@ -710,4 +711,41 @@ Test(broker_security, cli_usage_errors)
 	cr_assert_eq(rc, 1, "exit %d; stderr: %s", rc, t->err);
 	cr_assert(strstr(t->err, "-o LINGER=5") != NULL && strstr(t->err, "drain") != NULL,
 	          "stderr: %s", t->err);
+	/* --allow-plain without a PLAIN server. */
+	t = tool_start(2, "subscribe", "queue", "tcp://127.0.0.1:*", "-b", "--allow-plain", "a:b",
+	               NULL);
+	rc = tool_wait(t, WAIT_MS);
+	cr_assert_eq(rc, 1, "exit %d; stderr: %s", rc, t->err);
+	cr_assert(strstr(t->err, "PLAIN_SERVER=1") != NULL, "stderr: %s", t->err);
+}
+
+Test(broker_security, cli_queue_plain_allow_list)
+{
+	char addr[256], why[512];
+
+	cr_assert(access(ZRING, X_OK) == 0, "%s is not built", ZRING);
+	struct tool *sub = tool_start(0, "subscribe", "queue", "tcp://127.0.0.1:*", "-b", "-n", "2",
+	                              O("PLAIN_SERVER=1"), "--allow-plain", "alice:s3cret", NULL);
+	tool_stderr_after(sub, "zring: bound to ", addr, sizeof addr, WAIT_MS);
+
+	/* A wrong password: refused at once, and nothing of it is printed. */
+	struct tool *pub = tool_start(1, "publish", "queue", addr, "-c", "--name", "jobs",
+	                              O("PLAIN_USERNAME=alice"), O("PLAIN_PASSWORD=guess"), NULL);
+	tool_input(pub, "intruder\n", 9);
+	int rc = tool_wait(pub, WAIT_MS);
+	cr_assert_eq(rc, 2, "exit %d; stderr: %s", rc, pub->err);
+	cr_assert(strstr(pub->err, "the handshake with") != NULL && strstr(pub->err, "400") != NULL,
+	          "stderr: %s", pub->err);
+	tool_stderr_after(sub, "zring: handshake failed on ", why, sizeof why, WAIT_MS);
+	cr_assert(strstr(why, "wrong username or password") != NULL, "%s", why);
+
+	pub = tool_start(2, "publish", "queue", addr, "-c", "--name", "jobs",
+	                 O("PLAIN_USERNAME=alice"), O("PLAIN_PASSWORD=s3cret"), NULL);
+	tool_input(pub, "one\ntwo\n", 8);
+	rc = tool_wait(pub, WAIT_MS);
+	cr_assert_eq(rc, 0, "exit %d; stderr: %s", rc, pub->err);
+	rc = tool_wait(sub, WAIT_MS);
+	cr_assert_eq(rc, 0, "exit %d; stderr: %s", rc, sub->err);
+	cr_assert_str_eq(sub->out, "jobs\t\tone\njobs\t\ttwo\n");
+	cr_assert(strstr(sub->out, "intruder") == NULL);
 }
