@@ -324,8 +324,9 @@ static const struct {
 	{ZR_UNSUBSCRIBE, "UNSUBSCRIBE: a fan-out subscription filters on its name"},
 	{ZR_RCVHWM, "RCVHWM: the broker sets it to read_ahead (zr_broker_set_read_ahead)"},
 	{ZR_RCVBYTES,
-	 "RCVBYTES: the broker sets it to the read-ahead budget (zr_broker_set_read_ahead_bytes)"},
-	{ZR_LINGER, "LINGER: the broker sets it from the drain timeout (zr_broker_set_drain_timeout)"},
+         "RCVBYTES: the broker sets it to the read-ahead budget (zr_broker_set_read_ahead_bytes)"},
+	{ZR_LINGER,
+         "LINGER: the broker sets it from the drain timeout (zr_broker_set_drain_timeout)"},
 	{ZR_ROUTER_MANDATORY, "ROUTER_MANDATORY: the RPC responder's replies rely on it"},
 	{ZR_PUB_POLICY, "PUB_POLICY: a fan-out publisher waits for its slowest subscriber"},
 	{ZR_ROUTING_ID, "ROUTING_ID: the broker's sockets share no identity"},
@@ -392,7 +393,8 @@ zr_broker_setsockopt(zr_broker *b, int option, const void *v, size_t len)
 	b->err[0] = '\0';
 	if (b->started) {
 		textf(b->err, sizeof b->err,
-		      "invalid argument: socket option %d: the broker on '%s' is started; set its socket options before zr_broker_start",
+		      "invalid argument: socket option %d: the broker on '%s' is started; set its "
+		      "socket options before zr_broker_start",
 		      option, b->endpoint);
 		pthread_mutex_unlock(&b->lock);
 		return -EINVAL;
@@ -415,7 +417,8 @@ zr_broker_setsockopt(zr_broker *b, int option, const void *v, size_t len)
 	rc = broker_opt_check(b, option, v, len);
 	if (rc < 0) {
 		textf(b->err, sizeof b->err,
-		      "invalid argument: socket option %d (%zu octets): the sockets of a %s broker do not take this option or this value",
+		      "invalid argument: socket option %d (%zu octets): the sockets of a %s broker "
+		      "do not take this option or this value",
 		      option, len, pattern_name(b->pattern));
 		pthread_mutex_unlock(&b->lock);
 		return rc == -ENOMEM ? rc : -EINVAL;
@@ -451,7 +454,8 @@ zr_broker_set_auth(zr_broker *b, zr_zmtp_auth_cb *cb, void *arg)
 	b->err[0] = '\0';
 	if (b->started) {
 		textf(b->err, sizeof b->err,
-		      "invalid argument: the broker on '%s' is started; set its authenticator before zr_broker_start",
+		      "invalid argument: the broker on '%s' is started; set its authenticator "
+		      "before zr_broker_start",
 		      b->endpoint);
 		pthread_mutex_unlock(&b->lock);
 		return -EINVAL;
@@ -476,7 +480,7 @@ broker_server_mech(const zr_broker *b)
 		if (o->option == ZR_PLAIN_SERVER || o->option == ZR_CURVE_SERVER) {
 			if (o->len == sizeof on)
 				memcpy(&on, o->val, sizeof on);
-			mech = on == 0 ? ZR_MECH_NULL
+			mech = on == 0                        ? ZR_MECH_NULL
 			       : o->option == ZR_CURVE_SERVER ? ZR_MECH_CURVE
 			                                      : ZR_MECH_PLAIN;
 		} else if (o->option == ZR_PLAIN_USERNAME || o->option == ZR_CURVE_SERVERKEY) {
@@ -553,7 +557,8 @@ static const char *
 broker_attach_hint(const zr_broker *b, int rc)
 {
 	if (rc == -EINVAL && b->nopts > 0)
-		return " (check the security options: a CURVE server needs CURVE_SECRETKEY, a client CURVE_SERVERKEY, CURVE_PUBLICKEY and CURVE_SECRETKEY)";
+		return " (check the security options: a CURVE server needs CURVE_SECRETKEY, a "
+		       "client CURVE_SERVERKEY, CURVE_PUBLICKEY and CURVE_SECRETKEY)";
 	return "";
 }
 
@@ -585,11 +590,13 @@ zr_broker_start(zr_broker *b)
 		textf(b->err, sizeof b->err, "transport is not connected: the broker on '%s' was shut down",
 		         b->endpoint);
 		rc = -ENOTCONN;
-	} else if (strncmp(b->endpoint, "tcp://", 6) != 0 && strncmp(b->endpoint, "ipc://", 6) != 0 &&
+	} else if (strncmp(b->endpoint, "tcp://", 6) != 0 &&
+	           strncmp(b->endpoint, "ipc://", 6) != 0 &&
 	           strncmp(b->endpoint, "tls://", 6) != 0) {
 		textf(b->err, sizeof b->err,
-		         "invalid descriptor: endpoint '%s' is not supported; use tcp://, ipc:// or tls://",
-		         b->endpoint);
+		      "invalid descriptor: endpoint '%s' is not supported; use tcp://, ipc:// or "
+		      "tls://",
+		      b->endpoint);
 		rc = -EINVAL;
 	} else if (b->side == ZR_BIND && (rc = broker_parse_bind(b->endpoint, &ep)) < 0) {
 		textf(b->err, sizeof b->err, "invalid descriptor: endpoint '%s': %s", b->endpoint,
@@ -1213,9 +1220,10 @@ zr_subscribe(zr_broker *b, const char *name, const struct zr_sub_opts *o, zr_sub
 	if (rc == 0) {
 		rc = sub_open_socket(b, sub);
 		if (rc < 0)
-			textf(b->err, sizeof b->err, "endpoint error on '%s': subscription '%s' could not %s it: %s%s",
-			         b->endpoint, name, b->side == ZR_BIND ? "bind" : "dial", zr_strerror(rc),
-			         broker_attach_hint(b, rc));
+			textf(b->err, sizeof b->err,
+			      "endpoint error on '%s': subscription '%s' could not %s it: %s%s",
+			      b->endpoint, name, b->side == ZR_BIND ? "bind" : "dial",
+			      zr_strerror(rc), broker_attach_hint(b, rc));
 	}
 	if (rc == 0)
 		rc = sub_start_threads(sub);
@@ -1572,8 +1580,7 @@ remaining_ms(uint64_t deadline)
  * peer would only hide the reason.
  */
 static int
-pub_handshake_failed(struct zr_publisher *p, zr_socket *sock, const char *name,
-                     const char *target)
+pub_handshake_failed(struct zr_publisher *p, zr_socket *sock, const char *name, const char *target)
 {
 	struct zr_event ev;
 	int rc = 0;

@@ -412,8 +412,9 @@ bk_parse_opt(struct bk_args *a, int id, const char *value)
 	case BK_ARG_ALLOW_PLAIN:
 	case BK_ARG_ALLOW_CURVE: {
 		char err[256];
-		int rc = id == BK_ARG_ALLOW_CURVE ? zl_auth_add_curve(&a->auth, value, err, sizeof err)
-		                                  : zl_auth_add_plain(&a->auth, value, err, sizeof err);
+		int rc = id == BK_ARG_ALLOW_CURVE
+		                 ? zl_auth_add_curve(&a->auth, value, err, sizeof err)
+		                 : zl_auth_add_plain(&a->auth, value, err, sizeof err);
 
 		return rc < 0 ? bk_usage_error(a, "%s", err) : 0;
 	}
@@ -628,7 +629,8 @@ bk_broker_open(const struct bk_args *a, zr_ctx **ctx, zr_broker **b)
 		zl_sockopt_value(&a->sockopts[i], &v, &len);
 		rc = zr_broker_setsockopt(*b, a->sockopts[i].def->option, v, len);
 		if (rc < 0)
-			return bk_usage_error(a, "-o %s: %s", a->sockopts[i].arg, zr_broker_error(*b));
+			return bk_usage_error(a, "-o %s: %s", a->sockopts[i].arg,
+			                      zr_broker_error(*b));
 	}
 	/* a (and so a->auth) outlives the context: bk_args_fini comes after. */
 	if (zl_auth_any(&a->auth)) {
@@ -932,7 +934,8 @@ sub_run(const struct bk_args *a, struct sub_state *s, int sig_fd)
 			sub_report_bound(b);
 		/* Only a secured broker has handshakes that fail for a reason
 		 * worth a line; a plain one's monitor stays off. */
-		if (a->nsockopts > 0 && zr_socket_monitor(zr_subscription_socket(sub), SUB_MONITOR) == 0)
+		if (a->nsockopts > 0 &&
+		    zr_socket_monitor(zr_subscription_socket(sub), SUB_MONITOR) == 0)
 			mon = zr_subscription_socket(sub);
 		sub_wait(s, sig_fd, mon);
 		rc = zr_broker_shutdown(b);

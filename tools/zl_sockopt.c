@@ -116,12 +116,13 @@ zl_sockopt_parse(const char *arg, struct zl_sockopt *o, char *err, size_t cap)
 		return zl_sockopt_key(o->def->name, o->value, o->key, err, cap);
 	if (o->def->kind != ZL_OPT_BYTES) {
 		long long v;
-		bool ok = o->def->kind == ZL_OPT_INT ? zl_parse_int(o->value, INT_MIN, INT_MAX, &v)
-		                                     : zl_parse_int(o->value, INT64_MIN, INT64_MAX, &v);
+		bool ok = o->def->kind == ZL_OPT_INT
+		                  ? zl_parse_int(o->value, INT_MIN, INT_MAX, &v)
+		                  : zl_parse_int(o->value, INT64_MIN, INT64_MAX, &v);
 
 		if (!ok) {
-			snprintf(err, cap, "socket option %s wants an integer, not '%s'", o->def->name,
-			         o->value);
+			snprintf(err, cap, "socket option %s wants an integer, not '%s'",
+			         o->def->name, o->value);
 			return -EINVAL;
 		}
 		o->number = (int64_t)v;
@@ -195,7 +196,8 @@ zl_sockopt_security(const struct zl_sockopt *opts, size_t n, int *mech_out, bool
 	*mech_out = mech;
 	*server_out = server;
 	if (mech == ZR_MECH_CURVE && sec == NULL) {
-		snprintf(err, cap, "CURVE needs -o CURVE_SECRETKEY=KEY (zring keygen makes a key pair)");
+		snprintf(err, cap,
+		         "CURVE needs -o CURVE_SECRETKEY=KEY (zring keygen makes a key pair)");
 		return -EINVAL;
 	}
 	if (mech == ZR_MECH_CURVE && !server && srv == NULL) {
@@ -225,7 +227,8 @@ zl_sockopt_security(const struct zl_sockopt *opts, size_t n, int *mech_out, bool
 		if (rc == 0)
 			rc = zr_curve_key_decode(key, derived);
 		if (rc == 0 && memcmp(key, pub->key, sizeof key) != 0) {
-			snprintf(err, cap, "CURVE_PUBLICKEY is not the public key of CURVE_SECRETKEY");
+			snprintf(err, cap,
+			         "CURVE_PUBLICKEY is not the public key of CURVE_SECRETKEY");
 			return -EINVAL;
 		}
 	}

@@ -16,8 +16,8 @@
 #include <stdio.h>
 
 /* The peer-process helper the zring tool and the interop tests share. */
-#include "tools/zl_proc.c"
 #include "tools/tool_proc.h"
+#include "tools/zl_proc.c"
 
 #define N_MSGS 200
 #define SENDER ZR_SOURCE_DIR "/tests/broker/peers/curve_sender.py"
@@ -456,8 +456,9 @@ Test(broker_security, wrong_server_key_fails_with_reason)
 	curve_server(s, &srv);
 	start(s);
 	zr_subscription *sub = bu_sub(s, "jobs", &log);
-	cr_assert_eq(zr_socket_monitor(zr_subscription_socket(sub), ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL),
-	             0);
+	cr_assert_eq(
+		zr_socket_monitor(zr_subscription_socket(sub), ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL),
+		0);
 	bu_bound(s, addr, sizeof addr);
 
 	zr_broker *c = broker_new(ZR_QUEUE, addr, ZR_CONNECT);
@@ -545,8 +546,8 @@ static void
 sender_start(const char *type, const char *addr, const char *server_pub, int n)
 {
 	char count[16], line[256];
-	char *argv[] = {(char *)ZR_PYTHON, (char *)SENDER, (char *)type, (char *)addr,
-	                (char *)server_pub, count, NULL};
+	char *argv[] = {(char *)ZR_PYTHON,  (char *)SENDER, (char *)type, (char *)addr,
+	                (char *)server_pub, count,          NULL};
 	int rc;
 
 	snprintf(count, sizeof count, "%d", n);
@@ -686,9 +687,9 @@ Test(broker_security, cli_rpc_over_plain)
 	struct tool *sub = tool_start(0, "subscribe", "rpc", "tcp://127.0.0.1:*", "-b", "-n", "2",
 	                              O("PLAIN_SERVER=1"), NULL);
 	tool_stderr_after(sub, "zring: bound to ", addr, sizeof addr, WAIT_MS);
-	struct tool *pub = tool_start(1, "publish", "rpc", addr, "-c", "--name", "echo",
-	                              "--timeout", "15000", O("PLAIN_USERNAME=bob"),
-	                              O("PLAIN_PASSWORD=pw"), NULL);
+	struct tool *pub =
+		tool_start(1, "publish", "rpc", addr, "-c", "--name", "echo", "--timeout", "15000",
+	                   O("PLAIN_USERNAME=bob"), O("PLAIN_PASSWORD=pw"), NULL);
 	tool_input(pub, "ping\npong\n", 10);
 	int rc = tool_wait(pub, WAIT_MS);
 	cr_assert_eq(rc, 0, "exit %d; stderr: %s", rc, pub->err);
@@ -700,9 +701,9 @@ Test(broker_security, cli_usage_errors)
 {
 	cr_assert(access(ZRING, X_OK) == 0, "%s is not built", ZRING);
 	/* A client without its own keys; an option the broker owns. */
-	struct tool *t = tool_start(0, "publish", "queue", "tcp://127.0.0.1:1", "-c", "--name", "x",
-	                            O("CURVE_SERVERKEY=rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"),
-	                            NULL);
+	struct tool *t =
+		tool_start(0, "publish", "queue", "tcp://127.0.0.1:1", "-c", "--name", "x",
+	                   O("CURVE_SERVERKEY=rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7"), NULL);
 	int rc = tool_wait(t, WAIT_MS);
 	cr_assert_eq(rc, 1, "exit %d; stderr: %s", rc, t->err);
 	cr_assert(strstr(t->err, "CURVE_SECRETKEY") != NULL, "stderr: %s", t->err);
