@@ -548,8 +548,11 @@ ZR_API const char *zr_broker_error(const zr_broker *b);
  * with -EPROTO (a wrong server key, another mechanism) or -EACCES (the server
  * refused us), the text naming the endpoint and the reason of the
  * HANDSHAKE_FAILED event (a dialled socket does not retry a failed
- * handshake). A subscription's failed handshakes are on its socket's monitor
- * (zr_subscription_socket, zr_socket_monitor).
+ * handshake); the next publish dials anew. For this the broker monitors its
+ * publishers' sockets (HANDSHAKE_FAILED_*) and reads their events while a
+ * publish waits for a peer, so an app that monitors zr_publisher_socket
+ * itself may miss events read then. A subscription's failed handshakes are
+ * on its socket's monitor (zr_subscription_socket, zr_socket_monitor).
  */
 ZR_API int zr_broker_setsockopt(zr_broker *b, int option, const void *value, size_t len);
 /*
