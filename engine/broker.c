@@ -35,6 +35,7 @@
 #include "io/endpoint.h"
 #include "io/loop.h"
 #include "sock.h"
+#include "zmtp/base.h"
 
 #define BROKER_REPLY_PREFIX "zmq-reply:"
 #define BROKER_REPLY_MAX (sizeof BROKER_REPLY_PREFIX + (size_t)2 * ZR__SUB_MAX)
@@ -109,6 +110,7 @@ struct zr_publisher {
 	atomic_int waiting;
 	atomic_int signalled; /* efd_cancel may be readable */
 	_Atomic uint64_t published, blocked_ms, wait_start;
+	bool hs_failed; /* a handshake of sock failed: the next publish dials anew */
 	char err[ZR_ERRTEXT_MAX];
 };
 
@@ -133,7 +135,24 @@ struct zr_broker {
 	char dialer[ZR__SUB_MAX + 1]; /* the first subscription that dialled */
 	struct zr_subscription *responder;
 	_Atomic uint64_t corr;
+
+	/* zr_broker_setsockopt / _set_auth: fixed once started, so the sockets
+	 * opened later read them without the lock. */
+	struct broker_opt *opts;
+	size_t nopts;
+	zr_zmtp_auth_cb *auth;
+	void *auth_arg;
 };
+
+/* One zr_broker_setsockopt, replayed in call order on every socket (the
+ * order matters: the last role option picks the mechanism). */
+struct broker_opt {
+	int option;
+	size_t len;
+	uint8_t *val; /* may hold a secret key: wiped when freed */
+};
+
+#define BROKER_OPTS_MAX 256
 
 static const char *
 pattern_name(int pattern)
@@ -294,6 +313,268 @@ zr_broker_error(const zr_broker *b)
 	return b != NULL ? b->err : "";
 }
 
+/* ---- socket options and the authenticator ------------------------------------ */
+
+/* Options the broker sets itself on its sockets, and why a caller may not. */
+static const struct {
+	int option;
+	const char *why;
+} broker_owned[] = {
+	{ZR_SUBSCRIBE, "SUBSCRIBE: a fan-out subscription filters on its name"},
+	{ZR_UNSUBSCRIBE, "UNSUBSCRIBE: a fan-out subscription filters on its name"},
+	{ZR_RCVHWM, "RCVHWM: the broker sets it to read_ahead (zr_broker_set_read_ahead)"},
+	{ZR_RCVBYTES,
+         "RCVBYTES: the broker sets it to the read-ahead budget (zr_broker_set_read_ahead_bytes)"},
+	{ZR_LINGER,
+         "LINGER: the broker sets it from the drain timeout (zr_broker_set_drain_timeout)"},
+	{ZR_ROUTER_MANDATORY, "ROUTER_MANDATORY: the RPC responder's replies rely on it"},
+	{ZR_PUB_POLICY, "PUB_POLICY: a fan-out publisher waits for its slowest subscriber"},
+	{ZR_ROUTING_ID, "ROUTING_ID: the broker's sockets share no identity"},
+	{ZR_XPUB_VERBOSE, "XPUB_VERBOSE: the broker reads its publishers' filters itself"},
+	{ZR_XPUB_VERBOSER, "XPUB_VERBOSER: the broker reads its publishers' filters itself"},
+	{ZR_RCVTIMEO, "RCVTIMEO: the broker's calls take their own timeouts"},
+	{ZR_SNDTIMEO, "SNDTIMEO: the broker's calls take their own timeouts"},
+};
+
+/* The socket types a broker of the pattern opens. */
+static const int broker_types[][3] = {
+	[ZR_QUEUE] = {ZR_PULL, ZR_PUSH, -1},
+	[ZR_FANOUT] = {ZR_SUB, ZR_PUB, ZR_XPUB},
+	[ZR_RPC] = {ZR_ROUTER, ZR_DEALER, -1},
+};
+
+static void
+broker_opts_free(zr_broker *b)
+{
+	for (size_t i = 0; i < b->nopts; i++) {
+		if (b->opts[i].val != NULL)
+			explicit_bzero(b->opts[i].val, b->opts[i].len);
+		free(b->opts[i].val);
+	}
+	free(b->opts);
+	b->opts = NULL;
+	b->nopts = 0;
+}
+
+/* Whether one of the pattern's socket types takes the option with this value
+ * (a scratch socket of each: the option table is the judge, so options added
+ * to it later need nothing here). */
+static int
+broker_opt_check(zr_broker *b, int option, const void *v, size_t len)
+{
+	int rc = -EINVAL;
+
+	for (size_t i = 0; i < ZR_ARRAY_LEN(broker_types[b->pattern]) && rc < 0; i++) {
+		int type = broker_types[b->pattern][i];
+		zr_socket *s;
+		int orc;
+
+		if (type < 0)
+			break;
+		orc = zr_socket_open(b->ctx, type, &s);
+		if (orc < 0)
+			return orc;
+		rc = zr_setsockopt(s, option, v, len);
+		zr_socket_close(s);
+	}
+	return rc;
+}
+
+/* see zring.h */
+int
+zr_broker_setsockopt(zr_broker *b, int option, const void *v, size_t len)
+{
+	struct broker_opt *grown, *o;
+	int rc;
+
+	if (b == NULL)
+		return -EINVAL;
+	pthread_mutex_lock(&b->lock);
+	b->err[0] = '\0';
+	if (b->started) {
+		textf(b->err, sizeof b->err,
+		      "invalid argument: socket option %d: the broker on '%s' is started; set its "
+		      "socket options before zr_broker_start",
+		      option, b->endpoint);
+		pthread_mutex_unlock(&b->lock);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < ZR_ARRAY_LEN(broker_owned); i++) {
+		if (broker_owned[i].option == option) {
+			textf(b->err, sizeof b->err,
+			      "invalid argument: socket option %d is the broker's own: %s", option,
+			      broker_owned[i].why);
+			pthread_mutex_unlock(&b->lock);
+			return -EINVAL;
+		}
+	}
+	if ((v == NULL && len > 0) || b->nopts >= BROKER_OPTS_MAX) {
+		textf(b->err, sizeof b->err, "invalid argument: socket option %d: %s", option,
+		      v == NULL ? "no value" : "too many options set");
+		pthread_mutex_unlock(&b->lock);
+		return -EINVAL;
+	}
+	rc = broker_opt_check(b, option, v, len);
+	if (rc < 0) {
+		textf(b->err, sizeof b->err,
+		      "invalid argument: socket option %d (%zu octets): the sockets of a %s broker "
+		      "do not take this option or this value",
+		      option, len, pattern_name(b->pattern));
+		pthread_mutex_unlock(&b->lock);
+		return rc == -ENOMEM ? rc : -EINVAL;
+	}
+	grown = realloc(b->opts, (b->nopts + 1) * sizeof *grown);
+	if (grown == NULL) {
+		pthread_mutex_unlock(&b->lock);
+		return -ENOMEM;
+	}
+	b->opts = grown;
+	o = &b->opts[b->nopts];
+	o->option = option;
+	o->len = len;
+	o->val = NULL; /* (NULL, 0) replays as (NULL, 0): "back to NULL" for PLAIN */
+	if (len > 0 && (o->val = malloc(len)) == NULL) {
+		pthread_mutex_unlock(&b->lock);
+		return -ENOMEM;
+	}
+	if (len > 0)
+		memcpy(o->val, v, len);
+	b->nopts++;
+	pthread_mutex_unlock(&b->lock);
+	return 0;
+}
+
+/* see zring.h */
+int
+zr_broker_set_auth(zr_broker *b, zr_zmtp_auth_cb *cb, void *arg)
+{
+	if (b == NULL)
+		return -EINVAL;
+	pthread_mutex_lock(&b->lock);
+	b->err[0] = '\0';
+	if (b->started) {
+		textf(b->err, sizeof b->err,
+		      "invalid argument: the broker on '%s' is started; set its authenticator "
+		      "before zr_broker_start",
+		      b->endpoint);
+		pthread_mutex_unlock(&b->lock);
+		return -EINVAL;
+	}
+	b->auth = cb;
+	b->auth_arg = arg;
+	pthread_mutex_unlock(&b->lock);
+	return 0;
+}
+
+/* The role the options leave, by the library's rule: the last of
+ * PLAIN_SERVER, PLAIN_USERNAME, CURVE_SERVER, CURVE_SERVERKEY decides. */
+static int
+broker_server_mech(const zr_broker *b)
+{
+	int mech = ZR_MECH_NULL;
+
+	for (size_t i = 0; i < b->nopts; i++) {
+		const struct broker_opt *o = &b->opts[i];
+		int on = 0;
+
+		if (o->option == ZR_PLAIN_SERVER || o->option == ZR_CURVE_SERVER) {
+			if (o->len == sizeof on)
+				memcpy(&on, o->val, sizeof on);
+			mech = on == 0                        ? ZR_MECH_NULL
+			       : o->option == ZR_CURVE_SERVER ? ZR_MECH_CURVE
+			                                      : ZR_MECH_PLAIN;
+		} else if (o->option == ZR_PLAIN_USERNAME || o->option == ZR_CURVE_SERVERKEY) {
+			mech = ZR_MECH_NULL; /* a client */
+		}
+	}
+	return mech;
+}
+
+/* A CURVE server's public key, from the last CURVE_SECRETKEY set. */
+static int
+broker_curve_public(const zr_broker *b, uint8_t pub[ZR_CURVE_KEY_LEN])
+{
+	char sec[ZR_CURVE_KEY_Z85_LEN + 1], pz[ZR_CURVE_KEY_Z85_LEN + 1];
+	const struct broker_opt *k = NULL;
+	int rc;
+
+	for (size_t i = 0; i < b->nopts; i++)
+		if (b->opts[i].option == ZR_CURVE_SECRETKEY)
+			k = &b->opts[i];
+	if (k == NULL)
+		return -EINVAL;
+	if (k->len == ZR_CURVE_KEY_LEN) {
+		zr_curve_key_encode(sec, k->val);
+	} else if (k->len == ZR_CURVE_KEY_Z85_LEN || k->len == ZR_CURVE_KEY_Z85_LEN + 1) {
+		memcpy(sec, k->val, ZR_CURVE_KEY_Z85_LEN);
+		sec[ZR_CURVE_KEY_Z85_LEN] = '\0';
+	} else {
+		return -EINVAL;
+	}
+	rc = zr_curve_public(pz, sec);
+	explicit_bzero(sec, sizeof sec);
+	return rc < 0 ? rc : zr_curve_key_decode(pub, pz);
+}
+
+/*
+ * Replays the broker's options and authenticator on s, before its bind or
+ * connect. loopback: s dials the broker's own bound subscription, so a
+ * server's options make the matching client instead (zring.h). A socket type
+ * that does not take an option skips it (zr_broker_setsockopt checked that
+ * one of the broker's types does).
+ */
+static int
+broker_apply_opts(const zr_broker *b, zr_socket *s, bool loopback)
+{
+	int mech = loopback ? broker_server_mech(b) : ZR_MECH_NULL;
+	int rc = 0;
+
+	for (size_t i = 0; i < b->nopts && rc == 0; i++) {
+		const struct broker_opt *o = &b->opts[i];
+
+		if (loopback && (o->option == ZR_PLAIN_SERVER || o->option == ZR_CURVE_SERVER))
+			continue;
+		rc = zr_setsockopt(s, o->option, o->val, o->len);
+		if (rc == -EINVAL)
+			rc = 0;
+	}
+	if (rc == 0 && mech == ZR_MECH_CURVE) {
+		uint8_t pub[ZR_CURVE_KEY_LEN];
+
+		rc = broker_curve_public(b, pub);
+		if (rc == 0)
+			rc = zr_setsockopt(s, ZR_CURVE_PUBLICKEY, pub, sizeof pub);
+		if (rc == 0)
+			rc = zr_setsockopt(s, ZR_CURVE_SERVERKEY, pub, sizeof pub);
+	}
+	if (rc == 0 && b->auth != NULL)
+		rc = zr_socket_set_auth(s, b->auth, b->auth_arg);
+	return rc;
+}
+
+/* Why a bind or connect of a socket with the broker's options failed. */
+static const char *
+broker_attach_hint(const zr_broker *b, int rc)
+{
+	if (rc == -EINVAL && b->nopts > 0)
+		return " (check the security options: a CURVE server needs CURVE_SECRETKEY, a "
+		       "client CURVE_SERVERKEY, CURVE_PUBLICKEY and CURVE_SECRETKEY)";
+	return "";
+}
+
+/* A bind endpoint's address, checked before any socket exists. tls:// is TCP
+ * underneath: its address is checked as tcp://'s. */
+static int
+broker_parse_bind(const char *endpoint, struct zr__endpoint *ep)
+{
+	char tcp[ZR__ENDPOINT_TEXT_MAX];
+
+	if (strncmp(endpoint, "tls://", 6) != 0)
+		return zr__endpoint_parse(endpoint, true, false, ep);
+	snprintf(tcp, sizeof tcp, "tcp://%s", endpoint + 6);
+	return zr__endpoint_parse(tcp, true, false, ep);
+}
+
 /* see zring.h */
 int
 zr_broker_start(zr_broker *b)
@@ -309,13 +590,15 @@ zr_broker_start(zr_broker *b)
 		textf(b->err, sizeof b->err, "transport is not connected: the broker on '%s' was shut down",
 		         b->endpoint);
 		rc = -ENOTCONN;
-	} else if (strncmp(b->endpoint, "tcp://", 6) != 0 && strncmp(b->endpoint, "ipc://", 6) != 0) {
+	} else if (strncmp(b->endpoint, "tcp://", 6) != 0 &&
+	           strncmp(b->endpoint, "ipc://", 6) != 0 &&
+	           strncmp(b->endpoint, "tls://", 6) != 0) {
 		textf(b->err, sizeof b->err,
-		         "invalid descriptor: endpoint '%s' is not supported; use tcp:// or ipc://",
-		         b->endpoint);
+		      "invalid descriptor: endpoint '%s' is not supported; use tcp://, ipc:// or "
+		      "tls://",
+		      b->endpoint);
 		rc = -EINVAL;
-	} else if (b->side == ZR_BIND &&
-	           (rc = zr__endpoint_parse(b->endpoint, true, false, &ep)) < 0) {
+	} else if (b->side == ZR_BIND && (rc = broker_parse_bind(b->endpoint, &ep)) < 0) {
 		textf(b->err, sizeof b->err, "invalid descriptor: endpoint '%s': %s", b->endpoint,
 		         zr_strerror(rc));
 	} else {
@@ -859,6 +1142,9 @@ sub_open_socket(zr_broker *b, struct zr_subscription *sub)
 	rc = zr_socket_open(b->ctx, types[b->pattern], &sub->sock);
 	if (rc < 0)
 		return rc;
+	rc = broker_apply_opts(b, sub->sock, false);
+	if (rc < 0)
+		return rc;
 	zr_setsockopt(sub->sock, ZR_RCVHWM, &ra, sizeof ra);
 	zr__sock_rx_refill_each(sub->sock); /* the channel stays full: read_ahead exactly */
 	zr_setsockopt(sub->sock, ZR_RCVBYTES, &b->read_ahead_bytes, sizeof b->read_ahead_bytes);
@@ -934,8 +1220,10 @@ zr_subscribe(zr_broker *b, const char *name, const struct zr_sub_opts *o, zr_sub
 	if (rc == 0) {
 		rc = sub_open_socket(b, sub);
 		if (rc < 0)
-			textf(b->err, sizeof b->err, "endpoint error on '%s': subscription '%s' could not %s it: %s",
-			         b->endpoint, name, b->side == ZR_BIND ? "bind" : "dial", zr_strerror(rc));
+			textf(b->err, sizeof b->err,
+			      "endpoint error on '%s': subscription '%s' could not %s it: %s%s",
+			      b->endpoint, name, b->side == ZR_BIND ? "bind" : "dial",
+			      zr_strerror(rc), broker_attach_hint(b, rc));
 	}
 	if (rc == 0)
 		rc = sub_start_threads(sub);
@@ -1123,6 +1411,7 @@ zr_broker_free(zr_broker *b)
 		b->pubs = p->next;
 		pub_destroy(p);
 	}
+	broker_opts_free(b);
 	pthread_mutex_destroy(&b->lock);
 	pthread_cond_destroy(&b->cond);
 	free(b);
@@ -1279,6 +1568,44 @@ remaining_ms(uint64_t deadline)
 	return now >= deadline ? 0 : (int)(deadline - now);
 }
 
+/* The handshakes the broker watches on its publishers' sockets (when it has
+ * socket options: zr_broker_setsockopt). */
+#define PUB_MONITOR (ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZR_EVENT_HANDSHAKE_FAILED_AUTH)
+
+/*
+ * A failed handshake recorded on sock's monitor: fills p->err, naming target
+ * and the reason, and returns -EACCES (the server refused us) or -EPROTO
+ * (anything else: a wrong server key, another mechanism); 0 when none. A
+ * dialled socket does not retry after a failed handshake, so waiting on for a
+ * peer would only hide the reason.
+ */
+static int
+pub_handshake_failed(struct zr_publisher *p, zr_socket *sock, const char *name, const char *target)
+{
+	struct zr_event ev;
+	int rc = 0;
+
+	while (p->b->nopts > 0 && zr_monitor_recv(sock, &ev, 0) == 0) {
+		if ((ev.type & PUB_MONITOR) == 0 || rc != 0)
+			continue;
+		rc = ev.type == ZR_EVENT_HANDSHAKE_FAILED_AUTH ? -EACCES : -EPROTO;
+		p->hs_failed = true;
+		pub_fail(p, rc, "send error to '%s': the handshake with '%s' failed: %s", name,
+		         ev.endpoint[0] != '\0' ? ev.endpoint : target,
+		         ev.reason[0] != '\0' ? ev.reason : zr_strerror(rc));
+	}
+	return rc;
+}
+
+/* The fd that turns readable at sock's next watched event, or -1. */
+static int
+pub_monitor_fd(const struct zr_publisher *p, zr_socket *sock)
+{
+	int fd = p->b->nopts > 0 ? zr_monitor_fd(sock) : -1;
+
+	return fd < 0 ? -1 : fd;
+}
+
 /*
  * Hands *msg to sock, whole or not at all. no_peer_retry: while the socket has
  * no connection past its handshake, retries every ZR_SEND_RETRY_STEP_MS for
@@ -1296,8 +1623,13 @@ pub_send(struct zr_publisher *p, zr_socket *sock, const char *name, const char *
 		if (atomic_load(&p->b->closed))
 			return pub_interrupted(p, name);
 		if (no_peer_retry && zr__sock_ready_peers(sock) == 0) {
-			struct pollfd pf = {.fd = p->efd_cancel, .events = POLLIN};
+			struct pollfd pf[2] = {{.fd = p->efd_cancel, .events = POLLIN},
+			                       {.fd = pub_monitor_fd(p, sock), .events = POLLIN}};
 			uint64_t now = zr__now_ms();
+
+			rc = pub_handshake_failed(p, sock, name, target);
+			if (rc < 0)
+				return rc;
 			int step = ZR_SEND_RETRY_STEP_MS, left = remaining_ms(deadline);
 
 			if (first_refusal == 0)
@@ -1312,7 +1644,7 @@ pub_send(struct zr_publisher *p, zr_socket *sock, const char *name, const char *
 				                target);
 			if (left > 0 && left < step)
 				step = left;
-			if (poll(&pf, 1, step) > 0)
+			if (poll(pf, 2, step) > 0 && (pf[0].revents & POLLIN))
 				return pub_interrupted(p, name);
 			continue;
 		}
@@ -1361,12 +1693,17 @@ static int
 pub_wait_filter(struct zr_publisher *p, const char *target)
 {
 	uint64_t deadline = zr__now_ms() + ZR_SEND_RETRY_WINDOW_MS;
-	struct pollfd pf[2] = {{.fd = zr_socket_fd(p->sock), .events = POLLIN},
-	                       {.fd = p->efd_cancel, .events = POLLIN}};
+	struct pollfd pf[3] = {{.fd = zr_socket_fd(p->sock), .events = POLLIN},
+	                       {.fd = p->efd_cancel, .events = POLLIN},
+	                       {.fd = pub_monitor_fd(p, p->sock), .events = POLLIN}};
 
 	for (;;) {
 		zr_msg *m = NULL;
 		int left;
+		int hs = pub_handshake_failed(p, p->sock, target, target);
+
+		if (hs < 0)
+			return hs;
 
 		if (zr_recv(p->sock, &m, ZR_DONTWAIT) == 0) {
 			size_t len;
@@ -1383,7 +1720,7 @@ pub_wait_filter(struct zr_publisher *p, const char *target)
 			return pub_fail(p, -ETIMEDOUT,
 			                "endpoint error on '%s': the subscription sent no filter within %d ms",
 			                target, ZR_SEND_RETRY_WINDOW_MS);
-		if (poll(pf, 2, left) > 0 && (pf[1].revents & POLLIN))
+		if (poll(pf, 3, left) > 0 && (pf[1].revents & POLLIN))
 			return pub_interrupted(p, target);
 	}
 }
@@ -1417,6 +1754,18 @@ pub_target(struct zr_publisher *p, const char *name, char *target, bool *bind, b
 	return 0;
 }
 
+/* The broker's options and authenticator on a publisher's socket, and the
+ * monitor pub_handshake_failed reads. */
+static int
+pub_secure(struct zr_publisher *p, zr_socket *sock, bool loopback)
+{
+	int rc = broker_apply_opts(p->b, sock, loopback);
+
+	if (rc == 0 && p->b->nopts > 0)
+		rc = zr_socket_monitor(sock, PUB_MONITOR);
+	return rc;
+}
+
 /* Attaches (or re-attaches, when the local subscription changed) the
  * publisher's socket. */
 static int
@@ -1444,8 +1793,13 @@ pub_attach(struct zr_publisher *p, const char *name, char *target)
 	}
 	type = b->pattern == ZR_QUEUE ? ZR_PUSH : local ? ZR_XPUB : ZR_PUB;
 	rc = zr_socket_open(b->ctx, type, &p->sock);
-	if (rc < 0)
+	if (rc == 0)
+		rc = pub_secure(p, p->sock, local);
+	if (rc < 0) {
+		zr_socket_close(p->sock);
+		p->sock = NULL;
 		return pub_fail(p, rc, "send error to '%s': %s", name, zr_strerror(rc));
+	}
 	zr_setsockopt(p->sock, ZR_LINGER, &linger, sizeof linger);
 	if (b->pattern == ZR_FANOUT) {
 		int policy = ZR_PUB_BLOCK;
@@ -1464,8 +1818,8 @@ pub_attach(struct zr_publisher *p, const char *name, char *target)
 	if (rc < 0) {
 		zr_socket_close(p->sock);
 		p->sock = NULL;
-		return pub_fail(p, rc, "endpoint error on '%s': could not %s it: %s", target,
-		                bind ? "bind" : "dial", zr_strerror(rc));
+		return pub_fail(p, rc, "endpoint error on '%s': could not %s it: %s%s", target,
+		                bind ? "bind" : "dial", zr_strerror(rc), broker_attach_hint(b, rc));
 	}
 	p->attach_gen = gen;
 	return 0;
@@ -1516,6 +1870,14 @@ zr_publish(zr_publisher *p, const char *name, const struct zr_header *h, size_t 
 		pub_drain_xpub(p);
 		rc = pub_send(p, p->sock, name, target, &m, deadline, p->b->pattern == ZR_QUEUE);
 	}
+	if (p->hs_failed && p->sock != NULL) {
+		/* A refused or failed handshake is final for that connection:
+		 * the next publish dials again (and says why again, or gets
+		 * through if the server changed its mind). */
+		zr_socket_close(p->sock);
+		p->sock = NULL;
+	}
+	p->hs_failed = false;
 	pub_wait_end(p);
 	zr_msg_free(m);
 	return rc;
@@ -1659,6 +2021,13 @@ pub_dealer(struct zr_publisher *p, const char *target)
 	rc = zr_socket_open(p->b->ctx, ZR_DEALER, &p->dealer);
 	if (rc < 0)
 		return rc;
+	/* A bound RPC broker's requests go to its own responder. */
+	rc = pub_secure(p, p->dealer, p->b->side == ZR_BIND);
+	if (rc < 0) {
+		zr_socket_close(p->dealer);
+		p->dealer = NULL;
+		return rc;
+	}
 	zr_setsockopt(p->dealer, ZR_LINGER, &zero, sizeof zero);
 	rc = zr_connect(p->dealer, target);
 	if (rc < 0) {
@@ -1755,7 +2124,8 @@ zr_request(zr_publisher *p, const char *name, const struct zr_header *h, size_t 
 	rc = pub_dealer(p, target);
 	if (rc < 0) {
 		zr_msg_free(m);
-		return pub_fail(p, rc, "endpoint error on '%s': %s", target, zr_strerror(rc));
+		return pub_fail(p, rc, "endpoint error on '%s': %s%s", target, zr_strerror(rc),
+		                broker_attach_hint(p->b, rc));
 	}
 	pub_wait_begin(p);
 	rc = pub_send(p, p->dealer, name, target, &m, deadline, true);
@@ -1763,6 +2133,7 @@ zr_request(zr_publisher *p, const char *name, const struct zr_header *h, size_t 
 		rc = pub_await_reply(p, name, corr.value, deadline, reply);
 	pub_wait_end(p);
 	zr_msg_free(m);
+	p->hs_failed = false; /* the DEALER goes below */
 	if (rc < 0) {
 		/* Its reply may still come: this socket never serves another
 		 * request, so that reply can never resolve a later one. */

@@ -39,8 +39,10 @@
 #include <zring.h>
 
 #include "zl_args.h"
+#include "zl_auth.h"
 #include "zl_broker.h"
 #include "zl_clock.h"
+#include "zl_sockopt.h"
 #include "zl_text.h"
 
 static const char subscribe_usage_head[] =
@@ -78,6 +80,9 @@ enum bk_opt {
 	BK_ARG_HEADER,
 	BK_ARG_TIMEOUT,
 	BK_ARG_RAW,
+	BK_ARG_SOCKOPT,
+	BK_ARG_ALLOW_PLAIN,
+	BK_ARG_ALLOW_CURVE,
 	BK_ARG_HELP,
 };
 
@@ -111,10 +116,38 @@ static const struct zl_opt subscribe_opts[] = {
 	{BK_ARG_RAW, "raw", 0, NULL,
          "print names, headers and payloads as received, control\n"
          "characters included (for scripts; see above)"},
+	{BK_ARG_SOCKOPT, NULL, 'o', "NAME=VALUE",
+         "set a socket option on every socket the broker opens,\n"
+         "by its libzmq name as zring cat -o takes it (see zring\n"
+         "cat --help): the security options CURVE_SERVER\n"
+         "CURVE_SECRETKEY CURVE_PUBLICKEY CURVE_SERVERKEY\n"
+         "PLAIN_SERVER PLAIN_USERNAME PLAIN_PASSWORD, and others\n"
+         "such as HANDSHAKE_IVL HEARTBEAT_IVL MAXMSGSIZE (the\n"
+         "broker sets RCVHWM, LINGER, ... itself: see --read-ahead)"},
+	{BK_ARG_ALLOW_PLAIN, "allow-plain", 0, "USER:PASS",
+         "a PLAIN server (-o PLAIN_SERVER=1) admits this user with\n"
+         "this password (repeatable) and no one else"},
+	{BK_ARG_ALLOW_CURVE, "allow-curve", 0, "KEY",
+         "a CURVE server (-o CURVE_SERVER=1) admits the client with\n"
+         "this public key (repeatable) and no one else"},
 	{BK_ARG_HELP, "help", 'h', NULL, "print this help"},
 };
 
 static const char subscribe_usage_tail[] =
+	"\n"
+	"security (libzmq's options and semantics; keys from zring keygen):\n"
+	"  CURVE server    -o CURVE_SERVER=1 -o CURVE_SECRETKEY=KEY\n"
+	"                  [--allow-curve CLIENT_PUBLIC_KEY]\n"
+	"  CURVE client    -o CURVE_SERVERKEY=KEY -o CURVE_PUBLICKEY=KEY\n"
+	"                  -o CURVE_SECRETKEY=KEY\n"
+	"  PLAIN server    -o PLAIN_SERVER=1 --allow-plain USER:PASS\n"
+	"  (without --allow-* a server admits every client that completes the\n"
+	"  handshake, as libzmq does without a ZAP handler)\n"
+	"  PLAIN client    -o PLAIN_USERNAME=USER -o PLAIN_PASSWORD=PASS\n"
+	"  A failed handshake is one line on stderr with its reason (\"zring:\n"
+	"  handshake failed on ENDPOINT: ...\"); the subscription goes on (a\n"
+	"  dialling one keeps retrying; a repeat of the same failure is not\n"
+	"  printed again).\n"
 	"\n"
 	"SIGINT or SIGTERM ends it cleanly: the broker stops reading, hands what it\n"
 	"already accepted to the handler (for at most 5 s) and closes; exit 0.\n"
@@ -156,6 +189,20 @@ static const struct zl_opt publish_opts[] = {
          "rpc: print each reply's payload as received; without it\n"
          "control characters and octets that are not UTF-8 are\n"
          "escaped (\\t \\n \\r \\0 \\\\ \\xHH), as zring subscribe does"},
+	{BK_ARG_SOCKOPT, NULL, 'o', "NAME=VALUE",
+         "set a socket option on every socket the broker opens,\n"
+         "by its libzmq name as zring cat -o takes it (see zring\n"
+         "cat --help): the security options CURVE_SERVER\n"
+         "CURVE_SECRETKEY CURVE_PUBLICKEY CURVE_SERVERKEY\n"
+         "PLAIN_SERVER PLAIN_USERNAME PLAIN_PASSWORD, and others\n"
+         "such as HANDSHAKE_IVL HEARTBEAT_IVL MAXMSGSIZE (the\n"
+         "broker sets RCVHWM, LINGER, ... itself: see --read-ahead)"},
+	{BK_ARG_ALLOW_PLAIN, "allow-plain", 0, "USER:PASS",
+         "a PLAIN server (-o PLAIN_SERVER=1) admits this user with\n"
+         "this password (repeatable) and no one else"},
+	{BK_ARG_ALLOW_CURVE, "allow-curve", 0, "KEY",
+         "a CURVE server (-o CURVE_SERVER=1) admits the client with\n"
+         "this public key (repeatable) and no one else"},
 	{BK_ARG_HELP, "help", 'h', NULL, "print this help"},
 };
 
@@ -167,6 +214,19 @@ static const char publish_usage_tail[] =
 	"  it first (exit 3). A fanout publisher sends to the subscriptions that\n"
 	"  have reached it: what it publishes before a subscriber's filter arrived\n"
 	"  goes to nobody (the slow joiner) and is not an error.\n"
+	"\n"
+	"security (libzmq's options and semantics; keys from zring keygen):\n"
+	"  CURVE server    -o CURVE_SERVER=1 -o CURVE_SECRETKEY=KEY\n"
+	"                  [--allow-curve CLIENT_PUBLIC_KEY]\n"
+	"  CURVE client    -o CURVE_SERVERKEY=KEY -o CURVE_PUBLICKEY=KEY\n"
+	"                  -o CURVE_SECRETKEY=KEY\n"
+	"  PLAIN server    -o PLAIN_SERVER=1 --allow-plain USER:PASS\n"
+	"  (without --allow-* a server admits every client that completes the\n"
+	"  handshake, as libzmq does without a ZAP handler)\n"
+	"  PLAIN client    -o PLAIN_USERNAME=USER -o PLAIN_PASSWORD=PASS\n"
+	"  A failed handshake ends the publish or request at once with its\n"
+	"  reason (\"zring: send error to 'NAME': the handshake with 'ENDPOINT'\n"
+	"  failed: ...\", exit 2) rather than waiting for a peer.\n"
 	"\n"
 	"exit status: 0 done, 1 usage error (a header that is not UTF-8\n"
 	"included), 2 endpoint or connection error, refused publish, no connected\n"
@@ -205,6 +265,9 @@ struct bk_args {
 	int timeout_ms; /* -1: none */
 	bool raw;       /* peer data unescaped (zl_text.h) */
 	bool help;
+	struct zl_sockopt *sockopts; /* -o, in the order given */
+	size_t nsockopts;
+	struct zl_auth auth; /* --allow-plain, --allow-curve */
 };
 
 static const char *
@@ -250,6 +313,10 @@ bk_args_fini(struct bk_args *a)
 		free(a->hcopies[i]);
 	free(a->hcopies);
 	free(a->headers);
+	for (size_t i = 0; i < a->nsockopts; i++)
+		zl_sockopt_wipe(&a->sockopts[i]);
+	free(a->sockopts);
+	zl_auth_fini(&a->auth);
 }
 
 static int
@@ -342,6 +409,23 @@ bk_parse_opt(struct bk_args *a, int id, const char *value)
 		return 0;
 	case BK_ARG_HEADER:
 		return bk_parse_header(a, value);
+	case BK_ARG_ALLOW_PLAIN:
+	case BK_ARG_ALLOW_CURVE: {
+		char err[256];
+		int rc = id == BK_ARG_ALLOW_CURVE
+		                 ? zl_auth_add_curve(&a->auth, value, err, sizeof err)
+		                 : zl_auth_add_plain(&a->auth, value, err, sizeof err);
+
+		return rc < 0 ? bk_usage_error(a, "%s", err) : 0;
+	}
+	case BK_ARG_SOCKOPT: {
+		char err[256];
+
+		if (zl_sockopt_parse(value, &a->sockopts[a->nsockopts], err, sizeof err) < 0)
+			return bk_usage_error(a, "%s", err);
+		a->nsockopts++;
+		return 0;
+	}
 	case BK_ARG_READ_AHEAD:
 		if (!zl_parse_int(value, 1, 100000000, &v))
 			return bk_usage_error(a,
@@ -408,7 +492,9 @@ bk_parse(struct bk_args *a, enum bk_cmd cmd, int argc, char **argv)
 	a->timeout_ms = -1;
 	a->headers = calloc((size_t)argc + 1, sizeof(*a->headers));
 	a->hcopies = calloc((size_t)argc + 1, sizeof(*a->hcopies));
-	if (a->headers == NULL || a->hcopies == NULL) {
+	a->sockopts = calloc((size_t)argc + 1, sizeof(*a->sockopts));
+	if (a->headers == NULL || a->hcopies == NULL || a->sockopts == NULL ||
+	    zl_auth_init(&a->auth, (size_t)argc) < 0) {
 		bk_error("out of memory");
 		return ZL_BROKER_USAGE;
 	}
@@ -437,6 +523,13 @@ bk_parse(struct bk_args *a, enum bk_cmd cmd, int argc, char **argv)
 static int
 bk_check(const struct bk_args *a)
 {
+	char err[256];
+	int mech;
+	bool server;
+
+	if (zl_sockopt_security(a->sockopts, a->nsockopts, &mech, &server, err, sizeof err) < 0 ||
+	    zl_auth_check(&a->auth, mech, server, err, sizeof err) < 0)
+		return bk_usage_error(a, "%s", err);
 	if (a->pattern == 0)
 		return bk_usage_error(a, "no pattern given (queue, fanout or rpc)");
 	if (a->endpoint == NULL)
@@ -528,6 +621,22 @@ bk_broker_open(const struct bk_args *a, zr_ctx **ctx, zr_broker **b)
 		         a->endpoint, zr_strerror(rc));
 		*b = NULL;
 		return ZL_BROKER_ENDPOINT;
+	}
+	for (size_t i = 0; i < a->nsockopts; i++) {
+		const void *v;
+		size_t len;
+
+		zl_sockopt_value(&a->sockopts[i], &v, &len);
+		rc = zr_broker_setsockopt(*b, a->sockopts[i].def->option, v, len);
+		if (rc < 0)
+			return bk_usage_error(a, "-o %s: %s", a->sockopts[i].arg,
+			                      zr_broker_error(*b));
+	}
+	/* a (and so a->auth) outlives the context: bk_args_fini comes after. */
+	if (zl_auth_any(&a->auth)) {
+		rc = zr_broker_set_auth(*b, zl_auth_cb, (void *)&a->auth);
+		if (rc < 0)
+			return bk_failed(zr_broker_error(*b), rc);
 	}
 	if (a->read_ahead > 0) {
 		rc = zr_broker_set_read_ahead(*b, a->read_ahead);
@@ -731,14 +840,57 @@ sub_report_bound(zr_broker *b)
 	}
 }
 
-/* Waits for SIGINT, SIGTERM (on sig_fd) or the end of -n (done_fd). */
-static void
-sub_wait(int sig_fd, int done_fd)
-{
-	struct pollfd p[2] = {{.fd = sig_fd, .events = POLLIN}, {.fd = done_fd, .events = POLLIN}};
+/* The handshakes a secured subscription reports on stderr. */
+#define SUB_MONITOR (ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZR_EVENT_HANDSHAKE_FAILED_AUTH)
 
-	while (poll(p, 2, -1) < 0 && errno == EINTR)
-		;
+/*
+ * Prints each failed handshake recorded on sock's monitor: "handshake failed
+ * on ENDPOINT: REASON" (the reason may quote the peer's ERROR: escaped). A
+ * dialling subscription retries a refused server every RECONNECT_IVL, so a
+ * failure like the last one printed is not repeated.
+ */
+static void
+sub_report_handshakes(struct sub_state *s, zr_socket *sock, char *last, size_t cap)
+{
+	struct zr_event ev;
+
+	while (zr_monitor_recv(sock, &ev, 0) == 0) {
+		char why[ZR_EVENT_REASON_MAX * 4], line[sizeof why + ZR_EVENT_ENDPOINT_MAX + 64];
+
+		if ((ev.type & SUB_MONITOR) == 0)
+			continue;
+		zl_text_escape(why, sizeof why, ev.reason, strlen(ev.reason));
+		snprintf(line, sizeof line, "handshake failed on %s: %s", ev.endpoint,
+		         why[0] != '\0' ? why : zr_strerror(ev.value));
+		if (strncmp(line, last, cap) == 0)
+			continue;
+		snprintf(last, cap, "%s", line);
+		pthread_mutex_lock(&s->lock);
+		bk_error("%s", line);
+		pthread_mutex_unlock(&s->lock);
+	}
+}
+
+/* Waits for SIGINT, SIGTERM (on sig_fd) or the end of -n (done_fd), printing
+ * failed handshakes meanwhile (mon: the subscription's socket, or NULL). */
+static void
+sub_wait(struct sub_state *s, int sig_fd, zr_socket *mon)
+{
+	char last[ZR_EVENT_REASON_MAX * 4 + ZR_EVENT_ENDPOINT_MAX + 64] = "";
+	struct pollfd p[3] = {{.fd = sig_fd, .events = POLLIN},
+	                      {.fd = s->done_fd, .events = POLLIN},
+	                      {.fd = mon != NULL ? zr_monitor_fd(mon) : -1, .events = POLLIN}};
+
+	if (p[2].fd < 0)
+		p[2].fd = -1;
+	for (;;) {
+		if (mon != NULL)
+			sub_report_handshakes(s, mon, last, sizeof last);
+		if (poll(p, 3, -1) < 0 && errno == EINTR)
+			continue;
+		if ((p[0].revents | p[1].revents) & POLLIN)
+			break;
+	}
 	if (p[0].revents & POLLIN) {
 		struct signalfd_siginfo si;
 		if (read(sig_fd, &si, sizeof si) < 0)
@@ -776,9 +928,16 @@ sub_run(const struct bk_args *a, struct sub_state *s, int sig_fd)
 			status = bk_failed(zr_broker_error(b), rc);
 	}
 	if (status == 0) {
+		zr_socket *mon = NULL;
+
 		if (a->side == 'b')
 			sub_report_bound(b);
-		sub_wait(sig_fd, s->done_fd);
+		/* Only a secured broker has handshakes that fail for a reason
+		 * worth a line; a plain one's monitor stays off. */
+		if (a->nsockopts > 0 &&
+		    zr_socket_monitor(zr_subscription_socket(sub), SUB_MONITOR) == 0)
+			mon = zr_subscription_socket(sub);
+		sub_wait(s, sig_fd, mon);
 		rc = zr_broker_shutdown(b);
 		if (rc == -ETIMEDOUT)
 			bk_error("shutdown: the handler did not finish within the drain timeout; "

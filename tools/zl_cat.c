@@ -36,8 +36,10 @@
 #include <zring.h>
 
 #include "zl_args.h"
+#include "zl_auth.h"
 #include "zl_cat.h"
 #include "zl_clock.h"
+#include "zl_sockopt.h"
 #include "zl_text.h"
 
 static const char cat_usage_head[] =
@@ -189,79 +191,6 @@ cat_usage(void)
 	fputs(cat_usage_tail, stdout);
 }
 
-/* ---- socket options by libzmq name --------------------------------------- */
-
-enum cat_optkind {
-	CAT_OPT_INT,   /* C int */
-	CAT_OPT_INT64, /* int64_t */
-	CAT_OPT_BYTES, /* the value's bytes */
-	CAT_OPT_KEY,   /* a CURVE key in Z85, passed on as its 32 octets */
-};
-
-struct cat_optdef {
-	const char *name; /* libzmq's name without ZMQ_ */
-	int option;
-	enum cat_optkind kind;
-};
-
-static const struct cat_optdef cat_optdefs[] = {
-	{"SNDHWM", ZR_SNDHWM, CAT_OPT_INT},
-	{"RCVHWM", ZR_RCVHWM, CAT_OPT_INT},
-	{"LINGER", ZR_LINGER, CAT_OPT_INT},
-	{"RECONNECT_IVL", ZR_RECONNECT_IVL, CAT_OPT_INT},
-	{"RECONNECT_IVL_MAX", ZR_RECONNECT_IVL_MAX, CAT_OPT_INT},
-	{"MAXMSGSIZE", ZR_MAXMSGSIZE, CAT_OPT_INT64},
-	{"SNDBUF", ZR_SNDBUF, CAT_OPT_INT},
-	{"RCVBUF", ZR_RCVBUF, CAT_OPT_INT},
-	{"RCVTIMEO", ZR_RCVTIMEO, CAT_OPT_INT},
-	{"SNDTIMEO", ZR_SNDTIMEO, CAT_OPT_INT},
-	{"ROUTING_ID", ZR_ROUTING_ID, CAT_OPT_BYTES},
-	{"ROUTER_MANDATORY", ZR_ROUTER_MANDATORY, CAT_OPT_INT},
-	{"HANDSHAKE_IVL", ZR_HANDSHAKE_IVL, CAT_OPT_INT},
-	{"HEARTBEAT_IVL", ZR_HEARTBEAT_IVL, CAT_OPT_INT},
-	{"HEARTBEAT_TTL", ZR_HEARTBEAT_TTL, CAT_OPT_INT},
-	{"HEARTBEAT_TIMEOUT", ZR_HEARTBEAT_TIMEOUT, CAT_OPT_INT},
-	{"XPUB_VERBOSE", ZR_XPUB_VERBOSE, CAT_OPT_INT},
-	{"XPUB_VERBOSER", ZR_XPUB_VERBOSER, CAT_OPT_INT},
-	{"SUBS_MAX", ZR_SUBS_MAX, CAT_OPT_INT},
-	{"SUBS_MAXBYTES", ZR_SUBS_MAXBYTES, CAT_OPT_INT64},
-	{"PLAIN_SERVER", ZR_PLAIN_SERVER, CAT_OPT_INT},
-	{"PLAIN_USERNAME", ZR_PLAIN_USERNAME, CAT_OPT_BYTES},
-	{"PLAIN_PASSWORD", ZR_PLAIN_PASSWORD, CAT_OPT_BYTES},
-	{"CURVE_SERVER", ZR_CURVE_SERVER, CAT_OPT_INT},
-	{"CURVE_PUBLICKEY", ZR_CURVE_PUBLICKEY, CAT_OPT_KEY},
-	{"CURVE_SECRETKEY", ZR_CURVE_SECRETKEY, CAT_OPT_KEY},
-	{"CURVE_SERVERKEY", ZR_CURVE_SERVERKEY, CAT_OPT_KEY},
-	{"MAXFRAMES", ZR_MAXFRAMES, CAT_OPT_INT},
-	{"CONNS_MAX", ZR_CONNS_MAX, CAT_OPT_INT},
-	{"BUSY_POLL", ZR_BUSY_POLL, CAT_OPT_INT},
-};
-
-#define CAT_NOPTDEFS (sizeof(cat_optdefs) / sizeof(cat_optdefs[0]))
-
-/* One -o, checked and converted while parsing. */
-struct cat_sockopt {
-	const struct cat_optdef *def;
-	const char *arg; /* the whole NAME=VALUE, for messages */
-	const char *value;
-	int64_t number;                /* CAT_OPT_INT, CAT_OPT_INT64 */
-	uint8_t key[ZR_CURVE_KEY_LEN]; /* CAT_OPT_KEY; wiped in cat_args_fini */
-};
-
-/* One --allow-plain USER:PASS: both point into argv. */
-struct cat_plain_cred {
-	const char *user;
-	size_t user_len;
-	const char *pass;
-	size_t pass_len;
-};
-
-/* One --allow-curve KEY. */
-struct cat_curve_cred {
-	uint8_t key[ZR_CURVE_KEY_LEN];
-	char z85[ZR_CURVE_KEY_Z85_LEN + 1];
-};
-
 /* ---- the command line ----------------------------------------------------- */
 
 struct cat_bytes {
@@ -281,16 +210,13 @@ struct cat_args {
 	unsigned long long count; /* 0: no limit */
 	const char **topics;
 	size_t ntopics;
-	struct cat_sockopt *sockopts;
+	struct zl_sockopt *sockopts;
 	size_t nsockopts;
 	int timeout_ms; /* -1: none */
 	const char *reply;
 	const char **props; /* -P */
 	size_t nprops;
-	struct cat_plain_cred *plain; /* --allow-plain */
-	size_t nplain;
-	struct cat_curve_cred *curve; /* --allow-curve */
-	size_t ncurve;
+	struct zl_auth auth; /* --allow-plain, --allow-curve */
 	bool raw; /* --raw: peer data unescaped (zl_text.h) */
 	bool help;
 };
@@ -321,28 +247,17 @@ cat_usage_error(const char *fmt, ...)
 	return ZL_CAT_USAGE;
 }
 
-/* Overwrites a secret in a way the compiler may not drop as a dead store. */
-static void
-cat_wipe(void *p, size_t n)
-{
-	volatile uint8_t *v = p;
-
-	while (n-- > 0)
-		*v++ = 0;
-}
-
 static void
 cat_args_fini(struct cat_args *a)
 {
 	if (a->sockopts != NULL)
 		for (size_t i = 0; i < a->nsockopts; i++)
-			cat_wipe(a->sockopts[i].key, sizeof a->sockopts[i].key);
+			zl_sockopt_wipe(&a->sockopts[i]);
 	free(a->endpoints);
 	free(a->topics);
 	free(a->sockopts);
 	free(a->props);
-	free(a->plain);
-	free(a->curve);
+	zl_auth_fini(&a->auth);
 	free(a->sep.p);
 }
 
@@ -414,68 +329,16 @@ cat_unescape(const char *s, struct cat_bytes *out)
 	return 0;
 }
 
-static const struct cat_optdef *
-cat_optdef_find(const char *name, size_t len)
-{
-	if (len >= 4 && strncasecmp(name, "ZMQ_", 4) == 0) {
-		name += 4;
-		len -= 4;
-	}
-	for (size_t i = 0; i < CAT_NOPTDEFS; i++)
-		if (strlen(cat_optdefs[i].name) == len &&
-		    strncasecmp(cat_optdefs[i].name, name, len) == 0)
-			return &cat_optdefs[i];
-	return NULL;
-}
-
-/* A CURVE key from its Z85 text. The message never repeats the text: it may
- * be a secret key. Returns 0 or ZL_CAT_USAGE (said). */
-static int
-cat_parse_key(const char *what, const char *z85, uint8_t key[ZR_CURVE_KEY_LEN])
-{
-	size_t n = strlen(z85);
-
-	if (n != ZR_CURVE_KEY_Z85_LEN)
-		return cat_usage_error("%s wants a key of %d Z85 characters (as zring keygen "
-		                       "prints), not %zu characters",
-		                       what, ZR_CURVE_KEY_Z85_LEN, n);
-	if (zr_curve_key_decode(key, z85) < 0)
-		return cat_usage_error("%s: not a key: the %d characters are not valid Z85", what,
-		                       ZR_CURVE_KEY_Z85_LEN);
-	return 0;
-}
-
 static int
 cat_parse_sockopt(struct cat_args *a, const char *arg)
 {
-	const char *eq = strchr(arg, '=');
-	struct cat_sockopt o = {.arg = arg};
+	char err[256];
 
-	if (eq == NULL || eq == arg)
-		return cat_usage_error("-o wants NAME=VALUE, not '%s'", arg);
-	o.def = cat_optdef_find(arg, (size_t)(eq - arg));
-	if (o.def == NULL) {
-		int n = (int)(eq - arg);
-		if (n == 9 && strncasecmp(arg, "SUBSCRIBE", 9) == 0)
-			return cat_usage_error("socket option 'SUBSCRIBE': use -s TOPIC");
-		return cat_usage_error("unknown socket option '%.*s'", n, arg);
-	}
-	o.value = eq + 1;
-	if (o.def->kind == CAT_OPT_KEY) {
-		int rc = cat_parse_key(o.def->name, o.value, o.key);
-		if (rc != 0)
-			return rc;
-	} else if (o.def->kind != CAT_OPT_BYTES) {
-		long long v;
-		bool ok = o.def->kind == CAT_OPT_INT
-		                  ? zl_parse_int(o.value, INT_MIN, INT_MAX, &v)
-		                  : zl_parse_int(o.value, INT64_MIN, INT64_MAX, &v);
-		if (!ok)
-			return cat_usage_error("socket option %s wants an integer, not '%s'",
-			                       o.def->name, o.value);
-		o.number = (int64_t)v;
-	}
-	a->sockopts[a->nsockopts++] = o;
+	if (strncasecmp(arg, "SUBSCRIBE=", 10) == 0 || strncasecmp(arg, "ZMQ_SUBSCRIBE=", 14) == 0)
+		return cat_usage_error("socket option 'SUBSCRIBE': use -s TOPIC");
+	if (zl_sockopt_parse(arg, &a->sockopts[a->nsockopts], err, sizeof err) < 0)
+		return cat_usage_error("%s", err);
+	a->nsockopts++;
 	return 0;
 }
 
@@ -505,38 +368,15 @@ cat_parse_property(struct cat_args *a, const char *name)
 	return 0;
 }
 
-/* --allow-plain USER:PASS, split at the first colon (a password may hold
- * more). An empty user is refused: a PLAIN client with an empty username is
- * a NULL client (libzmq). */
+/* --allow-plain USER:PASS or --allow-curve KEY (zl_auth.h). */
 static int
-cat_parse_allow_plain(struct cat_args *a, const char *value)
+cat_parse_allow(struct cat_args *a, bool curve, const char *value)
 {
-	const char *colon = strchr(value, ':');
-	struct cat_plain_cred *c = &a->plain[a->nplain];
+	char err[256];
+	int rc = curve ? zl_auth_add_curve(&a->auth, value, err, sizeof err)
+	               : zl_auth_add_plain(&a->auth, value, err, sizeof err);
 
-	if (colon == NULL || colon == value)
-		return cat_usage_error("--allow-plain wants USER:PASS with a non-empty USER");
-	c->user = value;
-	c->user_len = (size_t)(colon - value);
-	c->pass = colon + 1;
-	c->pass_len = strlen(colon + 1);
-	if (c->user_len > ZR_ZMTP_USER_ID_MAX || c->pass_len > 255)
-		return cat_usage_error("--allow-plain: USER and PASS have 255 octets at most");
-	a->nplain++;
-	return 0;
-}
-
-static int
-cat_parse_allow_curve(struct cat_args *a, const char *value)
-{
-	struct cat_curve_cred *c = &a->curve[a->ncurve];
-	int rc = cat_parse_key("--allow-curve", value, c->key);
-
-	if (rc != 0)
-		return rc;
-	zr_curve_key_encode(c->z85, c->key);
-	a->ncurve++;
-	return 0;
+	return rc < 0 ? cat_usage_error("%s", err) : 0;
 }
 
 /* One option of the command line (zl_args.h); 0 or ZL_CAT_USAGE (said). */
@@ -600,9 +440,9 @@ cat_parse_opt(struct cat_args *a, int id, const char *value)
 	case CAT_ARG_PROPERTY:
 		return cat_parse_property(a, value);
 	case CAT_ARG_ALLOW_PLAIN:
-		return cat_parse_allow_plain(a, value);
+		return cat_parse_allow(a, false, value);
 	case CAT_ARG_ALLOW_CURVE:
-		return cat_parse_allow_curve(a, value);
+		return cat_parse_allow(a, true, value);
 	default: /* an operand: the socket type, then the endpoints */
 		if (a->type >= 0) {
 			a->endpoints[a->nendpoints++] = value;
@@ -630,10 +470,8 @@ cat_parse(struct cat_args *a, int argc, char **argv)
 	a->topics = calloc(nargs, sizeof(*a->topics));
 	a->sockopts = calloc(nargs, sizeof(*a->sockopts));
 	a->props = calloc(nargs, sizeof(*a->props));
-	a->plain = calloc(nargs, sizeof(*a->plain));
-	a->curve = calloc(nargs, sizeof(*a->curve));
 	if (a->endpoints == NULL || a->topics == NULL || a->sockopts == NULL || a->props == NULL ||
-	    a->plain == NULL || a->curve == NULL) {
+	    zl_auth_init(&a->auth, nargs) < 0) {
 		cat_error("out of memory");
 		return ZL_CAT_USAGE;
 	}
@@ -661,79 +499,19 @@ cat_type_receives(int type)
 	return type != ZR_PUB && type != ZR_PUSH && type != ZR_REQ;
 }
 
-/*
- * The mechanism and role the -o options leave, by the library's rule (the
- * last of PLAIN_SERVER, PLAIN_USERNAME, CURVE_SERVER, CURVE_SERVERKEY and the
- * other CURVE keys decides, see zring.h), and the checks zr_bind and
- * zr_connect would otherwise fail with a bare -EINVAL.
- */
+/* The security set-up of the -o options (zl_sockopt_security) and the
+ * authenticator's options that go with it. */
 static int
 cat_check_security(const struct cat_args *a)
 {
-	int mech = ZR_MECH_NULL;
-	bool server = false;
-	const struct cat_sockopt *pub = NULL, *sec = NULL, *srv = NULL;
+	char err[256];
+	int mech;
+	bool server;
 
-	for (size_t i = 0; i < a->nsockopts; i++) {
-		const struct cat_sockopt *o = &a->sockopts[i];
-
-		switch (o->def->option) {
-		case ZR_PLAIN_SERVER:
-		case ZR_CURVE_SERVER:
-			server = o->number != 0;
-			mech = !server                             ? ZR_MECH_NULL
-			       : o->def->option == ZR_PLAIN_SERVER ? ZR_MECH_PLAIN
-			                                           : ZR_MECH_CURVE;
-			break;
-		case ZR_PLAIN_USERNAME:
-			server = false;
-			mech = o->value[0] != '\0' ? ZR_MECH_PLAIN : ZR_MECH_NULL;
-			break;
-		case ZR_CURVE_SERVERKEY:
-			server = false;
-			srv = o;
-			mech = ZR_MECH_CURVE;
-			break;
-		case ZR_CURVE_PUBLICKEY:
-		case ZR_CURVE_SECRETKEY:
-			*(o->def->option == ZR_CURVE_PUBLICKEY ? &pub : &sec) = o;
-			mech = ZR_MECH_CURVE;
-			break;
-		default:
-			break;
-		}
-	}
-	if (mech == ZR_MECH_CURVE && sec == NULL)
-		return cat_usage_error("CURVE needs -o CURVE_SECRETKEY=KEY (zring keygen makes a "
-		                       "key pair)");
-	if (mech == ZR_MECH_CURVE && !server && srv == NULL)
-		return cat_usage_error("CURVE keys alone: add -o CURVE_SERVER=1 to be a server, or "
-		                       "-o CURVE_SERVERKEY=KEY to be a client");
-	if (mech == ZR_MECH_CURVE && !server && pub == NULL)
-		return cat_usage_error("a CURVE client needs -o CURVE_PUBLICKEY=KEY as well (the "
-		                       "public half of CURVE_SECRETKEY)");
-	if (mech == ZR_MECH_CURVE && pub != NULL) {
-		/* A public key that is not the secret key's would fail every
-		 * handshake with a box that does not open: say it here. */
-		char sec_z85[ZR_CURVE_KEY_Z85_LEN + 1], derived[ZR_CURVE_KEY_Z85_LEN + 1];
-		uint8_t key[ZR_CURVE_KEY_LEN];
-		int rc;
-
-		zr_curve_key_encode(sec_z85, sec->key);
-		rc = zr_curve_public(derived, sec_z85);
-		cat_wipe(sec_z85, sizeof sec_z85);
-		if (rc == 0)
-			rc = zr_curve_key_decode(key, derived);
-		if (rc == 0 && memcmp(key, pub->key, sizeof key) != 0)
-			return cat_usage_error("CURVE_PUBLICKEY is not the public key of "
-			                       "CURVE_SECRETKEY");
-	}
-	if (a->nplain > 0 && !(mech == ZR_MECH_PLAIN && server))
-		return cat_usage_error(
-			"--allow-plain is for a PLAIN server: add -o PLAIN_SERVER=1");
-	if (a->ncurve > 0 && !(mech == ZR_MECH_CURVE && server))
-		return cat_usage_error("--allow-curve is for a CURVE server: add -o CURVE_SERVER=1 "
-		                       "and -o CURVE_SECRETKEY=KEY");
+	if (zl_sockopt_security(a->sockopts, a->nsockopts, &mech, &server, err, sizeof err) < 0)
+		return cat_usage_error("%s", err);
+	if (zl_auth_check(&a->auth, mech, server, err, sizeof err) < 0)
+		return cat_usage_error("%s", err);
 	return 0;
 }
 
@@ -777,71 +555,6 @@ cat_setopt_int(zr_socket *s, int option, int v)
 	return zr_setsockopt(s, option, &v, sizeof v);
 }
 
-/* ---- the authenticator (--allow-plain, --allow-curve) ------------------------ */
-
-/*
- * Whether the peer's a[0..alen) equals our b[0..blen), in a time that depends
- * on blen and on whether the lengths are equal, never on where the octets
- * differ: a password must not be guessable octet by octet from the timing.
- */
-static bool
-cat_same(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
-{
-	volatile uint8_t diff = alen != blen;
-
-	for (size_t i = 0; i < blen; i++)
-		diff |= (uint8_t)(b[i] ^ (i < alen ? a[i] : 0));
-	return diff == 0;
-}
-
-/*
- * The socket's authenticator: admits only the listed credentials or keys.
- * Every entry is compared (no early exit on a match). Runs on the io thread:
- * it only reads the arguments, which live until the context is gone.
- */
-static int
-cat_auth_cb(void *arg, struct zr_zmtp_auth_req *req)
-{
-	const struct cat_args *a = arg;
-	size_t hit = SIZE_MAX;
-
-	if (req->mechanism == ZR_MECH_PLAIN) {
-		for (size_t i = 0; i < a->nplain; i++) {
-			const struct cat_plain_cred *c = &a->plain[i];
-			bool user = cat_same(req->username, req->username_len,
-			                     (const uint8_t *)c->user, c->user_len);
-			bool pass = cat_same(req->password, req->password_len,
-			                     (const uint8_t *)c->pass, c->pass_len);
-			if (user & pass && hit == SIZE_MAX)
-				hit = i;
-		}
-		if (hit != SIZE_MAX) {
-			memcpy(req->user_id, a->plain[hit].user, a->plain[hit].user_len);
-			req->user_id[a->plain[hit].user_len] = '\0';
-			return 200;
-		}
-		snprintf(req->text, sizeof req->text, "wrong username or password");
-		return 400;
-	}
-	if (req->mechanism == ZR_MECH_CURVE && req->client_key != NULL) {
-		for (size_t i = 0; i < a->ncurve; i++)
-			if (cat_same(req->client_key, ZR_CURVE_KEY_LEN, a->curve[i].key,
-			             ZR_CURVE_KEY_LEN) &&
-			    hit == SIZE_MAX)
-				hit = i;
-		if (hit != SIZE_MAX) {
-			snprintf(req->user_id, sizeof req->user_id, "%s", a->curve[hit].z85);
-			return 200;
-		}
-		char z85[ZR_CURVE_KEY_Z85_LEN + 1];
-		zr_curve_key_encode(z85, req->client_key);
-		snprintf(req->text, sizeof req->text, "client key %s is not allowed", z85);
-		return 400;
-	}
-	snprintf(req->text, sizeof req->text, "no credentials of this mechanism are allowed");
-	return 400;
-}
-
 /* ---- the socket (continued) --------------------------------------------------- */
 
 /* What the tool watches on the socket's monitor. */
@@ -863,29 +576,18 @@ cat_configure(const struct cat_args *a, zr_socket *s)
 		}
 	}
 	for (size_t i = 0; i < a->nsockopts; i++) {
-		const struct cat_sockopt *o = &a->sockopts[i];
-		int iv = (int)o->number;
+		const struct zl_sockopt *o = &a->sockopts[i];
+		const void *v;
+		size_t len;
 
-		switch (o->def->kind) {
-		case CAT_OPT_INT:
-			rc = zr_setsockopt(s, o->def->option, &iv, sizeof iv);
-			break;
-		case CAT_OPT_INT64:
-			rc = zr_setsockopt(s, o->def->option, &o->number, sizeof o->number);
-			break;
-		case CAT_OPT_KEY:
-			rc = zr_setsockopt(s, o->def->option, o->key, sizeof o->key);
-			break;
-		default:
-			rc = zr_setsockopt(s, o->def->option, o->value, strlen(o->value));
-			break;
-		}
+		zl_sockopt_value(o, &v, &len);
+		rc = zr_setsockopt(s, o->def->option, v, len);
 		if (rc < 0) {
 			cat_error("-o %s: %s", o->arg, zr_strerror(rc));
 			return ZL_CAT_USAGE;
 		}
 		if (o->def->option == ZR_LINGER)
-			linger = iv;
+			linger = o->inumber;
 	}
 	/* --timeout bounds the wait at exit as well: never hang for ever. */
 	if (a->timeout_ms >= 0 && (linger < 0 || linger > a->timeout_ms)) {
@@ -910,8 +612,8 @@ cat_configure(const struct cat_args *a, zr_socket *s)
 				break;
 		}
 	}
-	if (a->nplain > 0 || a->ncurve > 0)
-		zr_socket_set_auth(s, cat_auth_cb, (void *)a);
+	if (zl_auth_any(&a->auth))
+		zr_socket_set_auth(s, zl_auth_cb, (void *)&a->auth);
 	/* Before any bind or connect, so the first handshake is seen too. */
 	rc = zr_socket_monitor(s, CAT_WATCH_EVENTS);
 	if (rc < 0) {

@@ -506,8 +506,10 @@ ZR_API int zr_broker_set_read_ahead(zr_broker *b, unsigned read_ahead);
 ZR_API int zr_broker_set_read_ahead_bytes(zr_broker *b, int64_t bytes);
 /* Sets how long zr_broker_shutdown lets handlers finish (ms, -1: for ever). */
 ZR_API int zr_broker_set_drain_timeout(zr_broker *b, int ms);
-/* Checks the endpoint and opens the broker for subscriptions and publishes.
- * Idempotent. Returns 0 or -EINVAL (the text names the address). */
+/* Checks the endpoint (tcp://, ipc:// or tls://) and opens the broker for
+ * subscriptions and publishes; its socket options and authenticator are
+ * fixed from now on. Idempotent. Returns 0 or -EINVAL (the text names the
+ * address). */
 ZR_API int zr_broker_start(zr_broker *b);
 /*
  * Copies the address the bound subscription listens on (port 0 resolved) into
@@ -528,9 +530,66 @@ ZR_API int zr_broker_shutdown(zr_broker *b);
 /* Shuts down if needed and frees the broker with every subscription and
  * publisher it still has. NULL is fine. */
 ZR_API void zr_broker_free(zr_broker *b);
-/* The text of the broker's last failed call (start, subscribe), or "". Valid
- * until the next call on the broker. */
+/* The text of the broker's last failed call (start, subscribe, setsockopt,
+ * set_auth), or "". Valid until the next call on the broker. */
 ZR_API const char *zr_broker_error(const zr_broker *b);
+
+/*
+ * Security for the broker's sockets: the broker opens its sockets itself, so
+ * it takes their options here and sets them, in the order given, on every
+ * socket it opens afterwards: its subscriptions' (PULL, SUB, ROUTER), its
+ * publishers' (PUSH, PUB, XPUB) and the DEALER of each RPC requester. This is
+ * how a broker speaks CURVE or PLAIN (the options and the libzmq rule of
+ * "the last role option set picks the mechanism", above), and it carries any
+ * other per-socket option the table takes (HANDSHAKE_IVL, HEARTBEAT_*,
+ * MAXMSGSIZE, SNDHWM, CONNS_MAX, ... and options added later, such as a
+ * transport's, with no change here).
+ *
+ * Call it after zr_broker_new and before zr_broker_start. The value is copied
+ * (a secret key is wiped when the broker is freed) and checked at once on a
+ * scratch socket of each type the pattern uses: an option none of them takes,
+ * a wrong length or a value out of range returns -EINVAL with a
+ * zr_broker_error text naming the option number. Options the broker sets
+ * itself are refused the same way, naming the call that sets them instead:
+ * SUBSCRIBE, UNSUBSCRIBE, RCVHWM, RCVBYTES, LINGER, ROUTER_MANDATORY,
+ * PUB_POLICY, ROUTING_ID, XPUB_VERBOSE(R), RCVTIMEO, SNDTIMEO. A socket type
+ * that does not take an option another of the pattern's types takes skips
+ * it. -EINVAL too once started, -ENOMEM. At most 256 calls per broker.
+ *
+ * An incomplete set (a CURVE server without CURVE_SECRETKEY, a client
+ * without its keys) is found when a socket binds or dials: zr_subscribe or
+ * zr_publish fails with -EINVAL and a text that says so.
+ *
+ * Roles follow the sockets: a broker that binds with CURVE_SERVER (or
+ * PLAIN_SERVER) is the server of every peer that dials it, and a broker that
+ * dials is given the client's options (CURVE_SERVERKEY, CURVE_PUBLICKEY and
+ * CURVE_SECRETKEY, or PLAIN_USERNAME and PLAIN_PASSWORD). A publisher or
+ * requester that dials its own broker's bound subscription (one broker doing
+ * both) becomes that server's client: with CURVE it presents the server's
+ * own key pair (the authenticator sees the server's public key), with PLAIN
+ * the PLAIN_USERNAME / PLAIN_PASSWORD set before PLAIN_SERVER, if any.
+ *
+ * Once a broker has options, a publisher waiting for a peer watches its
+ * socket's handshakes: a failed one ends the publish or request at once
+ * with -EPROTO (a wrong server key, another mechanism) or -EACCES (the server
+ * refused us), the text naming the endpoint and the reason of the
+ * HANDSHAKE_FAILED event (a dialled socket does not retry a failed
+ * handshake); the next publish dials anew. For this the broker monitors its
+ * publishers' sockets (HANDSHAKE_FAILED_*) and reads their events while a
+ * publish waits for a peer, so an app that monitors zr_publisher_socket
+ * itself may miss events read then. A subscription's failed handshakes are
+ * on its socket's monitor (zr_subscription_socket, zr_socket_monitor).
+ */
+ZR_API int zr_broker_setsockopt(zr_broker *b, int option, const void *value, size_t len);
+/*
+ * The authenticator of the broker's server sockets, as zr_socket_set_auth
+ * (same callback, same rules: it runs on the io thread, and arg must stay
+ * valid until zr_ctx_free returns), set on every socket the broker opens
+ * afterwards; only a socket in a PLAIN or CURVE server role asks it. Call
+ * it before zr_broker_start (NULL removes it). Returns 0, or -EINVAL (NULL
+ * broker, or started).
+ */
+ZR_API int zr_broker_set_auth(zr_broker *b, zr_zmtp_auth_cb *cb, void *arg);
 
 /* ---- subscriptions ---- */
 
