@@ -1076,7 +1076,7 @@ conn_timer_fired(struct zr__timer *t)
 	if (c->state != ZR__CONN_HANDSHAKE && c->state != ZR__CONN_ACTIVE)
 		return;
 	/* Paused by backpressure, we read nothing, the peer's PINGs included:
-	 * its silence is ours, not a dead peer (io_uring.md 4.3). */
+	 * its silence is ours, not a dead peer: an unarmed receive sees no PING. */
 	if (c->rx_paused)
 		zr_zmtp_touch(&c->z, zr__now_ms());
 	rc = zr_zmtp_tick(&c->z, zr__now_ms());

@@ -8,7 +8,6 @@
  * row. Every refusal is -EINVAL, as libzmq's: an unknown option, one this
  * type does not take, a wrong length, a value out of range.
  */
-#define _GNU_SOURCE /* liburing.h (through engine.h) needs sigset_t */
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>

@@ -8,7 +8,6 @@
  * REQ is DEALER with the envelope kept on the app side: it adds the empty
  * delimiter and takes one reply, only from the peer it asked.
  */
-#define _GNU_SOURCE /* liburing.h (through engine.h) needs sigset_t */
 #include <errno.h>
 
 #include "engine.h"

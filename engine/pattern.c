@@ -2,7 +2,6 @@
  * The socket types zring implements, each with its hooks (pattern.h). A
  * socket looks its type up once, at zr_socket_open.
  */
-#define _GNU_SOURCE /* liburing.h (through engine.h) needs sigset_t */
 #include "engine.h"
 #include "zmtp/base.h"
 
