@@ -600,9 +600,10 @@ conn_greeting_hungup(struct zr__conn *c)
 
 	snprintf(why, sizeof why,
 	         "%s closed the connection on our greeting without completing its own: most likely "
-	         "it uses another security mechanism (ours is %s)",
+	         "it uses another security mechanism (ours is %s)%s",
 	         c->peer_addr[0] ? c->peer_addr : "the peer",
-	         mech >= 0 && mech <= ZR_MECH_CURVE ? names[mech] : "?");
+	         mech >= 0 && mech <= ZR_MECH_CURVE ? names[mech] : "?",
+	         c->tls == NULL && c->ep.transport == ZR__TCP ? ", or it is a tls:// endpoint" : "");
 	zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, -ZR_EMECHMISMATCH,
 	                   c->endpoint, why);
 }

@@ -48,7 +48,8 @@ static const char cat_usage_head[] =
 	"\n"
 	"  TYPE            PAIR PUB SUB REQ REP DEALER ROUTER PULL PUSH XPUB XSUB\n"
 	"                  (any case)\n"
-	"  ENDPOINT        tcp://HOST:PORT, tcp://*:PORT, ipc://PATH, ipc://@NAME;\n"
+	"  ENDPOINT        tcp://HOST:PORT, tcp://*:PORT, ipc://PATH, ipc://@NAME,\n"
+	"                  tls://HOST:PORT (tcp:// with TLS, see security);\n"
 	"                  binding to port * (or 0) prints the port chosen on stderr\n"
 	"\n"
 	"options:\n";
@@ -107,7 +108,10 @@ static const struct zl_opt cat_opts[] = {
          "PLAIN_PASSWORD CURVE_SERVER CURVE_PUBLICKEY\n"
          "CURVE_SECRETKEY CURVE_SERVERKEY; zring's own:\n"
          "MAXFRAMES (frames in one received message, default\n"
-         "65536, -1 no limit; one more closes that connection)"},
+         "65536, -1 no limit; one more closes that connection);\n"
+         "tls:// endpoints: TLS_CERT TLS_KEY TLS_CA (PEM files)\n"
+         "TLS_VERIFY (0: a client accepts any certificate)\n"
+         "TLS_SERVER_NAME TLS_VERSION_MIN (1.3, or 1.2)"},
 	{CAT_ARG_TIMEOUT, "timeout", 0, "MS",
          "give up (exit 3) when a send or a receive waits longer\n"
          "than MS ms; also caps LINGER at MS"},
@@ -135,6 +139,11 @@ static const char cat_usage_tail[] =
 	"                  -o CURVE_SECRETKEY=KEY\n"
 	"  PLAIN server    -o PLAIN_SERVER=1\n"
 	"  PLAIN client    -o PLAIN_USERNAME=USER -o PLAIN_PASSWORD=PASS\n"
+	"  TLS server      -b ... tls://*:PORT -o TLS_CERT=srv.pem -o TLS_KEY=srv.key\n"
+	"                  (-o TLS_CA=ca.pem: require client certificates; their\n"
+	"                  subject is the User-Id)\n"
+	"  TLS client      -c ... tls://HOST:PORT -o TLS_CA=ca.pem\n"
+	"                  [-o TLS_CERT=cli.pem -o TLS_KEY=cli.key]\n"
 	"  Keys are 40 Z85 characters, as `zring keygen` prints them. Without\n"
 	"  --allow-* a server admits every client that completes the handshake (a\n"
 	"  CURVE server: any key), as libzmq does without a ZAP handler; with them,\n"
@@ -196,6 +205,7 @@ enum cat_optkind {
 	CAT_OPT_INT64, /* int64_t */
 	CAT_OPT_BYTES, /* the value's bytes */
 	CAT_OPT_KEY,   /* a CURVE key in Z85, passed on as its 32 octets */
+	CAT_OPT_TLSVER, /* "1.2" or "1.3", passed on as ZR_TLS_V12 / ZR_TLS_V13 */
 };
 
 struct cat_optdef {
@@ -234,6 +244,12 @@ static const struct cat_optdef cat_optdefs[] = {
 	{"CURVE_SERVERKEY", ZR_CURVE_SERVERKEY, CAT_OPT_KEY},
 	{"MAXFRAMES", ZR_MAXFRAMES, CAT_OPT_INT},
 	{"CONNS_MAX", ZR_CONNS_MAX, CAT_OPT_INT},
+	{"TLS_CERT", ZR_TLS_CERT, CAT_OPT_BYTES},
+	{"TLS_KEY", ZR_TLS_KEY, CAT_OPT_BYTES},
+	{"TLS_CA", ZR_TLS_CA, CAT_OPT_BYTES},
+	{"TLS_VERIFY", ZR_TLS_VERIFY, CAT_OPT_INT},
+	{"TLS_SERVER_NAME", ZR_TLS_SERVER_NAME, CAT_OPT_BYTES},
+	{"TLS_VERSION_MIN", ZR_TLS_VERSION_MIN, CAT_OPT_TLSVER},
 };
 
 #define CAT_NOPTDEFS (sizeof(cat_optdefs) / sizeof(cat_optdefs[0]))
@@ -464,6 +480,14 @@ cat_parse_sockopt(struct cat_args *a, const char *arg)
 		int rc = cat_parse_key(o.def->name, o.value, o.key);
 		if (rc != 0)
 			return rc;
+	} else if (o.def->kind == CAT_OPT_TLSVER) {
+		if (strcmp(o.value, "1.2") == 0)
+			o.number = ZR_TLS_V12;
+		else if (strcmp(o.value, "1.3") == 0)
+			o.number = ZR_TLS_V13;
+		else
+			return cat_usage_error("socket option %s wants 1.2 or 1.3, not '%s'",
+			                       o.def->name, o.value);
 	} else if (o.def->kind != CAT_OPT_BYTES) {
 		long long v;
 		bool ok = o.def->kind == CAT_OPT_INT
@@ -867,6 +891,7 @@ cat_configure(const struct cat_args *a, zr_socket *s)
 
 		switch (o->def->kind) {
 		case CAT_OPT_INT:
+		case CAT_OPT_TLSVER:
 			rc = zr_setsockopt(s, o->def->option, &iv, sizeof iv);
 			break;
 		case CAT_OPT_INT64:

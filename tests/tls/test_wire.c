@@ -131,14 +131,16 @@ tw_pair(struct et_side *a, int ta, const char *const *aopts, struct et_side *b, 
 	cr_assert_eq(zr_connect(conn->z, ep), 0, "connect %s", ep);
 }
 
+TestSuite(tls_wire, .init = tw_init, .fini = tw_fini, .timeout = 120);
+
 #define TW_SELF(name, ta, oa, tb, ob, sc)                                          \
-	Test(tls_wire, name##_a_binds, .init = tw_init, .fini = tw_fini, .timeout = 60) \
+	Test(tls_wire, name##_a_binds) \
 	{                                                                          \
 		struct et_side a, b;                                               \
 		tw_pair(&a, ta, oa, &b, tb, ob, true);                             \
 		sc(&a, &b);                                                        \
 	}                                                                          \
-	Test(tls_wire, name##_b_binds, .init = tw_init, .fini = tw_fini, .timeout = 60) \
+	Test(tls_wire, name##_b_binds) \
 	{                                                                          \
 		struct et_side a, b;                                               \
 		tw_pair(&a, ta, oa, &b, tb, ob, false);                            \
@@ -152,7 +154,7 @@ TW_SELF(dealer_router, ZR_DEALER, sc_opt_d1, ZR_ROUTER, NULL, sc_dealer_router)
 
 /* Many small messages and a few large ones, counted and checked byte for
  * byte: the batches that share TLS records and the ones that span many. */
-Test(tls_wire, counts_small_and_large, .init = tw_init, .fini = tw_fini, .timeout = 90)
+Test(tls_wire, counts_small_and_large)
 {
 	enum { NSMALL = 20000, NLARGE = 40, LARGE = 200000 };
 	zr_socket *pull = et_zopen(0, ZR_PULL), *push = et_zopen(1, ZR_PUSH);
@@ -195,7 +197,7 @@ Test(tls_wire, counts_small_and_large, .init = tw_init, .fini = tw_fini, .timeou
 
 /* Mutual TLS: the client certificate's subject is every message's User-Id;
  * the Peer-Address is still there. */
-Test(tls_wire, mutual_tls_user_id, .init = tw_init, .fini = tw_fini, .timeout = 60)
+Test(tls_wire, mutual_tls_user_id)
 {
 	zr_socket *pull = et_zopen(0, ZR_PULL), *push = et_zopen(1, ZR_PUSH);
 	char ep[256];
@@ -226,7 +228,7 @@ Test(tls_wire, mutual_tls_user_id, .init = tw_init, .fini = tw_fini, .timeout = 
 }
 
 /* Without mutual TLS there is no User-Id from TLS. */
-Test(tls_wire, no_user_id_without_client_cert, .init = tw_init, .fini = tw_fini, .timeout = 60)
+Test(tls_wire, no_user_id_without_client_cert)
 {
 	zr_socket *pull = et_zopen(0, ZR_PULL), *push = et_zopen(1, ZR_PUSH);
 	char ep[256];
@@ -245,7 +247,7 @@ Test(tls_wire, no_user_id_without_client_cert, .init = tw_init, .fini = tw_fini,
 }
 
 /* CURVE inside TLS: both mechanisms' handshakes, then traffic both ways. */
-Test(tls_wire, curve_inside_tls, .init = tw_init, .fini = tw_fini, .timeout = 60)
+Test(tls_wire, curve_inside_tls)
 {
 	char spub[ZR_CURVE_KEY_Z85_LEN + 1], ssec[ZR_CURVE_KEY_Z85_LEN + 1];
 	char cpub[ZR_CURVE_KEY_Z85_LEN + 1], csec[ZR_CURVE_KEY_Z85_LEN + 1];
@@ -272,6 +274,8 @@ Test(tls_wire, curve_inside_tls, .init = tw_init, .fini = tw_fini, .timeout = 60
 }
 
 /* ---- failures ------------------------------------------------------------------ */
+
+TestSuite(tls_fail, .init = tw_init, .fini = tw_fini, .timeout = 60);
 
 /* Waits for a HANDSHAKE_FAILED_PROTOCOL event on s whose reason holds want. */
 static void
@@ -338,50 +342,54 @@ tw_failure(const char *server_cert, bool mutual, const char *client_cert, const 
 	cr_assert_eq(zr_recv_bytes(pull, buf, sizeof buf, 0), -EAGAIN);
 }
 
-Test(tls_fail, unknown_ca, .init = tw_init, .fini = tw_fini, .timeout = 60)
+Test(tls_fail, unknown_ca)
 {
 	tw_failure("rogue", false, NULL, "alert received: unknown CA",
 	           "unknown CA: self-signed certificate");
 }
 
-Test(tls_fail, name_mismatch, .init = tw_init, .fini = tw_fini, .timeout = 60)
+Test(tls_fail, name_mismatch)
 {
 	tw_failure("other", false, NULL, "alert received: bad certificate", "name mismatch");
 }
 
-Test(tls_fail, expired, .init = tw_init, .fini = tw_fini, .timeout = 60)
+Test(tls_fail, expired)
 {
 	tw_failure("expired", false, NULL, "alert received: certificate expired",
 	           "certificate expired: certificate has expired");
 }
 
-Test(tls_fail, no_client_certificate, .init = tw_init, .fini = tw_fini, .timeout = 60)
+Test(tls_fail, no_client_certificate)
 {
 	tw_failure("server", true, NULL, "no client certificate", "certificate required");
 }
 
 /* A client certificate that no CA of the server vouches for (self-signed). */
-Test(tls_fail, client_cert_unknown_ca, .init = tw_init, .fini = tw_fini, .timeout = 60)
+Test(tls_fail, client_cert_unknown_ca)
 {
 	tw_failure("server", true, "rogue", "unknown CA", NULL);
 }
 
 /* A plain ZMTP client on a tls:// endpoint. */
-Test(tls_fail, plain_peer_on_tls_endpoint, .init = tw_init, .fini = tw_fini, .timeout = 60)
+Test(tls_fail, plain_peer_on_tls_endpoint)
 {
 	zr_socket *pull = et_zopen(0, ZR_PULL), *push = et_zopen(1, ZR_PUSH);
 	char ep[256], tcp[256];
 
 	tw_server(pull, "server", false);
 	cr_assert_eq(zr_socket_monitor(pull, ZR_EVENT_ALL), 0);
+	cr_assert_eq(zr_socket_monitor(push, ZR_EVENT_ALL), 0);
 	snprintf(ep, sizeof ep, "%s", tw_bind(pull));
 	snprintf(tcp, sizeof tcp, "tcp://%s", ep + 6);
 	cr_assert_eq(zr_connect(push, tcp), 0);
 	tw_expect_fail(pull, "tls server", "not TLS: peer speaks plain ZMTP, not TLS");
+	/* The plain side sees a hang-up on its greeting, and is told TLS is a
+	 * possible cause. */
+	tw_expect_fail(push, "tcp client", "or it is a tls:// endpoint");
 }
 
 /* A TLS client on a plain tcp:// endpoint: both sides say what happened. */
-Test(tls_fail, tls_peer_on_plain_endpoint, .init = tw_init, .fini = tw_fini, .timeout = 60)
+Test(tls_fail, tls_peer_on_plain_endpoint)
 {
 	zr_socket *pull = et_zopen(0, ZR_PULL), *push = et_zopen(1, ZR_PUSH);
 	char ep[256], tls[256];
@@ -400,7 +408,9 @@ Test(tls_fail, tls_peer_on_plain_endpoint, .init = tw_init, .fini = tw_fini, .ti
 
 /* ---- options -------------------------------------------------------------------- */
 
-Test(tls_options, read_back_and_refusals, .init = tw_init, .fini = tw_fini, .timeout = 30)
+TestSuite(tls_options, .init = tw_init, .fini = tw_fini, .timeout = 60);
+
+Test(tls_options, read_back_and_refusals)
 {
 	zr_socket *s = et_zopen(0, ZR_PULL);
 	char buf[256];
@@ -438,7 +448,7 @@ Test(tls_options, read_back_and_refusals, .init = tw_init, .fini = tw_fini, .tim
 }
 
 /* The certificate and key as PEM text instead of paths. */
-Test(tls_options, pem_text, .init = tw_init, .fini = tw_fini, .timeout = 60)
+Test(tls_options, pem_text)
 {
 	zr_socket *pull = et_zopen(0, ZR_PULL), *push = et_zopen(1, ZR_PUSH);
 	char ep[256], buf[8];
