@@ -110,6 +110,7 @@ conn_codec_config(struct zr__conn *c)
 		cfg->auth_arg = c->sock->auth_arg;
 	}
 	cfg->peer_address = c->peer_addr;
+	cfg->tls_subject = c->tls_subject;
 	cfg->max_msg_size = o->maxmsgsize < 0 ? UINT64_MAX : (uint64_t)o->maxmsgsize;
 	cfg->max_msg_frames = o->maxframes < 0 ? UINT32_MAX : (uint32_t)o->maxframes;
 	cfg->max_cmd_size = CONN_MAX_CMD;
@@ -216,6 +217,7 @@ conn_start(struct zr__conn *c, int fd)
 	c->peer_status = 0;
 	c->peer_reason[0] = '\0';
 	c->rx_total = 0;
+	c->tls_subject[0] = '\0';
 	if (zr__endpoint_peer(fd, c->ep.transport ? c->ep.transport : ZR__TCP, c->peer_addr,
 	                      sizeof c->peer_addr) < 0)
 		c->peer_addr[0] = '\0';
@@ -463,11 +465,8 @@ conn_in_fit(struct zr__conn *c)
 static const char *
 conn_user_id(const struct zr__conn *c, const char *auth)
 {
-	const char *subject;
-
-	if ((auth == NULL || auth[0] == '\0') && c->tls != NULL &&
-	    (subject = zr__tls_peer_subject(c->tls)) != NULL)
-		return subject;
+	if ((auth == NULL || auth[0] == '\0') && c->tls_subject[0] != '\0')
+		return c->tls_subject;
 	return auth;
 }
 
@@ -709,6 +708,10 @@ conn_tls_error(struct zr__conn *c, int rc)
 static int
 conn_tls_input(struct zr__conn *c)
 {
+	/* Before the first plaintext: the codec's authenticator may read it. */
+	if (c->tls_subject[0] == '\0' && zr__tls_done(c->tls) &&
+	    zr__tls_peer_subject(c->tls) != NULL)
+		snprintf(c->tls_subject, sizeof c->tls_subject, "%s", zr__tls_peer_subject(c->tls));
 	while (!c->rx_paused && c->in_len < c->in_cap) {
 		ssize_t n = zr__tls_read(c->tls, c->in + c->in_len, c->in_cap - c->in_len);
 		int rc;

@@ -266,6 +266,10 @@ struct zr__conn {
 	struct iovec tls_iov;
 	bool tls_tx_busy;
 	bool tls_pumping; /* in conn_tls_pump: a nested call only marks work */
+	/* The peer certificate's subject once the TLS handshake is done (""
+	 * until then, or without one): the authenticator's tls_subject, the
+	 * User-Id when the authenticator names none. */
+	char tls_subject[ZR_ZMTP_USER_ID_MAX + 1];
 };
 
 /* ---- sockets ------------------------------------------------------------ */

@@ -246,6 +246,54 @@ Test(tls_wire, no_user_id_without_client_cert)
 	zr_msg_free(m);
 }
 
+/* PLAIN inside mutual TLS: the authenticator sees the certificate's subject
+ * beside the credentials; the user id it gives wins, and without one the
+ * subject is the User-Id. */
+static char tw_seen_subject[300];
+
+static int
+tw_auth(void *arg, struct zr_zmtp_auth_req *req)
+{
+	snprintf(tw_seen_subject, sizeof tw_seen_subject, "%s",
+	         req->tls_subject != NULL ? req->tls_subject : "(null)");
+	if (arg != NULL)
+		snprintf(req->user_id, sizeof req->user_id, "%s", (const char *)arg);
+	return 200;
+}
+
+static void
+tw_plain_in_mutual_tls(const char *auth_user, const char *want_user_id)
+{
+	zr_socket *pull = et_zopen(0, ZR_PULL), *push = et_zopen(1, ZR_PUSH);
+	char ep[256];
+	zr_msg *m = NULL;
+	int one = 1;
+
+	cr_assert_eq(zr_setsockopt(pull, ZR_PLAIN_SERVER, &one, sizeof one), 0);
+	cr_assert_eq(zr_socket_set_auth(pull, tw_auth, (void *)auth_user), 0);
+	tw_server(pull, "server", true);
+	snprintf(ep, sizeof ep, "%s", tw_bind(pull));
+	tw_text(push, ZR_PLAIN_USERNAME, "alice");
+	tw_text(push, ZR_PLAIN_PASSWORD, "secret");
+	tw_client(push, "client");
+	cr_assert_eq(zr_connect(push, ep), 0);
+	cr_assert_eq(zr_send_bytes(push, "hi", 2, 0), 0);
+	cr_assert_eq(zr_recv(pull, &m, 0), 0);
+	cr_assert_str_eq(tw_seen_subject, "CN=client one,O=zring test");
+	cr_assert_str_eq(zr_msg_gets(m, "User-Id"), want_user_id);
+	zr_msg_free(m);
+}
+
+Test(tls_wire, authenticator_sees_subject_its_user_id_wins)
+{
+	tw_plain_in_mutual_tls("alice", "alice");
+}
+
+Test(tls_wire, authenticator_without_user_id_leaves_the_subject)
+{
+	tw_plain_in_mutual_tls(NULL, "CN=client one,O=zring test");
+}
+
 /* CURVE inside TLS: both mechanisms' handshakes, then traffic both ways. */
 Test(tls_wire, curve_inside_tls)
 {
