@@ -508,7 +508,8 @@ conn_decode(struct zr__conn *c)
 				c->rid_len = ev.peer_identity_len;
 			}
 			conn_meta_drop(c);
-			c->meta = zr__meta_new(ev.data, ev.len, c->peer_addr, conn_user_id(c, ev.user_id));
+			c->meta = zr__meta_new(ev.data, ev.len, c->peer_addr,
+			                       conn_user_id(c, ev.user_id));
 			if (c->meta == NULL) {
 				rc = -ENOMEM;
 				break;
@@ -577,11 +578,14 @@ conn_handshake_failed(struct zr__conn *c, int err)
 	} else if (err == -ZR_EPEERERROR) {
 		snprintf(why, sizeof why, "%s sent ERROR: %s", peer, c->peer_reason);
 		zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, err, c->endpoint, why);
-	} else if (err == -ZR_ESIGNATURE && c->tls == NULL && zr__tls_sniff(c->in, c->in_len) == 1) {
+	} else if (err == -ZR_ESIGNATURE && c->tls == NULL &&
+	           zr__tls_sniff(c->in, c->in_len) == 1) {
 		/* The codec consumes nothing of a greeting it refuses: c->in
 		 * still starts with the peer's first bytes. */
-		snprintf(why, sizeof why, "%s: peer speaks TLS, this endpoint is plain tcp://", peer);
-		zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, err, c->endpoint, why);
+		snprintf(why, sizeof why, "%s: peer speaks TLS, this endpoint is plain tcp://",
+		         peer);
+		zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, err, c->endpoint,
+		                   why);
 	} else {
 		snprintf(why, sizeof why, "%s: %s", peer, zr_strerror(err));
 		zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, err, c->endpoint, why);
@@ -602,7 +606,8 @@ conn_greeting_hungup(struct zr__conn *c)
 	         "it uses another security mechanism (ours is %s)%s",
 	         c->peer_addr[0] ? c->peer_addr : "the peer",
 	         mech >= 0 && mech <= ZR_MECH_CURVE ? names[mech] : "?",
-	         c->tls == NULL && c->ep.transport == ZR__TCP ? ", or it is a tls:// endpoint" : "");
+	         c->tls == NULL && c->ep.transport == ZR__TCP ? ", or it is a tls:// endpoint"
+	                                                      : "");
 	zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, -ZR_EMECHMISMATCH,
 	                   c->endpoint, why);
 }
@@ -678,8 +683,8 @@ conn_tls_fail(struct zr__conn *c)
 	if (c->state == ZR__CONN_HANDSHAKE) {
 		snprintf(why, sizeof why, "%s: %s", c->peer_addr[0] ? c->peer_addr : "the peer",
 		         zr__tls_error(c->tls));
-		zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, -EPROTO, c->endpoint,
-		                   why);
+		zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, -EPROTO,
+		                   c->endpoint, why);
 	} else {
 		snprintf(c->drop_why, sizeof c->drop_why, "%s", zr__tls_error(c->tls));
 	}
@@ -757,7 +762,8 @@ conn_rx_done(struct zr__op *op, int res, uint32_t flags)
 			char why[2 * ZR_EVENT_REASON_MAX];
 
 			snprintf(why, sizeof why,
-			         "%s closed the connection during the TLS handshake, without an alert",
+			         "%s closed the connection during the TLS handshake, without an "
+			         "alert",
 			         c->peer_addr[0] ? c->peer_addr : "the peer");
 			zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, -ECONNRESET,
 			                   c->endpoint, why);
@@ -1220,12 +1226,14 @@ conn_tls_pump(struct zr__conn *c)
 	while (more && c->fd >= 0 && c->state != ZR__CONN_CLOSING) {
 		more = false;
 		if (c->tx_busy) {
-			ssize_t n = zr__tls_writev(c->tls, c->tx_mh.msg_iov, (int)c->tx_mh.msg_iovlen);
+			ssize_t n =
+				zr__tls_writev(c->tls, c->tx_mh.msg_iov, (int)c->tx_mh.msg_iovlen);
 
 			if (n < 0) {
 				/* The session failed under us: close at the next timer
 				 * turn (the callers still hold c). */
-				snprintf(c->drop_why, sizeof c->drop_why, "%s", zr__tls_error(c->tls));
+				snprintf(c->drop_why, sizeof c->drop_why, "%s",
+				         zr__tls_error(c->tls));
 				zr__conn_kick_out(c);
 				break;
 			}

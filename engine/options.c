@@ -164,8 +164,7 @@ opt_set_tls_text(struct zr_socket *s, const struct opt_row *r, const struct opt_
 	char *p = NULL;
 
 	if (v->len > 0) {
-		if (memchr(v->p, '\0', v->len) != NULL &&
-		    ((const char *)v->p)[v->len - 1] != '\0')
+		if (memchr(v->p, '\0', v->len) != NULL && ((const char *)v->p)[v->len - 1] != '\0')
 			return -EINVAL; /* a NUL inside the text */
 		p = malloc(v->len + 1);
 		if (p == NULL)
@@ -194,16 +193,6 @@ opt_get_tls_text(struct zr_socket *s, const struct opt_row *r, void *v, size_t *
 		return -EINVAL;
 	memcpy(v, at != NULL ? at : "", n);
 	*len = n;
-	return 0;
-}
-
-static int
-opt_set_tls_version(struct zr_socket *s, const struct opt_row *r, const struct opt_val *v)
-{
-	(void)r;
-	if (v->i != ZR_TLS_V12 && v->i != ZR_TLS_V13)
-		return -EINVAL;
-	s->opt.tls_version_min = v->i;
 	return 0;
 }
 
@@ -265,11 +254,11 @@ opt_set_tls_version(struct zr_socket *s, const struct opt_row *r, const struct o
 	}
 
 /* A TLS text kept in field (char *), its length in field_len. */
-#define ROW_TLS_TEXT(opt, field, acc)                                                         \
-	{                                                                                     \
-		.option = (opt), .kind = OPT_BYTES, .access = (acc), .types = OPT_ALL_TYPES,  \
-		.off = OFF(field), .aux_off = OFF(field##_len), .max = (int64_t)1 << 20,      \
-		.set = opt_set_tls_text, .get = opt_get_tls_text                              \
+#define ROW_TLS_TEXT(opt, field, acc)                                                        \
+	{                                                                                    \
+		.option = (opt), .kind = OPT_BYTES, .access = (acc), .types = OPT_ALL_TYPES, \
+		.off = OFF(field), .aux_off = OFF(field##_len), .max = (int64_t)1 << 20,     \
+		.set = opt_set_tls_text, .get = opt_get_tls_text                             \
 	}
 
 static const struct opt_row opt_table[] = {
@@ -323,9 +312,8 @@ static const struct opt_row opt_table[] = {
 	ROW_TLS_TEXT(ZR_TLS_CA, tls_ca, OPT_RW),
 	ROW_INT(ZR_TLS_VERIFY, tls_verify, 0, 1, OPT_RW),
 	ROW_TLS_TEXT(ZR_TLS_SERVER_NAME, tls_server_name, OPT_RW),
-	{.option = ZR_TLS_VERSION_MIN, .kind = OPT_INT, .access = OPT_RW, .types = OPT_ALL_TYPES,
-	 .off = OFF(tls_version_min), .min = ZR_TLS_V12, .max = ZR_TLS_V13,
-	 .set = opt_set_tls_version},
+	/* 12..13 is the set: ZR_TLS_V12, ZR_TLS_V13. */
+	ROW_INT(ZR_TLS_VERSION_MIN, tls_version_min, ZR_TLS_V12, ZR_TLS_V13, OPT_RW),
 };
 
 /* ---- walking it ----------------------------------------------------------------- */

@@ -243,10 +243,10 @@ enum zr_option {
 	ZR_SUBS_MAXBYTES = 1006, /* int64, bytes: what they may cost: 16 MiB (-1: no limit) */
 	ZR_CONNS_MAX = 1007,  /* int, connections: ZR_CONNS_MAX_DEFAULT; -1 = no limit */
 	/* tls:// endpoints (see below) */
-	ZR_TLS_CERT = 1010,        /* string: our certificate chain, a PEM path or PEM text */
-	ZR_TLS_KEY = 1011,         /* string: its private key, likewise (set only) */
-	ZR_TLS_CA = 1012,          /* string: trust anchors, a PEM file, hashed directory or PEM text */
-	ZR_TLS_VERIFY = 1013,      /* int 0/1: clients verify the server: 1 */
+	ZR_TLS_CERT = 1010,   /* string: our certificate chain, a PEM path or PEM text */
+	ZR_TLS_KEY = 1011,    /* string: its private key, likewise (set only) */
+	ZR_TLS_CA = 1012,     /* string: trust anchors, a PEM file, hashed directory or PEM text */
+	ZR_TLS_VERIFY = 1013, /* int 0/1: clients verify the server: 1 */
 	ZR_TLS_SERVER_NAME = 1014, /* string: the name the server's certificate must carry */
 	ZR_TLS_VERSION_MIN = 1015, /* int: ZR_TLS_V13 (default) or ZR_TLS_V12 */
 };

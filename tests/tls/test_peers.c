@@ -122,9 +122,20 @@ Test(tls_peers, openssl_s_client_reads_greeting)
 	int in_fd, out_fd;
 
 	snprintf(connect, sizeof connect, "127.0.0.1:%d", tp_pull(&pull));
-	char *argv[] = {"openssl", "s_client", "-connect", connect, "-servername", "localhost",
-	                "-verify_hostname", "localhost", "-CAfile", (char *)tp_path("ca.pem"),
-	                "-verify_return_error", "-tls1_3", "-quiet", NULL};
+	char *argv[] = {"openssl",
+	                "s_client",
+	                "-connect",
+	                connect,
+	                "-servername",
+	                "localhost",
+	                "-verify_hostname",
+	                "localhost",
+	                "-CAfile",
+	                (char *)tp_path("ca.pem"),
+	                "-verify_return_error",
+	                "-tls1_3",
+	                "-quiet",
+	                NULL};
 	out_fd = tp_spawn(argv, tp_path("s_client.log"), &in_fd);
 	while (have < 10) {
 		struct pollfd p = {.fd = out_fd, .events = POLLIN};
@@ -247,8 +258,8 @@ Test(tls_peers, pyzmq_push_through_stunnel)
 		cr_assert_eq(rc, (int)tp_size(i), "message %d: %d octets, want %zu (see %s)", i, rc,
 		             tp_size(i), tp_path("stunnel.log"));
 		for (size_t k = 0; k < (size_t)rc; k++)
-			cr_assert_eq(buf[k], (uint8_t)(((size_t)i + k) % 251), "message %d octet %zu", i,
-			             k);
+			cr_assert_eq(buf[k], (uint8_t)(((size_t)i + k) % 251),
+			             "message %d octet %zu", i, k);
 	}
 	et_zopt_int(pull, ZR_RCVTIMEO, ET_QUIET_MS);
 	cr_assert_eq(zr_recv_bytes(pull, buf, sizeof buf, 0), -EAGAIN, "a message past the last");
@@ -264,7 +275,10 @@ Test(tls_peers, pyzmq_push_through_stunnel)
  */
 Test(tls_peers, stalled_pull_stops_the_sender)
 {
-	enum { SIZE = 16384, BOUND = 400 };
+	enum {
+		SIZE = 16384,
+		BOUND = 400
+	};
 	zr_socket *pull = et_zopen(0, ZR_PULL), *push = et_zopen(1, ZR_PUSH);
 	static uint8_t msg[SIZE], got[SIZE + 1];
 	char ep[256];

@@ -133,18 +133,18 @@ tw_pair(struct et_side *a, int ta, const char *const *aopts, struct et_side *b, 
 
 TestSuite(tls_wire, .init = tw_init, .fini = tw_fini, .timeout = 120);
 
-#define TW_SELF(name, ta, oa, tb, ob, sc)                                          \
-	Test(tls_wire, name##_a_binds) \
-	{                                                                          \
-		struct et_side a, b;                                               \
-		tw_pair(&a, ta, oa, &b, tb, ob, true);                             \
-		sc(&a, &b);                                                        \
-	}                                                                          \
-	Test(tls_wire, name##_b_binds) \
-	{                                                                          \
-		struct et_side a, b;                                               \
-		tw_pair(&a, ta, oa, &b, tb, ob, false);                            \
-		sc(&a, &b);                                                        \
+#define TW_SELF(name, ta, oa, tb, ob, sc)               \
+	Test(tls_wire, name##_a_binds)                  \
+	{                                               \
+		struct et_side a, b;                    \
+		tw_pair(&a, ta, oa, &b, tb, ob, true);  \
+		sc(&a, &b);                             \
+	}                                               \
+	Test(tls_wire, name##_b_binds)                  \
+	{                                               \
+		struct et_side a, b;                    \
+		tw_pair(&a, ta, oa, &b, tb, ob, false); \
+		sc(&a, &b);                             \
 	}
 
 TW_SELF(push_pull, ZR_PUSH, NULL, ZR_PULL, NULL, sc_pipeline)
@@ -156,7 +156,11 @@ TW_SELF(dealer_router, ZR_DEALER, sc_opt_d1, ZR_ROUTER, NULL, sc_dealer_router)
  * byte: the batches that share TLS records and the ones that span many. */
 Test(tls_wire, counts_small_and_large)
 {
-	enum { NSMALL = 20000, NLARGE = 40, LARGE = 200000 };
+	enum {
+		NSMALL = 20000,
+		NLARGE = 40,
+		LARGE = 200000
+	};
 	zr_socket *pull = et_zopen(0, ZR_PULL), *push = et_zopen(1, ZR_PUSH);
 	static uint8_t big[LARGE], got[LARGE + 1];
 	char ep[256];
@@ -189,7 +193,8 @@ Test(tls_wire, counts_small_and_large)
 
 		cr_assert_eq(rc, LARGE, "large message %d: %d bytes", i, rc);
 		for (size_t k = 0; k < LARGE; k++)
-			cr_assert_eq(got[k], (uint8_t)(k * 7 + (size_t)i), "large %d octet %zu", i, k);
+			cr_assert_eq(got[k], (uint8_t)(k * 7 + (size_t)i), "large %d octet %zu", i,
+			             k);
 	}
 	et_zopt_int(pull, ZR_RCVTIMEO, ET_QUIET_MS);
 	cr_assert_eq(zr_recv_bytes(pull, got, sizeof got, 0), -EAGAIN);
@@ -342,7 +347,8 @@ tw_expect_fail(zr_socket *s, const char *who, const char *want)
 		if (rc != 0)
 			continue;
 		if (ev.type == ZR_EVENT_HANDSHAKE_SUCCEEDED)
-			cr_assert_fail("%s: handshake succeeded, want a failure saying \"%s\"", who, want);
+			cr_assert_fail("%s: handshake succeeded, want a failure saying \"%s\"", who,
+			               want);
 		if (ev.type != ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL)
 			continue;
 		cr_assert(strstr(ev.reason, want) != NULL, "%s: reason \"%s\", want \"%s\"", who,
@@ -362,7 +368,7 @@ tw_failure(const char *server_cert, bool mutual, const char *client_cert, const 
            const char *cli_why)
 {
 	zr_socket *pull = et_zopen(0, ZR_PULL), *bad = et_zopen(1, ZR_PUSH),
-	          *good = et_zopen(1, ZR_PUSH);
+		  *good = et_zopen(1, ZR_PUSH);
 	char ep[256];
 	char buf[16];
 
