@@ -530,3 +530,60 @@ Test(tls_options, pem_text)
 	for (int i = 0; i < 3; i++)
 		free(pem[i]);
 }
+
+/* LINGER through TLS: a PUSH closed right after its sends still delivers
+ * every message (its batches, the session's stage and ring, close_notify
+ * before FIN). */
+Test(tls_wire, linger_delivers_everything)
+{
+	enum { N = 5000 };
+	zr_socket *pull = et_zopen(0, ZR_PULL), *push = et_zopen(1, ZR_PUSH);
+	char ep[256], buf[64];
+
+	tw_server(pull, "server", false);
+	snprintf(ep, sizeof ep, "%s", tw_bind(pull));
+	tw_client(push, NULL);
+	et_zopt_int(push, ZR_LINGER, 30000);
+	cr_assert_eq(zr_connect(push, ep), 0);
+	for (int i = 0; i < N; i++) {
+		int n = snprintf(buf, sizeof buf, "linger %d", i);
+
+		cr_assert_eq(zr_send_bytes(push, buf, (size_t)n, 0), 0);
+	}
+	et_zclose(push);
+	for (int i = 0; i < N; i++) {
+		char want[64];
+		int n = snprintf(want, sizeof want, "linger %d", i);
+		int rc = zr_recv_bytes(pull, buf, sizeof buf, 0);
+
+		cr_assert_eq(rc, n, "message %d: %d", i, rc);
+		cr_assert(memcmp(buf, want, (size_t)n) == 0, "message %d differs", i);
+	}
+}
+
+/* Heartbeats through TLS: PINGs and PONGs keep an idle connection up past
+ * many HEARTBEAT_TIMEOUTs; no DISCONNECTED, and it still carries data. */
+Test(tls_wire, heartbeats_keep_an_idle_link)
+{
+	zr_socket *pull = et_zopen(0, ZR_PULL), *push = et_zopen(1, ZR_PUSH);
+	char ep[256], buf[8];
+	struct zr_event ev;
+	int rc;
+
+	et_zopt_int(pull, ZR_HEARTBEAT_IVL, 50);
+	et_zopt_int(pull, ZR_HEARTBEAT_TIMEOUT, 300);
+	et_zopt_int(push, ZR_HEARTBEAT_IVL, 50);
+	et_zopt_int(push, ZR_HEARTBEAT_TIMEOUT, 300);
+	tw_server(pull, "server", false);
+	cr_assert_eq(zr_socket_monitor(push, ZR_EVENT_DISCONNECTED), 0);
+	snprintf(ep, sizeof ep, "%s", tw_bind(pull));
+	tw_client(push, NULL);
+	cr_assert_eq(zr_connect(push, ep), 0);
+	cr_assert_eq(zr_send_bytes(push, "a", 1, 0), 0);
+	cr_assert_eq(zr_recv_bytes(pull, buf, sizeof buf, 0), 1);
+	rc = zr_monitor_recv(push, &ev, 2000); /* ~6 timeouts of idleness */
+	cr_assert_eq(rc, -EAGAIN, "event %#x (%s) while idle", ev.type, ev.reason);
+	cr_assert_eq(zr_send_bytes(push, "b", 1, 0), 0);
+	cr_assert_eq(zr_recv_bytes(pull, buf, sizeof buf, 0), 1);
+	cr_assert_eq(buf[0], 'b');
+}
