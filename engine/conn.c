@@ -217,14 +217,17 @@ conn_start(struct zr__conn *c, int fd)
 	c->peer_status = 0;
 	c->peer_reason[0] = '\0';
 	c->rx_total = 0;
-	c->tls_subject[0] = '\0';
+	if (c->ep.tls && c->tls_subject == NULL)
+		c->tls_subject = malloc(ZR__CONN_SUBJECT);
+	if (c->tls_subject != NULL)
+		c->tls_subject[0] = '\0';
 	if (zr__endpoint_peer(fd, c->ep.transport ? c->ep.transport : ZR__TCP, c->peer_addr,
 	                      sizeof c->peer_addr) < 0)
 		c->peer_addr[0] = '\0';
 	conn_codec_config(c);
 	rc = zr_zmtp_init(&c->z, &c->zcfg, zr__now_ms());
 	if (rc == 0 && c->ep.tls)
-		rc = conn_tls_start(c);
+		rc = c->tls_subject != NULL ? conn_tls_start(c) : -ENOMEM;
 	if (rc < 0) {
 		c->no_reconnect = true;
 		c->state = ZR__CONN_HANDSHAKE;
@@ -465,7 +468,8 @@ conn_in_fit(struct zr__conn *c)
 static const char *
 conn_user_id(const struct zr__conn *c, const char *auth)
 {
-	if ((auth == NULL || auth[0] == '\0') && c->tls_subject[0] != '\0')
+	if ((auth == NULL || auth[0] == '\0') && c->tls_subject != NULL &&
+	    c->tls_subject[0] != '\0')
 		return c->tls_subject;
 	return auth;
 }
@@ -716,7 +720,7 @@ conn_tls_input(struct zr__conn *c)
 	/* Before the first plaintext: the codec's authenticator may read it. */
 	if (c->tls_subject[0] == '\0' && zr__tls_done(c->tls) &&
 	    zr__tls_peer_subject(c->tls) != NULL)
-		snprintf(c->tls_subject, sizeof c->tls_subject, "%s", zr__tls_peer_subject(c->tls));
+		snprintf(c->tls_subject, ZR__CONN_SUBJECT, "%s", zr__tls_peer_subject(c->tls));
 	while (!c->rx_paused && c->in_len < c->in_cap) {
 		ssize_t n = zr__tls_read(c->tls, c->in + c->in_len, c->in_cap - c->in_len);
 		int rc;
@@ -1438,6 +1442,7 @@ conn_free(struct zr__conn *c)
 	zr_zmtp_fini(&c->z);
 	conn_meta_drop(c);
 	zr__tls_free(c->tls);
+	free(c->tls_subject);
 	free(c->tx_buf);
 	free(c->outq);
 	free(c->in);

@@ -191,6 +191,7 @@ enum zr__conn_state {
 #define ZR__CONN_SMALL_FRAME 256u
 #define ZR__CONN_PACK (16u * 1024u)
 #define ZR__CONN_RX_BUF (64u * 1024u)
+#define ZR__CONN_SUBJECT ((size_t)ZR_ZMTP_USER_ID_MAX + 1)
 
 struct zr__conn {
 	struct zr_socket *sock;
@@ -268,8 +269,9 @@ struct zr__conn {
 	bool tls_pumping; /* in conn_tls_pump: a nested call only marks work */
 	/* The peer certificate's subject once the TLS handshake is done (""
 	 * until then, or without one): the authenticator's tls_subject, the
-	 * User-Id when the authenticator names none. */
-	char tls_subject[ZR_ZMTP_USER_ID_MAX + 1];
+	 * User-Id when the authenticator names none. ZR__CONN_SUBJECT octets,
+	 * allocated for a tls:// connection only, kept across reconnects. */
+	char *tls_subject;
 };
 
 /* ---- sockets ------------------------------------------------------------ */
