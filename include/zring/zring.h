@@ -54,7 +54,8 @@ ZR_API void zr_msg_free(zr_msg *msg);
 /*
  * A property of the connection a received message came in on, as libzmq's
  * zmq_msg_gets: "User-Id" (what the socket's authenticator gave the client,
- * see zr_socket_set_auth), "Peer-Address" ("tcp://127.0.0.1:40000"), and the
+ * see zr_socket_set_auth; else, on tls:// with a client certificate, its
+ * subject, see ZR_TLS_CA), "Peer-Address" ("tcp://127.0.0.1:40000"), and the
  * peer's handshake metadata: "Socket-Type", "Identity", application
  * properties ("X-..."). Names match case-insensitively. Returns the value as
  * a NUL-terminated string (valid while the message lives; a value holding a
@@ -389,7 +390,8 @@ ZR_API int zr_getsockopt(zr_socket *s, int option, void *value, size_t *len);
  * The socket's authenticator (PLAIN and CURVE servers): asked about every
  * client that completed the mechanism's checks, before the client is READY,
  * with the mechanism, the peer's address and the PLAIN credentials or the
- * CURVE client's public key (see struct zr_zmtp_auth_req in zmtp.h). It
+ * CURVE client's public key, and on tls:// the client certificate's subject
+ * (see struct zr_zmtp_auth_req in zmtp.h). It
  * returns 200 to accept (optionally filling req->user_id, which the client's
  * messages then carry as "User-Id", see zr_msg_gets) or 300 / 400 / 500 to
  * refuse (optionally filling req->text). A refused client gets ERROR with

@@ -267,6 +267,165 @@ Test(tls_peers, pyzmq_push_through_stunnel)
 	close(out_fd);
 }
 
+/* Writes a stunnel configuration with one service and starts stunnel in
+ * the foreground; returns once its accept port takes connections. */
+static void
+tp_stunnel(const char *service, int accept_port)
+{
+	char conf[128];
+	int in_fd, out_fd;
+	FILE *f;
+
+	snprintf(conf, sizeof conf, "%s", tp_path("stunnel.conf"));
+	f = fopen(conf, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "foreground = yes\npid =\noutput = %s\ndebug = notice\n%s",
+	        tp_path("stunnel.log"), service);
+	fclose(f);
+	char *argv[] = {"stunnel4", conf, NULL};
+	out_fd = tp_spawn(argv, tp_path("stunnel.err"), &in_fd);
+	(void)out_fd;
+	for (uint64_t deadline = zt_now_ms() + ET_WAIT_MS;;) {
+		struct sockaddr_in a = {.sin_family = AF_INET,
+		                        .sin_port = htons((uint16_t)accept_port),
+		                        .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+		int fd = socket(AF_INET, SOCK_STREAM, 0);
+		int rc = connect(fd, (struct sockaddr *)&a, sizeof a);
+
+		close(fd);
+		if (rc == 0)
+			break;
+		cr_assert_lt(zt_now_ms(), deadline, "stunnel never listened (see %s)",
+		             tp_path("stunnel.log"));
+		usleep(20000);
+	}
+}
+
+/* zring PUSH on tls:// -> stunnel (server mode, the test certificate) ->
+ * pyzmq PULL: every message, byte for byte, in order, checked by the pyzmq
+ * side, which then sees nothing more. */
+Test(tls_peers, zring_push_through_stunnel_to_pyzmq)
+{
+	int sport = tp_free_port(), pyport = tp_free_port();
+	zr_socket *push = et_zopen(0, ZR_PUSH);
+	static uint8_t msg[1000000];
+	char service[512], script[1024], cmd[512], ep[64], line[256] = "";
+	FILE *f, *py;
+
+	snprintf(service, sizeof service,
+	         "[zring]\naccept = 127.0.0.1:%d\nconnect = 127.0.0.1:%d\ncert = %s\nkey = %s\n"
+	         "sslVersionMin = TLSv1.3\n",
+	         sport, pyport, tp_path("server.pem"), tp_path("server.key"));
+	tp_stunnel(service, sport);
+	snprintf(script, sizeof script,
+	         "import sys, zmq\n"
+	         "def size(i):\n"
+	         "    return 1000000 if i %% 100 == 99 else 20000 if i %% 10 == 5 else i %% 7\n"
+	         "base = bytes(k %% 251 for k in range(1000251))\n"
+	         "c = zmq.Context()\n"
+	         "s = c.socket(zmq.PULL)\n"
+	         "s.setsockopt(zmq.RCVTIMEO, 60000)\n"
+	         "s.bind('tcp://127.0.0.1:%d')\n"
+	         "print('BOUND', flush=True)\n"
+	         "for i in range(%d):\n"
+	         "    m = s.recv()\n"
+	         "    if m != base[i %% 251:i %% 251 + size(i)]:\n"
+	         "        print('BAD', i, len(m), flush=True); sys.exit(1)\n"
+	         "s.setsockopt(zmq.RCVTIMEO, 400)\n"
+	         "try:\n"
+	         "    s.recv(); print('EXTRA', flush=True)\n"
+	         "except zmq.Again:\n"
+	         "    print('OK', %d, flush=True)\n",
+	         pyport, TP_N, TP_N);
+	f = fopen(tp_path("pull.py"), "w");
+	cr_assert_not_null(f);
+	fputs(script, f);
+	fclose(f);
+	snprintf(cmd, sizeof cmd, "'%s' '%s' 2>'%s'", ZR_PYTHON, tp_path("pull.py"),
+	         tp_path("pull.err"));
+	py = popen(cmd, "r");
+	cr_assert_not_null(py);
+	cr_assert_not_null(fgets(line, sizeof line, py), "pyzmq PULL did not start (see %s)",
+	                   tp_path("pull.err"));
+	cr_assert_str_eq(line, "BOUND\n");
+	tp_text(push, ZR_TLS_CA, tp_path("ca.pem"));
+	snprintf(ep, sizeof ep, "tls://localhost:%d", sport);
+	cr_assert_eq(zr_connect(push, ep), 0);
+	for (int i = 0; i < TP_N; i++) {
+		size_t n = tp_size(i);
+
+		for (size_t k = 0; k < n; k++)
+			msg[k] = (uint8_t)(((size_t)i + k) % 251);
+		cr_assert_eq(zr_send_bytes(push, msg, n, 0), 0, "send %d", i);
+	}
+	line[0] = '\0';
+	(void)!fgets(line, sizeof line, py);
+	cr_assert_eq(pclose(py), 0, "pyzmq PULL: %s (see %s, %s)", line, tp_path("pull.err"),
+	             tp_path("stunnel.log"));
+	cr_assert_str_eq(line, "OK 1000\n");
+}
+
+/* A TLS 1.2 client (s_client -tls1_2) is served when the zring server's
+ * TLS_VERSION_MIN is 1.2, and refused with the default (1.3). */
+static int
+tp_s_client_12(int port, uint8_t *got, size_t cap)
+{
+	char connect[64];
+	size_t have = 0;
+	int in_fd, out_fd;
+
+	snprintf(connect, sizeof connect, "127.0.0.1:%d", port);
+	char *argv[] = {"openssl",
+	                "s_client",
+	                "-connect",
+	                connect,
+	                "-servername",
+	                "localhost",
+	                "-CAfile",
+	                (char *)tp_path("ca.pem"),
+	                "-verify_return_error",
+	                "-tls1_2",
+	                "-quiet",
+	                NULL};
+	out_fd = tp_spawn(argv, tp_path("s_client12.log"), &in_fd);
+	while (have < cap) {
+		struct pollfd p = {.fd = out_fd, .events = POLLIN};
+		ssize_t n;
+
+		cr_assert_gt(poll(&p, 1, 60000), 0, "s_client: nothing in 60 s");
+		n = read(out_fd, got + have, cap - have);
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+	}
+	close(in_fd);
+	close(out_fd);
+	kill(tp_child, SIGTERM);
+	waitpid(tp_child, NULL, 0);
+	tp_child = -1;
+	return (int)have;
+}
+
+Test(tls_peers, tls12_only_when_allowed)
+{
+	zr_socket *pull13, *pull12 = et_zopen(0, ZR_PULL);
+	char ep[256];
+	size_t len = sizeof ep;
+	uint8_t got[10];
+	int port12;
+
+	tp_text(pull12, ZR_TLS_CERT, tp_path("server.pem"));
+	tp_text(pull12, ZR_TLS_KEY, tp_path("server.key"));
+	et_zopt_int(pull12, ZR_TLS_VERSION_MIN, ZR_TLS_V12);
+	cr_assert_eq(zr_bind(pull12, "tls://127.0.0.1:*"), 0);
+	cr_assert_eq(zr_getsockopt(pull12, ZR_LAST_ENDPOINT, ep, &len), 0);
+	port12 = atoi(strrchr(ep, ':') + 1);
+	cr_assert_eq(tp_s_client_12(port12, got, sizeof got), 10);
+	cr_assert(got[0] == 0xff && got[9] == 0x7f);
+	/* The default server: the 1.2 client reads nothing. */
+	cr_assert_eq(tp_s_client_12(tp_pull(&pull13), got, sizeof got), 0);
+}
+
 /*
  * Backpressure through TLS: a PULL whose app does not read stops the PUSH
  * (its sends time out) after a bounded number of messages: the queues'
