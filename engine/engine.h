@@ -226,6 +226,8 @@ struct zr__conn {
 	int fin_outq;          /* FINISHING: unacknowledged bytes at the last look */
 	uint64_t fin_moved_ms; /* FINISHING: when they last changed */
 	bool tx_busy;
+	bool tls_tx_busy; /* tls://: a send of the session's ciphertext in flight */
+	bool tls_pumping; /* tls://: in conn_tls_pump, a nested call only marks work */
 	size_t tx_msgs;        /* whole messages at the head of outq the batch finishes */
 	uint32_t tx_frame;     /* next frame of the head message to write (a message
 	                          with more frames than an iovec spans batches) */
@@ -265,8 +267,6 @@ struct zr__conn {
 	struct zr__op tls_tx_op;
 	struct msghdr tls_mh;
 	struct iovec tls_iov;
-	bool tls_tx_busy;
-	bool tls_pumping; /* in conn_tls_pump: a nested call only marks work */
 	/* The peer certificate's subject once the TLS handshake is done (""
 	 * until then, or without one): the authenticator's tls_subject, the
 	 * User-Id when the authenticator names none. ZR__CONN_SUBJECT octets,

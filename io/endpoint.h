@@ -19,12 +19,12 @@ enum zr__transport {
 
 struct zr__endpoint {
 	int transport; /* enum zr__transport */
+	socklen_t addrlen;
+	struct sockaddr_storage addr;
 	/* tls://: a tcp endpoint whose connections run TLS first (engine/tls.h);
 	 * host is the name as written, what the server's certificate must carry. */
 	bool tls;
 	char host[256];
-	socklen_t addrlen;
-	struct sockaddr_storage addr;
 };
 
 /*
