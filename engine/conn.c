@@ -42,7 +42,7 @@
 #define CONN_MAX_CMD (32u * 1024u) /* fits c->in with room for a header */
 #define CONN_META_BLOCK 4096u      /* references to c->meta taken at once */
 
-static zr__op_cb conn_connect_done, conn_rx_done, conn_tx_done;
+static zr__op_cb conn_connect_done, conn_rx_done, conn_tx_done, conn_tls_tx_done;
 static zr__timer_cb conn_timer_fired;
 static void conn_teardown(struct zr__conn *c);
 
@@ -74,6 +74,7 @@ zr__conn_new(struct zr_socket *s)
 	c->connect_op.cb = conn_connect_done;
 	c->rx_op.cb = conn_rx_done;
 	c->tx_op.cb = conn_tx_done;
+	c->tls_tx_op.cb = conn_tls_tx_done;
 	c->timer.cb = conn_timer_fired;
 	c->next = s->conns;
 	if (s->conns != NULL)
@@ -109,6 +110,7 @@ conn_codec_config(struct zr__conn *c)
 		cfg->auth_arg = c->sock->auth_arg;
 	}
 	cfg->peer_address = c->peer_addr;
+	cfg->tls_subject = c->tls_subject;
 	cfg->max_msg_size = o->maxmsgsize < 0 ? UINT64_MAX : (uint64_t)o->maxmsgsize;
 	cfg->max_msg_frames = o->maxframes < 0 ? UINT32_MAX : (uint32_t)o->maxframes;
 	cfg->max_cmd_size = CONN_MAX_CMD;
@@ -188,6 +190,22 @@ conn_retry(struct zr__conn *c)
 
 static void conn_rx_arm(struct zr__conn *c);
 static void conn_tx_kick(struct zr__conn *c);
+static void conn_tls_pump(struct zr__conn *c);
+
+/* tls://: a session on the socket's context for the side we are. */
+static int
+conn_tls_start(struct zr__conn *c)
+{
+	const struct zr__options *o = &c->sock->opt;
+	struct zr__tls_ctx *ctx = c->connecter ? c->sock->tls_client : c->sock->tls_server;
+	const char *name = NULL;
+
+	if (ctx == NULL)
+		return -EINVAL;
+	if (c->connecter)
+		name = o->tls_server_name != NULL ? o->tls_server_name : c->ep.host;
+	return zr__tls_new(&c->tls, ctx, name);
+}
 
 static void
 conn_start(struct zr__conn *c, int fd)
@@ -199,11 +217,17 @@ conn_start(struct zr__conn *c, int fd)
 	c->peer_status = 0;
 	c->peer_reason[0] = '\0';
 	c->rx_total = 0;
+	if (c->ep.tls && c->tls_subject == NULL)
+		c->tls_subject = malloc(ZR__CONN_SUBJECT);
+	if (c->tls_subject != NULL)
+		c->tls_subject[0] = '\0';
 	if (zr__endpoint_peer(fd, c->ep.transport ? c->ep.transport : ZR__TCP, c->peer_addr,
 	                      sizeof c->peer_addr) < 0)
 		c->peer_addr[0] = '\0';
 	conn_codec_config(c);
 	rc = zr_zmtp_init(&c->z, &c->zcfg, zr__now_ms());
+	if (rc == 0 && c->ep.tls)
+		rc = c->tls_subject != NULL ? conn_tls_start(c) : -ENOMEM;
 	if (rc < 0) {
 		c->no_reconnect = true;
 		c->state = ZR__CONN_HANDSHAKE;
@@ -274,6 +298,17 @@ conn_rx_arm(struct zr__conn *c)
 	    (c->state != ZR__CONN_HANDSHAKE && c->state != ZR__CONN_ACTIVE &&
 	     c->state != ZR__CONN_FINISHING))
 		return;
+	if (c->tls != NULL && c->state != ZR__CONN_FINISHING) {
+		/* Ciphertext lands in the session's ring; a full ring arms
+		 * nothing, as a held connection arms nothing (rx_paused above). */
+		size_t len;
+		uint8_t *p = zr__tls_recv_buf(c->tls, &len);
+
+		if (p != NULL && len > 0 &&
+		    zr__op_recv(conn_loop(c), &c->rx_op, c->fd, p, len, 0) == 0)
+			c->rx_armed = true;
+		return;
+	}
 	if (c->in_len == c->in_cap)
 		return; /* cannot happen: commands are bounded below in_cap */
 	if (zr__op_recv(conn_loop(c), &c->rx_op, c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0) == 0)
@@ -428,6 +463,17 @@ conn_in_fit(struct zr__conn *c)
 	return 0;
 }
 
+/* The User-Id of the peer's messages: the authenticator's, else (tls://
+ * with a client certificate) the certificate's subject. */
+static const char *
+conn_user_id(const struct zr__conn *c, const char *auth)
+{
+	if ((auth == NULL || auth[0] == '\0') && c->tls_subject != NULL &&
+	    c->tls_subject[0] != '\0')
+		return c->tls_subject;
+	return auth;
+}
+
 /* Feeds what is buffered to the codec until it needs more, the socket is
  * full, or the connection fails. Returns <0 on failure. */
 static int
@@ -466,7 +512,8 @@ conn_decode(struct zr__conn *c)
 				c->rid_len = ev.peer_identity_len;
 			}
 			conn_meta_drop(c);
-			c->meta = zr__meta_new(ev.data, ev.len, c->peer_addr, ev.user_id);
+			c->meta = zr__meta_new(ev.data, ev.len, c->peer_addr,
+			                       conn_user_id(c, ev.user_id));
 			if (c->meta == NULL) {
 				rc = -ENOMEM;
 				break;
@@ -535,6 +582,14 @@ conn_handshake_failed(struct zr__conn *c, int err)
 	} else if (err == -ZR_EPEERERROR) {
 		snprintf(why, sizeof why, "%s sent ERROR: %s", peer, c->peer_reason);
 		zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, err, c->endpoint, why);
+	} else if (err == -ZR_ESIGNATURE && c->tls == NULL &&
+	           zr__tls_sniff(c->in, c->in_len) == 1) {
+		/* The codec consumes nothing of a greeting it refuses: c->in
+		 * still starts with the peer's first bytes. */
+		snprintf(why, sizeof why, "%s: peer speaks TLS, this endpoint is plain tcp://",
+		         peer);
+		zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, err, c->endpoint,
+		                   why);
 	} else {
 		snprintf(why, sizeof why, "%s: %s", peer, zr_strerror(err));
 		zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, err, c->endpoint, why);
@@ -552,11 +607,28 @@ conn_greeting_hungup(struct zr__conn *c)
 
 	snprintf(why, sizeof why,
 	         "%s closed the connection on our greeting without completing its own: most likely "
-	         "it uses another security mechanism (ours is %s)",
+	         "it uses another security mechanism (ours is %s)%s",
 	         c->peer_addr[0] ? c->peer_addr : "the peer",
-	         mech >= 0 && mech <= ZR_MECH_CURVE ? names[mech] : "?");
+	         mech >= 0 && mech <= ZR_MECH_CURVE ? names[mech] : "?",
+	         c->tls == NULL && c->ep.transport == ZR__TCP ? ", or it is a tls:// endpoint"
+	                                                      : "");
 	zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, -ZR_EMECHMISMATCH,
 	                   c->endpoint, why);
+}
+
+/* Best effort on the way out (an alert, the codec's ERROR, close_notify):
+ * what the socket buffer takes now, never waiting. */
+static void
+conn_tls_send_now(struct zr__conn *c)
+{
+	uint8_t buf[4096];
+	size_t n;
+
+	if (c->tls_tx_busy || c->fd < 0)
+		return; /* a send from the ring is in flight: the rest would interleave */
+	while ((n = zr__tls_pull(c->tls, buf, sizeof buf)) > 0)
+		if (send(c->fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)n)
+			break;
 }
 
 /* A protocol error: say ERROR if the codec queued one (best effort, the
@@ -575,10 +647,93 @@ engine_conn_fail(struct zr__conn *c, int err)
 	if (err <= -ZR_EBASE && err > -ZR_ELAST && err != -ZR_EHEARTBEAT_TIMEOUT &&
 	    err != -ZR_EHANDSHAKE_TIMEOUT) {
 		c->no_reconnect = true;
-		if (!c->tx_busy && (n = zr_zmtp_out(&c->z, &p)) > 0)
-			(void)!send(c->fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (!c->tx_busy && (n = zr_zmtp_out(&c->z, &p)) > 0) {
+			if (c->tls == NULL)
+				(void)!send(c->fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+			else if (zr__tls_write(c->tls, p, n) > 0 && zr__tls_flush(c->tls) >= 0)
+				conn_tls_send_now(c);
+		}
 	}
 	conn_teardown(c);
+}
+
+/* ---- tls:// --------------------------------------------------------------- */
+
+/* Sends what the session has for the wire (handshake, records, alerts),
+ * from its ring, one send in flight. */
+static void
+conn_tls_send(struct zr__conn *c)
+{
+	if (c->tls_tx_busy || c->fd < 0 || c->state == ZR__CONN_CLOSING ||
+	    zr__tls_send_iov(c->tls, &c->tls_iov) == 0)
+		return;
+	memset(&c->tls_mh, 0, sizeof c->tls_mh);
+	c->tls_mh.msg_iov = &c->tls_iov;
+	c->tls_mh.msg_iovlen = 1;
+	if (zr__op_sendmsg(conn_loop(c), &c->tls_tx_op, c->fd, &c->tls_mh, MSG_NOSIGNAL) == 0)
+		c->tls_tx_busy = true;
+}
+
+/* A session that failed (its words: zr__tls_error): the event says why,
+ * the pending alert tells the peer (best effort), and the connection
+ * closes for good, as after a ZMTP protocol error. */
+static void
+conn_tls_fail(struct zr__conn *c)
+{
+	char why[2 * ZR_EVENT_REASON_MAX];
+
+	c->fail_err = -EPROTO;
+	c->no_reconnect = true;
+	if (c->state == ZR__CONN_HANDSHAKE) {
+		snprintf(why, sizeof why, "%s: %s", c->peer_addr[0] ? c->peer_addr : "the peer",
+		         zr__tls_error(c->tls));
+		zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, -EPROTO,
+		                   c->endpoint, why);
+	} else {
+		snprintf(c->drop_why, sizeof c->drop_why, "%s", zr__tls_error(c->tls));
+	}
+	conn_tls_send_now(c);
+	conn_teardown(c);
+}
+
+/* rc < 0 from the session or from the codec behind it. */
+static void
+conn_tls_error(struct zr__conn *c, int rc)
+{
+	enum zr__tls_fail f = zr__tls_failure(c->tls);
+
+	if (rc == -ESHUTDOWN || f == ZR__TLS_CLOSED)
+		conn_teardown(c); /* the peer's close_notify: its end of stream */
+	else if (f != ZR__TLS_OK)
+		conn_tls_fail(c);
+	else
+		engine_conn_fail(c, rc);
+}
+
+/* Decrypts what the session holds into c->in and decodes it, until the
+ * session has nothing more, the socket's queue is full (rx_paused: the rest
+ * waits in the session, whose ring then fills, and no receive is armed),
+ * or something fails. Returns 0 or a negative code (conn_tls_error). */
+static int
+conn_tls_input(struct zr__conn *c)
+{
+	/* Before the first plaintext: the codec's authenticator may read it. */
+	if (c->tls_subject[0] == '\0' && zr__tls_done(c->tls) &&
+	    zr__tls_peer_subject(c->tls) != NULL)
+		snprintf(c->tls_subject, ZR__CONN_SUBJECT, "%s", zr__tls_peer_subject(c->tls));
+	while (!c->rx_paused && c->in_len < c->in_cap) {
+		ssize_t n = zr__tls_read(c->tls, c->in + c->in_len, c->in_cap - c->in_len);
+		int rc;
+
+		if (n <= 0)
+			return (int)n;
+		c->rx_total += (size_t)n;
+		c->in_len += (size_t)n;
+		rc = conn_decode(c);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
 }
 
 static void
@@ -607,6 +762,18 @@ conn_rx_done(struct zr__op *op, int res, uint32_t flags)
 		return;
 	}
 	if (res <= 0) {
+		if (c->tls != NULL && c->state == ZR__CONN_HANDSHAKE && !zr__tls_done(c->tls)) {
+			char why[2 * ZR_EVENT_REASON_MAX];
+
+			snprintf(why, sizeof why,
+			         "%s closed the connection during the TLS handshake, without an "
+			         "alert",
+			         c->peer_addr[0] ? c->peer_addr : "the peer");
+			zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, -ECONNRESET,
+			                   c->endpoint, why);
+			conn_teardown(c);
+			return;
+		}
 		/* A CURVE server that cannot open our HELLO (libzmq: wrong server
 		 * key) closes without a word after its greeting: say so, rather
 		 * than leave "a wrong key looks like a timeout". Still reconnect:
@@ -622,12 +789,23 @@ conn_rx_done(struct zr__op *op, int res, uint32_t flags)
 		conn_teardown(c);
 		return;
 	}
-	c->rx_total += (size_t)res;
-	c->in_len += (size_t)res;
-	rc = conn_decode(c);
-	if (rc < 0) {
-		engine_conn_fail(c, rc);
-		return;
+	if (c->tls != NULL) {
+		rc = zr__tls_recv_ack(c->tls, (size_t)res);
+		if (rc == 0)
+			rc = conn_tls_input(c);
+		if (rc < 0) {
+			conn_tls_error(c, rc);
+			return;
+		}
+		conn_tls_pump(c); /* the handshake's answer; a batch it held back */
+	} else {
+		c->rx_total += (size_t)res;
+		c->in_len += (size_t)res;
+		rc = conn_decode(c);
+		if (rc < 0) {
+			engine_conn_fail(c, rc);
+			return;
+		}
 	}
 	conn_tx_kick(c);
 	conn_rx_arm(c);
@@ -642,7 +820,16 @@ zr__conn_resume(struct zr__conn *c)
 	if (!c->rx_paused || c->state == ZR__CONN_CLOSING)
 		return;
 	rc = conn_decode(c);
-	if (rc < 0) {
+	if (c->tls != NULL) {
+		/* What the session decrypted or still holds comes next. */
+		if (rc == 0)
+			rc = conn_tls_input(c);
+		if (rc < 0) {
+			conn_tls_error(c, rc);
+			return;
+		}
+		conn_tls_pump(c);
+	} else if (rc < 0) {
 		engine_conn_fail(c, rc);
 		return;
 	}
@@ -727,7 +914,8 @@ zr__conn_send(struct zr__conn *c, zr_msg *m, bool force)
 bool
 zr__conn_drained(const struct zr__conn *c)
 {
-	return c->out_n == 0 && !c->tx_busy;
+	return c->out_n == 0 && !c->tx_busy &&
+	       (c->tls == NULL || (!c->tls_tx_busy && zr__tls_pending(c->tls) == 0));
 }
 
 static zr_msg *
@@ -929,45 +1117,44 @@ conn_tx_kick(struct zr__conn *c)
 	memset(&c->tx_mh, 0, sizeof c->tx_mh);
 	c->tx_mh.msg_iov = c->tx_iov;
 	c->tx_mh.msg_iovlen = niov;
+	if (c->tls != NULL) {
+		/* The batch goes into the session (written as it takes it). */
+		c->tx_busy = true;
+		conn_tls_pump(c);
+		return;
+	}
 	if (zr__op_sendmsg(conn_loop(c), &c->tx_op, c->fd, &c->tx_mh, MSG_NOSIGNAL | MSG_WAITALL) == 0)
 		c->tx_busy = true;
 }
 
-static void
-conn_tx_done(struct zr__op *op, int res, uint32_t flags)
+/* left more octets of the batch in tx_mh were written (to the kernel, or
+ * into the TLS session). Returns true when the whole batch was; otherwise
+ * tx_mh is the rest. */
+static bool
+conn_tx_advance(struct zr__conn *c, size_t left)
 {
-	struct zr__conn *c = ZR_CONTAINER_OF(op, struct zr__conn, tx_op);
-	size_t left = (size_t)(res > 0 ? res : 0);
-	bool was_full;
-
-	(void)flags;
-	c->tx_busy = false;
-	if (c->state == ZR__CONN_CLOSING) {
-		conn_teardown(c);
-		return;
-	}
-	if (res < 0) {
-		conn_teardown(c);
-		return;
-	}
-	/* Short send: skip what went, resubmit the rest of the same batch. */
 	while (c->tx_iov_start < c->tx_mh.msg_iovlen && left >= c->tx_iov[c->tx_iov_start].iov_len)
 		left -= c->tx_iov[c->tx_iov_start++].iov_len;
-	if (c->tx_iov_start < c->tx_mh.msg_iovlen) {
-		c->tx_iov[c->tx_iov_start].iov_base = (uint8_t *)c->tx_iov[c->tx_iov_start].iov_base + left;
-		c->tx_iov[c->tx_iov_start].iov_len -= left;
-		c->tx_mh.msg_iov = c->tx_iov + c->tx_iov_start;
-		c->tx_mh.msg_iovlen -= c->tx_iov_start;
-		memmove(c->tx_iov, c->tx_mh.msg_iov, c->tx_mh.msg_iovlen * sizeof *c->tx_iov);
-		c->tx_mh.msg_iov = c->tx_iov;
-		c->tx_iov_start = 0;
-		if (zr__op_sendmsg(conn_loop(c), &c->tx_op, c->fd, &c->tx_mh,
-		                   MSG_NOSIGNAL | MSG_WAITALL) == 0)
-			c->tx_busy = true;
-		else
-			conn_teardown(c);
-		return;
-	}
+	if (c->tx_iov_start == c->tx_mh.msg_iovlen)
+		return true;
+	c->tx_iov[c->tx_iov_start].iov_base = (uint8_t *)c->tx_iov[c->tx_iov_start].iov_base + left;
+	c->tx_iov[c->tx_iov_start].iov_len -= left;
+	c->tx_mh.msg_iov = c->tx_iov + c->tx_iov_start;
+	c->tx_mh.msg_iovlen -= c->tx_iov_start;
+	memmove(c->tx_iov, c->tx_mh.msg_iov, c->tx_mh.msg_iovlen * sizeof *c->tx_iov);
+	c->tx_mh.msg_iov = c->tx_iov;
+	c->tx_iov_start = 0;
+	return false;
+}
+
+/* The whole batch was written: its messages are sent. Returns whether c
+ * was full before (the socket then hears of the room, conn_tx_after). */
+static bool
+conn_tx_batch_done(struct zr__conn *c)
+{
+	bool was_full;
+
+	c->tx_busy = false;
 	zr_zmtp_out_ack(&c->z, c->tx_ctl);
 	was_full = !zr__conn_has_room(c);
 	for (size_t i = 0; i < c->tx_msgs; i++)
@@ -984,9 +1171,109 @@ conn_tx_done(struct zr__op *op, int res, uint32_t flags)
 	c->tx_ctl = 0;
 	c->tx_frame = c->tx_end_frame;
 	c->tx_end_frame = 0;
+	return was_full;
+}
+
+/* After a batch: the next one, the socket told of room, a closing socket
+ * told of a drained connection. */
+static void
+conn_tx_after(struct zr__conn *c, bool was_full)
+{
 	conn_tx_kick(c);
 	if (was_full && zr__conn_has_room(c))
 		zr__sock_conn_room(c->sock, c);
+	if (c->sock->io_closing && zr__conn_drained(c))
+		zr__sock_close_kick(c->sock);
+}
+
+static void
+conn_tx_done(struct zr__op *op, int res, uint32_t flags)
+{
+	struct zr__conn *c = ZR_CONTAINER_OF(op, struct zr__conn, tx_op);
+
+	(void)flags;
+	c->tx_busy = false;
+	if (c->state == ZR__CONN_CLOSING) {
+		conn_teardown(c);
+		return;
+	}
+	if (res < 0) {
+		conn_teardown(c);
+		return;
+	}
+	/* Short send: skip what went, resubmit the rest of the same batch. */
+	if (!conn_tx_advance(c, (size_t)res)) {
+		if (zr__op_sendmsg(conn_loop(c), &c->tx_op, c->fd, &c->tx_mh,
+		                   MSG_NOSIGNAL | MSG_WAITALL) == 0)
+			c->tx_busy = true;
+		else
+			conn_teardown(c);
+		return;
+	}
+	conn_tx_after(c, conn_tx_batch_done(c));
+}
+
+/*
+ * tls://: moves the batch in tx_mh into the session as far as it takes it
+ * (nothing before the TLS handshake is done, so the ZMTP greeting waits;
+ * less while the outbound ring is full), seals what it staged once the
+ * batch is all in, sends the ciphertext, and goes on while any of it made
+ * progress. A finished batch starts the next (conn_tx_kick), whose call
+ * back in here only leaves its work to this loop.
+ */
+static void
+conn_tls_pump(struct zr__conn *c)
+{
+	bool more = true;
+
+	if (c->tls_pumping)
+		return;
+	c->tls_pumping = true;
+	while (more && c->fd >= 0 && c->state != ZR__CONN_CLOSING) {
+		more = false;
+		if (c->tx_busy) {
+			ssize_t n =
+				zr__tls_writev(c->tls, c->tx_mh.msg_iov, (int)c->tx_mh.msg_iovlen);
+
+			if (n < 0) {
+				/* The session failed under us: close at the next timer
+				 * turn (the callers still hold c). */
+				snprintf(c->drop_why, sizeof c->drop_why, "%s",
+				         zr__tls_error(c->tls));
+				zr__conn_kick_out(c);
+				break;
+			}
+			if (n > 0) {
+				more = true;
+				if (conn_tx_advance(c, (size_t)n))
+					conn_tx_after(c, conn_tx_batch_done(c));
+			}
+		}
+		if (!c->tx_busy)
+			(void)zr__tls_flush(c->tls);
+		conn_tls_send(c);
+	}
+	c->tls_pumping = false;
+}
+
+static void
+conn_tls_tx_done(struct zr__op *op, int res, uint32_t flags)
+{
+	struct zr__conn *c = ZR_CONTAINER_OF(op, struct zr__conn, tls_tx_op);
+
+	(void)flags;
+	c->tls_tx_busy = false;
+	if (c->state == ZR__CONN_CLOSING || res < 0) {
+		conn_teardown(c);
+		return;
+	}
+	if (c->state == ZR__CONN_FINISHING)
+		return; /* close_notify went out; reading to the peer's FIN */
+	if (zr__tls_send_ack(c->tls, (size_t)res) < 0) {
+		conn_tls_fail(c);
+		return;
+	}
+	conn_tls_pump(c);
 	if (c->sock->io_closing && zr__conn_drained(c))
 		zr__sock_close_kick(c->sock);
 }
@@ -1032,8 +1319,13 @@ conn_finish_check(struct zr__conn *c)
 void
 zr__conn_finish(struct zr__conn *c)
 {
-	if (c->state != ZR__CONN_ACTIVE || c->fd < 0 || !zr__conn_drained(c) ||
-	    shutdown(c->fd, SHUT_WR) < 0) {
+	if (c->state != ZR__CONN_ACTIVE || c->fd < 0 || !zr__conn_drained(c)) {
+		zr__conn_close(c);
+		return;
+	}
+	if (c->tls != NULL && zr__tls_close(c->tls) == 0)
+		conn_tls_send_now(c); /* close_notify before our FIN */
+	if (shutdown(c->fd, SHUT_WR) < 0) {
 		zr__conn_close(c);
 		return;
 	}
@@ -1115,6 +1407,8 @@ conn_reset_buffers(struct zr__conn *c)
 	c->tx_end_frame = 0;
 	zr_zmtp_fini(&c->z); /* CURVE keys */
 	conn_meta_drop(c);
+	zr__tls_free(c->tls); /* a reconnect starts a new session */
+	c->tls = NULL;
 	free(c->tx_buf);
 	c->tx_buf = NULL;
 	c->tx_buf_cap = 0;
@@ -1149,6 +1443,8 @@ conn_free(struct zr__conn *c)
 	zr__subs_drop(&s->ps.subs, &c->subs);
 	zr_zmtp_fini(&c->z);
 	conn_meta_drop(c);
+	zr__tls_free(c->tls);
+	free(c->tls_subject);
 	free(c->tx_buf);
 	free(c->outq);
 	free(c->in);
@@ -1182,7 +1478,8 @@ conn_teardown(struct zr__conn *c)
 			zr__op_cancel_fd(conn_loop(c), c->fd);
 		}
 	}
-	if (c->rx_op.inflight || c->tx_op.inflight || c->connect_op.inflight)
+	if (c->rx_op.inflight || c->tx_op.inflight || c->connect_op.inflight ||
+	    c->tls_tx_op.inflight)
 		return;
 	if (c->fd >= 0) {
 		close(c->fd);
@@ -1191,6 +1488,7 @@ conn_teardown(struct zr__conn *c)
 	conn_reset_buffers(c);
 	c->rx_armed = false;
 	c->tx_busy = false;
+	c->tls_tx_busy = false;
 	if (c->connecter && !c->no_reconnect && (!s->io_closing || zr__sock_unsent(s))) {
 		conn_retry(c);
 		return;

@@ -36,6 +36,7 @@
 #include "pattern.h"
 #include "sock.h"
 #include "subs.h"
+#include "tls.h"
 
 /* ---- messages ----------------------------------------------------------- */
 
@@ -172,6 +173,12 @@ struct zr__options {
 	size_t routing_id_len;
 	uint8_t username[ZR__SUB_MAX], password[ZR__SUB_MAX];
 	size_t username_len, password_len;
+	/* TLS (tls:// endpoints): each a PEM path or PEM text, owned, NUL-
+	 * terminated (NULL: unset); freed and wiped with the socket. */
+	char *tls_cert, *tls_key, *tls_ca, *tls_server_name;
+	size_t tls_cert_len, tls_key_len, tls_ca_len, tls_server_name_len;
+	int tls_verify;      /* clients: 1 (default) verifies the server */
+	int tls_version_min; /* ZR_TLS_V13 (default) or ZR_TLS_V12 */
 };
 
 /* ---- connections ---------------------------------------------------------- */
@@ -193,6 +200,7 @@ enum zr__conn_state {
 #define ZR__CONN_SMALL_FRAME 256u
 #define ZR__CONN_PACK ((size_t)16 * 1024)
 #define ZR__CONN_RX_BUF ((size_t)64 * 1024)
+#define ZR__CONN_SUBJECT ((size_t)ZR_ZMTP_USER_ID_MAX + 1)
 
 struct zr__conn {
 	struct zr_socket *sock;
@@ -227,6 +235,8 @@ struct zr__conn {
 	int fin_outq;          /* FINISHING: unacknowledged bytes at the last look */
 	uint64_t fin_moved_ms; /* FINISHING: when they last changed */
 	bool tx_busy;
+	bool tls_tx_busy; /* tls://: a send of the session's ciphertext in flight */
+	bool tls_pumping; /* tls://: in conn_tls_pump, a nested call only marks work */
 	size_t tx_msgs;        /* whole messages at the head of outq the batch finishes */
 	uint32_t tx_frame;     /* next frame of the head message to write (a message
 	                          with more frames than an iovec spans batches) */
@@ -256,6 +266,21 @@ struct zr__conn {
 	size_t rid_len;
 	struct zr__subs_owner subs; /* PUB/XPUB: what this subscriber holds in sock->ps.subs */
 	char drop_why[ZR_EVENT_REASON_MAX]; /* why we closed it, for the DISCONNECTED event */
+
+	/* tls:// (NULL otherwise, and the plain path looks at nothing else):
+	 * the session (made when the fd is connected or accepted), the send of
+	 * its ciphertext (the receive is rx_op, landing in the session's
+	 * inbound ring). The batch of tx_mh goes into the session instead of a
+	 * sendmsg: tx_busy until the session took all of it. */
+	struct zr__tls *tls;
+	struct zr__op tls_tx_op;
+	struct msghdr tls_mh;
+	struct iovec tls_iov;
+	/* The peer certificate's subject once the TLS handshake is done (""
+	 * until then, or without one): the authenticator's tls_subject, the
+	 * User-Id when the authenticator names none. ZR__CONN_SUBJECT octets,
+	 * allocated for a tls:// connection only, kept across reconnects. */
+	char *tls_subject;
 };
 
 /* ---- sockets ------------------------------------------------------------ */
@@ -367,6 +392,9 @@ struct zr_socket {
 	bool io_closing;
 	struct zr__timer linger_timer; /* LINGER ran out: close everything */
 	struct zr__timer close_timer;  /* re-check close progress, outside any callback */
+	/* TLS contexts, made by the first tls:// zr_connect / zr_bind (app
+	 * thread, before the command that uses them), freed with the socket. */
+	struct zr__tls_ctx *tls_client, *tls_server;
 };
 
 /* ---- the context -------------------------------------------------------- */
@@ -491,5 +519,12 @@ void zr__conn_close(struct zr__conn *c);
  * nothing left to send first sends FIN and reads to the peer's (conn.c). */
 void zr__conn_finish(struct zr__conn *c);
 bool zr__conn_drained(const struct zr__conn *c);
+
+/* tls:// (tls_sock.c): makes the socket's client or server TLS context from
+ * its options, once (app thread, at zr_connect / zr_bind). Returns 0 or
+ * zr__tls_ctx_new's code. */
+int zr__sock_tls_ctx(struct zr_socket *s, bool server);
+/* Frees the contexts and the TLS option strings (wiping the key). */
+void zr__sock_tls_free(struct zr_socket *s);
 
 #endif /* ZR_ENGINE_ENGINE_H */

@@ -11,7 +11,10 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <sodium.h>
 
 #include "engine.h"
 #include "sock.h"
@@ -162,6 +165,48 @@ opt_get_last_endpoint(struct zr_socket *s, const struct opt_row *r, void *v, siz
 	return 0;
 }
 
+/* TLS_CERT, TLS_KEY, TLS_CA, TLS_SERVER_NAME: a copy on the heap, with a NUL
+ * after it (a path, or PEM text); (NULL, 0) unsets. A replaced key is wiped. */
+static int
+opt_set_tls_text(struct zr_socket *s, const struct opt_row *r, const struct opt_val *v)
+{
+	char **at = (char **)(void *)((char *)&s->opt + r->off);
+	size_t *len = (size_t *)(void *)((char *)&s->opt + r->aux_off);
+	char *p = NULL;
+
+	if (v->len > 0) {
+		if (memchr(v->p, '\0', v->len) != NULL && ((const char *)v->p)[v->len - 1] != '\0')
+			return -EINVAL; /* a NUL inside the text */
+		p = malloc(v->len + 1);
+		if (p == NULL)
+			return -ENOMEM;
+		memcpy(p, v->p, v->len);
+		p[v->len] = '\0';
+	}
+	if (*at != NULL) {
+		sodium_memzero(*at, *len);
+		free(*at);
+	}
+	*at = p;
+	*len = p != NULL ? strlen(p) : 0;
+	return 0;
+}
+
+static int
+opt_get_tls_text(struct zr_socket *s, const struct opt_row *r, void *v, size_t *len)
+{
+	const char *at;
+	size_t n;
+
+	memcpy(&at, (const char *)&s->opt + r->off, sizeof at);
+	n = at != NULL ? strlen(at) + 1 : 1;
+	if (*len < n)
+		return -EINVAL;
+	memcpy(v, at != NULL ? at : "", n);
+	*len = n;
+	return 0;
+}
+
 /* ---- the table -------------------------------------------------------------- */
 
 #define OFF(field) offsetof(struct zr__options, field)
@@ -219,6 +264,14 @@ opt_get_last_endpoint(struct zr_socket *s, const struct opt_row *r, void *v, siz
 		.get = (handler)                                                              \
 	}
 
+/* A TLS text kept in field (char *), its length in field_len. */
+#define ROW_TLS_TEXT(opt, field, acc)                                                        \
+	{                                                                                    \
+		.option = (opt), .kind = OPT_BYTES, .access = (acc), .types = OPT_ALL_TYPES, \
+		.off = OFF(field), .aux_off = OFF(field##_len), .max = (int64_t)1 << 20,     \
+		.set = opt_set_tls_text, .get = opt_get_tls_text                             \
+	}
+
 static const struct opt_row opt_table[] = {
 	ROW_BYTES(ZR_ROUTING_ID, routing_id, 1, OPT_RW, opt_set_routing_id),
 	/* Pattern-specific: the socket queues them for its io thread. */
@@ -273,6 +326,14 @@ static const struct opt_row opt_table[] = {
          .min = 0,
          .max = ZR__BUSY_POLL_MAX,
          .set = opt_set_busy_poll},
+	/* tls:// (read at the first tls:// bind or connect) */
+	ROW_TLS_TEXT(ZR_TLS_CERT, tls_cert, OPT_RW),
+	ROW_TLS_TEXT(ZR_TLS_KEY, tls_key, OPT_SET), /* a secret: not read back */
+	ROW_TLS_TEXT(ZR_TLS_CA, tls_ca, OPT_RW),
+	ROW_INT(ZR_TLS_VERIFY, tls_verify, 0, 1, OPT_RW),
+	ROW_TLS_TEXT(ZR_TLS_SERVER_NAME, tls_server_name, OPT_RW),
+	/* 12..13 is the set: ZR_TLS_V12, ZR_TLS_V13. */
+	ROW_INT(ZR_TLS_VERSION_MIN, tls_version_min, ZR_TLS_V12, ZR_TLS_V13, OPT_RW),
 };
 
 /* ---- walking it ----------------------------------------------------------------- */

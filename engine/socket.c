@@ -53,6 +53,7 @@ struct zr__listener {
 	struct zr_socket *sock;
 	int fd;
 	int transport;
+	bool tls; /* tls://: its connections start a TLS session */
 	bool closing;
 	char endpoint[ZR__ENDPOINT_TEXT_MAX];
 };
@@ -253,6 +254,7 @@ zr_socket_open(zr_ctx *ctx, int type, zr_socket **out)
 		.conns_max = ZR_CONNS_MAX_DEFAULT,
 		.subs_max = SOCK_SUBS_MAX_DEFAULT, .subs_maxbytes = SOCK_SUBS_MAXBYTES_DEFAULT,
 		.maxframes = (int)ZR_ZMTP_DEFAULT_MAX_MSG_FRAMES,
+		.tls_verify = 1, .tls_version_min = ZR_TLS_V13,
 	};
 	s->efd_rx = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->efd_tx = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -414,6 +416,8 @@ zr_bind(zr_socket *s, const char *endpoint)
 	rc = sock_mechanism_check(&s->opt);
 	if (rc < 0)
 		return rc;
+	if (ep.tls && (rc = zr__sock_tls_ctx(s, true)) < 0)
+		return rc;
 	rc = sock_queues(s);
 	if (rc < 0)
 		return rc;
@@ -427,7 +431,7 @@ zr_bind(zr_socket *s, const char *endpoint)
 	}
 	atomic_fetch_add(&s->listen_fds, 1);
 	zr__socket_tune(fd, ep.transport, s->opt.sndbuf, s->opt.rcvbuf);
-	zr__endpoint_local(fd, ep.transport, s->last_endpoint, sizeof s->last_endpoint);
+	zr__endpoint_bound(fd, &ep, s->last_endpoint, sizeof s->last_endpoint);
 	sock_eplist_add(&s->bound, endpoint, s->last_endpoint);
 	cmd->fd = fd;
 	cmd->ep = ep;
@@ -447,6 +451,8 @@ zr_connect(zr_socket *s, const char *endpoint)
 		return rc;
 	rc = sock_mechanism_check(&s->opt);
 	if (rc < 0)
+		return rc;
+	if (ep.tls && (rc = zr__sock_tls_ctx(s, false)) < 0)
 		return rc;
 	rc = sock_queues(s);
 	if (rc < 0)
@@ -1226,6 +1232,7 @@ sock_accept_done(struct zr__op *op, int res, uint32_t flags)
 			c->accepted = true;
 			s->naccepted++;
 			c->ep.transport = l->transport;
+			c->ep.tls = l->tls;
 			memcpy(c->endpoint, l->endpoint, sizeof c->endpoint);
 			zr__sock_event(s, ZR_EVENT_ACCEPTED, res, l->endpoint);
 			zr__conn_start_accepted(c, res);
@@ -1273,7 +1280,8 @@ sock_listen(struct zr_socket *s, struct zr__cmd *cmd)
 	l->sock = s;
 	l->fd = cmd->fd;
 	l->transport = cmd->ep.transport;
-	zr__endpoint_local(l->fd, l->transport, l->endpoint, sizeof l->endpoint);
+	l->tls = cmd->ep.tls;
+	zr__endpoint_bound(l->fd, &cmd->ep, l->endpoint, sizeof l->endpoint);
 	if (zr__op_accept(sock_loop(s), &l->op, l->fd) < 0)
 		l->closing = true;
 	else
@@ -1480,6 +1488,7 @@ zr__sock_io_free(struct zr_socket *s)
 	sock_eplist_free(&s->connected);
 	close(s->efd_rx);
 	close(s->efd_tx);
+	zr__sock_tls_free(s); /* after the connections, whose sessions use the contexts */
 	sodium_memzero(&s->opt, sizeof s->opt); /* PLAIN password, CURVE secret key */
 	free(s);
 }

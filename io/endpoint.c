@@ -109,6 +109,30 @@ endpoint_parse_tcp(const char *rest, bool for_bind, bool ipv6, struct zr__endpoi
 	return 0;
 }
 
+/* tcp:// with TLS first; the host as written is kept for the certificate
+ * check (brackets dropped). */
+static int
+endpoint_parse_tls(const char *rest, bool for_bind, bool ipv6, struct zr__endpoint *ep)
+{
+	const char *colon = strrchr(rest, ':');
+	size_t hlen;
+	int rc = endpoint_parse_tcp(rest, for_bind, ipv6, ep);
+
+	if (rc < 0)
+		return rc;
+	ep->tls = true;
+	hlen = (size_t)(colon - rest);
+	if (rest[0] == '[') {
+		rest++;
+		hlen -= 2;
+	}
+	if (hlen >= sizeof ep->host)
+		return -EINVAL;
+	memcpy(ep->host, rest, hlen);
+	ep->host[hlen] = '\0';
+	return 0;
+}
+
 static int
 endpoint_parse_ipc(const char *rest, struct zr__endpoint *ep)
 {
@@ -143,6 +167,8 @@ zr__endpoint_parse(const char *text, bool for_bind, bool ipv6, struct zr__endpoi
 		return endpoint_parse_tcp(text + 6, for_bind, ipv6, ep);
 	if (strncmp(text, "ipc://", 6) == 0)
 		return endpoint_parse_ipc(text + 6, ep);
+	if (strncmp(text, "tls://", 6) == 0)
+		return endpoint_parse_tls(text + 6, for_bind, ipv6, ep);
 	if (strstr(text, "://") == NULL)
 		return -EINVAL;
 	return -EPROTONOSUPPORT;
@@ -188,8 +214,9 @@ zr__endpoint_listen(const struct zr__endpoint *ep, int backlog)
 
 static int
 endpoint_format_addr(int transport, const struct sockaddr_storage *ss, socklen_t len, char *buf,
-                     size_t cap)
+                     size_t cap, bool tls)
 {
+	const char *scheme = tls ? "tls" : "tcp";
 	char host[INET6_ADDRSTRLEN];
 	int n;
 
@@ -209,14 +236,14 @@ endpoint_format_addr(int transport, const struct sockaddr_storage *ss, socklen_t
 		memcpy(&a, ss, sizeof a);
 		if (inet_ntop(AF_INET6, &a.sin6_addr, host, sizeof host) == NULL)
 			return -errno;
-		n = snprintf(buf, cap, "tcp://[%s]:%u", host, ntohs(a.sin6_port));
+		n = snprintf(buf, cap, "%s://[%s]:%u", scheme, host, ntohs(a.sin6_port));
 	} else {
 		struct sockaddr_in a;
 
 		memcpy(&a, ss, sizeof a);
 		if (inet_ntop(AF_INET, &a.sin_addr, host, sizeof host) == NULL)
 			return -errno;
-		n = snprintf(buf, cap, "tcp://%s:%u", host, ntohs(a.sin_port));
+		n = snprintf(buf, cap, "%s://%s:%u", scheme, host, ntohs(a.sin_port));
 	}
 	if (n < 0 || (size_t)n >= cap)
 		return -ENOBUFS;
@@ -226,7 +253,7 @@ endpoint_format_addr(int transport, const struct sockaddr_storage *ss, socklen_t
 int
 zr__endpoint_format(const struct zr__endpoint *ep, char *buf, size_t cap)
 {
-	return endpoint_format_addr(ep->transport, &ep->addr, ep->addrlen, buf, cap);
+	return endpoint_format_addr(ep->transport, &ep->addr, ep->addrlen, buf, cap, ep->tls);
 }
 
 int
@@ -237,7 +264,18 @@ zr__endpoint_local(int fd, int transport, char *buf, size_t cap)
 
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
 		return -errno;
-	return endpoint_format_addr(transport, &ss, len, buf, cap);
+	return endpoint_format_addr(transport, &ss, len, buf, cap, false);
+}
+
+int
+zr__endpoint_bound(int fd, const struct zr__endpoint *ep, char *buf, size_t cap)
+{
+	struct sockaddr_storage ss = {0};
+	socklen_t len = sizeof ss;
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return -errno;
+	return endpoint_format_addr(ep->transport, &ss, len, buf, cap, ep->tls);
 }
 
 int
@@ -248,7 +286,7 @@ zr__endpoint_peer(int fd, int transport, char *buf, size_t cap)
 
 	if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0)
 		return -errno;
-	return endpoint_format_addr(transport, &ss, len, buf, cap);
+	return endpoint_format_addr(transport, &ss, len, buf, cap, false);
 }
 
 int

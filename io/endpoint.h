@@ -21,10 +21,14 @@ struct zr__endpoint {
 	int transport; /* enum zr__transport */
 	socklen_t addrlen;
 	struct sockaddr_storage addr;
+	/* tls://: a tcp endpoint whose connections run TLS first (engine/tls.h);
+	 * host is the name as written, what the server's certificate must carry. */
+	bool tls;
+	char host[256];
 };
 
 /*
- * Parses text. for_bind allows "*" as the host (any address) and "*" or 0 as
+ * Parses text ("tcp://", "tls://" with the same address forms, "ipc://"). for_bind allows "*" as the host (any address) and "*" or 0 as
  * the port (the kernel picks one: read it back with zr__endpoint_local).
  * ipv6 makes "*" the dual-stack "::" and lets host names resolve to IPv6
  * too (libzmq's ZMQ_IPV6); a bracketed "[::1]" is IPv6 either way. Host
@@ -50,6 +54,8 @@ int zr__endpoint_format(const struct zr__endpoint *ep, char *buf, size_t cap);
 
 /* The address a socket is bound to, as text (see zr__endpoint_format). */
 int zr__endpoint_local(int fd, int transport, char *buf, size_t cap);
+/* The same for a listener of ep: "tls://..." for a tls endpoint. */
+int zr__endpoint_bound(int fd, const struct zr__endpoint *ep, char *buf, size_t cap);
 
 /* The address of a connected socket's peer, as text (an ipc peer usually
  * has no name: "ipc://"). */

@@ -11,6 +11,9 @@ packages=(
 	# tests: the openssl command makes the TLS tests' certificates and is their
 	# reference peer (s_client, s_server)
 	openssl
+	# tests: stunnel, the way libzmq users put TLS in front of a socket today
+	# (a pyzmq peer through it into a zring tls:// endpoint)
+	stunnel4
 	# tests: Criterion, libzmq and pyzmq as the real peers, valgrind
 	libcriterion-dev libzmq3-dev python3-zmq valgrind
 	# pyzmq's own test suite on the libzmq.so.5 drop-in (tests/compat/pyzmq_suite.sh)

@@ -50,7 +50,8 @@ static const char cat_usage_head[] =
 	"\n"
 	"  TYPE            PAIR PUB SUB REQ REP DEALER ROUTER PULL PUSH XPUB XSUB\n"
 	"                  (any case)\n"
-	"  ENDPOINT        tcp://HOST:PORT, tcp://*:PORT, ipc://PATH, ipc://@NAME;\n"
+	"  ENDPOINT        tcp://HOST:PORT, tcp://*:PORT, ipc://PATH, ipc://@NAME,\n"
+	"                  tls://HOST:PORT (tcp:// with TLS, see security);\n"
 	"                  binding to port * (or 0) prints the port chosen on stderr\n"
 	"\n"
 	"options:\n";
@@ -109,7 +110,10 @@ static const struct zl_opt cat_opts[] = {
          "PLAIN_PASSWORD CURVE_SERVER CURVE_PUBLICKEY\n"
          "CURVE_SECRETKEY CURVE_SERVERKEY; zring's own:\n"
          "MAXFRAMES (frames in one received message, default\n"
-         "65536, -1 no limit; one more closes that connection)"},
+         "65536, -1 no limit; one more closes that connection);\n"
+         "tls:// endpoints: TLS_CERT TLS_KEY TLS_CA (PEM files)\n"
+         "TLS_VERIFY (0: a client accepts any certificate)\n"
+         "TLS_SERVER_NAME TLS_VERSION_MIN (1.3, or 1.2)"},
 	{CAT_ARG_TIMEOUT, "timeout", 0, "MS",
          "give up (exit 3) when a send or a receive waits longer\n"
          "than MS ms; also caps LINGER at MS"},
@@ -137,6 +141,11 @@ static const char cat_usage_tail[] =
 	"                  -o CURVE_SECRETKEY=KEY\n"
 	"  PLAIN server    -o PLAIN_SERVER=1\n"
 	"  PLAIN client    -o PLAIN_USERNAME=USER -o PLAIN_PASSWORD=PASS\n"
+	"  TLS server      -b ... tls://*:PORT -o TLS_CERT=srv.pem -o TLS_KEY=srv.key\n"
+	"                  (-o TLS_CA=ca.pem: require client certificates; their\n"
+	"                  subject is the User-Id)\n"
+	"  TLS client      -c ... tls://HOST:PORT -o TLS_CA=ca.pem\n"
+	"                  [-o TLS_CERT=cli.pem -o TLS_KEY=cli.key]\n"
 	"  Keys are 40 Z85 characters, as `zring keygen` prints them. Without\n"
 	"  --allow-* a server admits every client that completes the handshake (a\n"
 	"  CURVE server: any key), as libzmq does without a ZAP handler; with them,\n"

@@ -46,6 +46,12 @@ static const struct zl_optdef zl_optdefs[] = {
 	{"MAXFRAMES", ZR_MAXFRAMES, ZL_OPT_INT},
 	{"CONNS_MAX", ZR_CONNS_MAX, ZL_OPT_INT},
 	{"BUSY_POLL", ZR_BUSY_POLL, ZL_OPT_INT},
+	{"TLS_CERT", ZR_TLS_CERT, ZL_OPT_BYTES},
+	{"TLS_KEY", ZR_TLS_KEY, ZL_OPT_BYTES},
+	{"TLS_CA", ZR_TLS_CA, ZL_OPT_BYTES},
+	{"TLS_VERIFY", ZR_TLS_VERIFY, ZL_OPT_INT},
+	{"TLS_SERVER_NAME", ZR_TLS_SERVER_NAME, ZL_OPT_BYTES},
+	{"TLS_VERSION_MIN", ZR_TLS_VERSION_MIN, ZL_OPT_TLSVER},
 };
 
 /* see zl_sockopt.h */
@@ -115,6 +121,19 @@ zl_sockopt_parse(const char *arg, struct zl_sockopt *o, char *err, size_t cap)
 	o->value = eq + 1;
 	if (o->def->kind == ZL_OPT_KEY)
 		return zl_sockopt_key(o->def->name, o->value, o->key, err, cap);
+	if (o->def->kind == ZL_OPT_TLSVER) {
+		if (strcmp(o->value, "1.2") == 0) {
+			o->inumber = ZR_TLS_V12;
+		} else if (strcmp(o->value, "1.3") == 0) {
+			o->inumber = ZR_TLS_V13;
+		} else {
+			snprintf(err, cap, "socket option %s wants 1.2 or 1.3, not '%s'", o->def->name,
+			         o->value);
+			return -EINVAL;
+		}
+		o->number = o->inumber;
+		return 0;
+	}
 	if (o->def->kind != ZL_OPT_BYTES) {
 		long long v;
 		bool ok = o->def->kind == ZL_OPT_INT
@@ -138,6 +157,7 @@ zl_sockopt_value(const struct zl_sockopt *o, const void **value, size_t *len)
 {
 	switch (o->def->kind) {
 	case ZL_OPT_INT:
+	case ZL_OPT_TLSVER:
 		*value = &o->inumber;
 		*len = sizeof o->inumber;
 		break;

@@ -19,6 +19,7 @@ enum zl_optkind {
 	ZL_OPT_INT64, /* int64_t */
 	ZL_OPT_BYTES, /* the value's bytes */
 	ZL_OPT_KEY,   /* a CURVE key in Z85, passed on as its 32 octets */
+	ZL_OPT_TLSVER, /* "1.2" or "1.3", passed on as ZR_TLS_V12 / ZR_TLS_V13 (an int) */
 };
 
 struct zl_optdef {
@@ -33,7 +34,7 @@ struct zl_sockopt {
 	const char *arg; /* the whole NAME=VALUE, for messages (argv) */
 	const char *value;
 	int64_t number;                /* ZL_OPT_INT, ZL_OPT_INT64 */
-	int inumber;                   /* ZL_OPT_INT: what zr_setsockopt takes */
+	int inumber;                   /* ZL_OPT_INT, ZL_OPT_TLSVER: what zr_setsockopt takes */
 	uint8_t key[ZR_CURVE_KEY_LEN]; /* ZL_OPT_KEY; zl_sockopt_wipe clears it */
 };
 

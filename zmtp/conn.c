@@ -526,6 +526,7 @@ conn_auth(struct zr_zmtp *z, struct zr_zmtp_auth_req *req)
 	char code[4];
 
 	req->peer_address = z->cfg.peer_address;
+	req->tls_subject = z->cfg.tls_subject;
 	req->user_id[0] = '\0';
 	req->text[0] = '\0';
 	status = z->cfg.auth ? z->cfg.auth(z->cfg.auth_arg, req) : 200;

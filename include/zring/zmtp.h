@@ -344,6 +344,9 @@ ZR_API int zr_zmtp_sub_prefix(uint8_t out[ZR_ZMTP_SUB_PREFIX_MAX], uint8_t peer_
 struct zr_zmtp_auth_req {
 	int mechanism;            /* ZR_MECH_PLAIN or ZR_MECH_CURVE */
 	const char *peer_address; /* zr_zmtp_config.peer_address (may be NULL) */
+	/* zr_zmtp_config.tls_subject: on a tls:// connection with a client
+	 * certificate, its subject ("CN=client,O=example"); else NULL or "". */
+	const char *tls_subject;
 	/* PLAIN: the HELLO credentials */
 	const uint8_t *username;
 	size_t username_len;
@@ -417,6 +420,10 @@ struct zr_zmtp_config {
 	void *auth_arg;
 	/* Passed to auth as peer_address ("tcp://127.0.0.1:5555"). Borrowed. */
 	const char *peer_address;
+	/* Passed to auth as tls_subject; read when auth runs, so the caller
+	 * may fill the string after zr_zmtp_init (once its TLS handshake is
+	 * done). Borrowed; NULL: none. */
+	const char *tls_subject;
 
 	uint64_t max_msg_size;      /* MAXMSGSIZE: default 64 MiB */
 	/* Frames in one message (MAXFRAMES): default 65536; 0 means the default,

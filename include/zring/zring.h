@@ -54,7 +54,8 @@ ZR_API void zr_msg_free(zr_msg *msg);
 /*
  * A property of the connection a received message came in on, as libzmq's
  * zmq_msg_gets: "User-Id" (what the socket's authenticator gave the client,
- * see zr_socket_set_auth), "Peer-Address" ("tcp://127.0.0.1:40000"), and the
+ * see zr_socket_set_auth; else, on tls:// with a client certificate, its
+ * subject, see ZR_TLS_CA), "Peer-Address" ("tcp://127.0.0.1:40000"), and the
  * peer's handshake metadata: "Socket-Type", "Identity", application
  * properties ("X-..."). Names match case-insensitively. Returns the value as
  * a NUL-terminated string (valid while the message lives; a value holding a
@@ -243,6 +244,13 @@ enum zr_option {
 	ZR_SUBS_MAXBYTES = 1006, /* int64, bytes: what they may cost: 16 MiB (-1: no limit) */
 	ZR_CONNS_MAX = 1007,  /* int, connections: ZR_CONNS_MAX_DEFAULT; -1 = no limit */
 	ZR_BUSY_POLL = 1008,  /* int, microseconds of busy-polling before a wait sleeps: 0 (off) */
+	/* tls:// endpoints (see below) */
+	ZR_TLS_CERT = 1010,   /* string: our certificate chain, a PEM path or PEM text */
+	ZR_TLS_KEY = 1011,    /* string: its private key, likewise (set only) */
+	ZR_TLS_CA = 1012,     /* string: trust anchors, a PEM file, hashed directory or PEM text */
+	ZR_TLS_VERIFY = 1013, /* int 0/1: clients verify the server: 1 */
+	ZR_TLS_SERVER_NAME = 1014, /* string: the name the server's certificate must carry */
+	ZR_TLS_VERSION_MIN = 1015, /* int: ZR_TLS_V13 (default) or ZR_TLS_V12 */
 };
 
 /*
@@ -269,6 +277,42 @@ enum zr_option {
  * any socket of the context that has bound or connected, and lowers it
  * only when such a socket closes.
  */
+
+/*
+ * tls://host:port is tcp:// (the same address forms, "*" host and port when
+ * binding, LAST_ENDPOINT reads back "tls://addr:port") with a TLS session
+ * (OpenSSL 3; TLS 1.3, or 1.2 with ZR_TLS_VERSION_MIN = ZR_TLS_V12) on
+ * every connection, and the ZMTP connection, its mechanism included (NULL,
+ * PLAIN, CURVE), inside it, unchanged. Every socket type takes it.
+ *
+ * Options, read when zr_bind / zr_connect first meets a tls:// endpoint,
+ * which builds the socket's TLS context (one for its bound endpoints, one
+ * for its connections) then and keeps it: set them before. A bad file or
+ * PEM item fails that call (-ENOENT, -EACCES, -EBADMSG: the key does not
+ * match the certificate or a PEM item does not parse; -EINVAL: a bound
+ * tls:// endpoint without ZR_TLS_CERT and ZR_TLS_KEY).
+ * - ZR_TLS_CERT, ZR_TLS_KEY: a value starting "-----BEGIN" is the PEM text
+ *   itself, anything else a path (up to 1 MiB). The chain follows the leaf.
+ *   Required for a server; a client offers its own when the server asks.
+ * - ZR_TLS_CA: trust anchors (file, OpenSSL hashed directory, or PEM text).
+ *   A client without it trusts the system store. A server with it requires
+ *   a client certificate that chains to it (mutual TLS): the certificate's
+ *   subject (RFC 2253, "CN=client,O=example") becomes the User-Id property
+ *   of every message received on that connection (zr_msg_gets), unless a
+ *   PLAIN/CURVE authenticator named another.
+ * - ZR_TLS_VERIFY: 0 makes a client accept any server certificate (testing
+ *   only). Servers verify when they have a CA.
+ * - ZR_TLS_SERVER_NAME: default, the host of the tls:// endpoint as
+ *   written. An IPv4/IPv6 literal is checked against the certificate's IP
+ *   subjectAltNames, a name against its DNS ones (and sent as SNI).
+ * A failed TLS handshake (unknown CA, name mismatch, expired certificate,
+ * no client certificate, a plain ZMTP peer on a tls:// endpoint, or a TLS
+ * peer on a tcp:// one) is a ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL event whose
+ * reason says which, in OpenSSL's words ("name mismatch: hostname mismatch
+ * ..."), and the connection closes; a connecter does not retry it.
+ */
+#define ZR_TLS_V12 12
+#define ZR_TLS_V13 13
 
 /*
  * ZR_MAXFRAMES bounds the frames of one received message, as MAXMSGSIZE
@@ -372,7 +416,8 @@ ZR_API int zr_getsockopt(zr_socket *s, int option, void *value, size_t *len);
  * The socket's authenticator (PLAIN and CURVE servers): asked about every
  * client that completed the mechanism's checks, before the client is READY,
  * with the mechanism, the peer's address and the PLAIN credentials or the
- * CURVE client's public key (see struct zr_zmtp_auth_req in zmtp.h). It
+ * CURVE client's public key, and on tls:// the client certificate's subject
+ * (see struct zr_zmtp_auth_req in zmtp.h). It
  * returns 200 to accept (optionally filling req->user_id, which the client's
  * messages then carry as "User-Id", see zr_msg_gets) or 300 / 400 / 500 to
  * refuse (optionally filling req->text). A refused client gets ERROR with
