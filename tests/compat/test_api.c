@@ -612,6 +612,7 @@ Test(compat, z85_curve_has_version)
 	cr_assert_eq(zmq_has("curve"), 1);
 	cr_assert_eq(zmq_has("ipc"), 1);
 	cr_assert_eq(zmq_has("pgm"), 0);
+	cr_assert_eq(zmq_has("zring"), 1); /* the drop-in's marker (zring doctor) */
 	zmq_version(&major, &minor, &patch);
 	cr_assert_eq(major, 4);
 	cr_assert_eq(minor, 3);
