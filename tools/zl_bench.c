@@ -208,6 +208,8 @@ static const struct bench_scenario scenarios[] = {
 	/* A PULL that never reads; the PUSH sends until a send waits 0.5 s. */
 	{"zmq.h API stalled PULL 64 B", KIND_STALL, "pushpull", false, 64, 2000000, 2000000, 0, 1,
          0, .api = API_ZMQH},
+	{"zmq.h API stalled PULL 65536 B", KIND_STALL, "pushpull", false, 65536, 20000, 20000, 0, 1,
+         0, .api = API_ZMQH},
 	{"zmq.h API via pyzmq PUSH/PULL 64 B", KIND_THR, "pushpull", false, 64, 1000000, 300000, 0,
          1, 0, .api = API_PYZMQ},
 };
