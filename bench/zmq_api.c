@@ -173,8 +173,8 @@ sock_open(void *ctx, int type, int linger)
 {
 	void *s = zmq_socket(ctx, type);
 
-	if (s && (set_int(s, ZMQ_SNDHWM, BENCH_HWM) != 0 || set_int(s, ZMQ_RCVHWM, BENCH_HWM) != 0 ||
-	          set_int(s, ZMQ_LINGER, linger) != 0 ||
+	if (s && (set_int(s, ZMQ_SNDHWM, BENCH_HWM) != 0 ||
+	          set_int(s, ZMQ_RCVHWM, BENCH_HWM) != 0 || set_int(s, ZMQ_LINGER, linger) != 0 ||
 	          set_int(s, ZMQ_RCVTIMEO, BENCH_WAIT_S * 1000) != 0)) {
 		zmq_close(s);
 		return NULL;
@@ -219,7 +219,8 @@ thr_recv(const struct args *a)
 			return 1;
 		}
 		if (zmq_msg_size(&msg) != a->size) {
-			fprintf(stderr, "FAIL zmq.h thr-recv: message %lu has %zu bytes, want %zu\n", i,
+			fprintf(stderr,
+			        "FAIL zmq.h thr-recv: message %lu has %zu bytes, want %zu\n", i,
 			        zmq_msg_size(&msg), a->size);
 			return 1;
 		}
@@ -295,8 +296,8 @@ lat_rep(const struct args *a)
 			return 1;
 		}
 		if (zmq_msg_size(&msg) != a->size) {
-			fprintf(stderr, "FAIL zmq.h lat-rep: request %lu has %zu bytes, want %zu\n", i,
-			        zmq_msg_size(&msg), a->size);
+			fprintf(stderr, "FAIL zmq.h lat-rep: request %lu has %zu bytes, want %zu\n",
+			        i, zmq_msg_size(&msg), a->size);
 			return 1;
 		}
 		if (zmq_msg_send(&msg, s, 0) < 0)
@@ -483,8 +484,8 @@ static const struct {
 	const char *mode;
 	int (*run)(const struct args *a);
 } modes[] = {
-	{"thr-recv", thr_recv},     {"thr-send", thr_send},     {"lat-rep", lat_rep},
-	{"lat", lat_req},           {"stall-recv", stall_recv}, {"stall-send", stall_send},
+	{"thr-recv", thr_recv}, {"thr-send", thr_send},     {"lat-rep", lat_rep},
+	{"lat", lat_req},       {"stall-recv", stall_recv}, {"stall-send", stall_send},
 };
 
 int

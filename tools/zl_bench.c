@@ -370,8 +370,8 @@ ipc_endpoint(char *buf, size_t cap)
  * and for pyzmq with Python in front of the script (argv[0]).
  */
 static int
-bench_spawn(struct zl_proc *p, const struct bench_opts *o, const struct bench_scenario *sc,
-            int lib, char *const argv[])
+bench_spawn(struct zl_proc *p, const struct bench_opts *o, const struct bench_scenario *sc, int lib,
+            char *const argv[])
 {
 	char *full[16];
 	char env_lib[PATH_MAX + 32];
@@ -427,7 +427,8 @@ api_check(const struct bench_opts *o, int lib, const char *who, const char *line
 	                        : marker == 0 && !in_dropin && path[0] == '/';
 	if (!ok) {
 		fprintf(stderr,
-		        "zring bench: REFUSED: %s was to run on %s but ran on %s (zmq_has(\"zring\") "
+		        "zring bench: REFUSED: %s was to run on %s but ran on %s "
+		        "(zmq_has(\"zring\") "
 		        "%.0f)\n",
 		        who, lib == LIB_ZR ? "the drop-in" : "the system's libzmq", path, marker);
 		return -1;
@@ -470,7 +471,9 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 		return -1;
 	snprintf(count_s, sizeof count_s, "%lu", count);
 	snprintf(size_s, sizeof size_s, "%lu", sc->size);
-	const char *who_lib = sc->api == API_NATIVE ? "" : lib == LIB_ZR ? " (drop-in)" : " (libzmq)";
+	const char *who_lib = sc->api == API_NATIVE ? ""
+	                      : lib == LIB_ZR       ? " (drop-in)"
+	                                            : " (libzmq)";
 	snprintf(rx_who, sizeof rx_who, "%s%s %s %s", prog, who_lib, rx_mode, sc->name);
 	snprintf(tx_who, sizeof tx_who, "%s%s %s %s", prog, who_lib, tx_mode, sc->name);
 	/* The binding side starts first and announces its endpoint. */
@@ -579,8 +582,8 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 		bad = 1;
 	if (bad)
 		return -1;
-	if (sc->api != API_NATIVE &&
-	    (api_check(o, lib, rx_who, rx_line, id) < 0 || api_check(o, lib, tx_who, tx_line, id) < 0))
+	if (sc->api != API_NATIVE && (api_check(o, lib, rx_who, rx_line, id) < 0 ||
+	                              api_check(o, lib, tx_who, tx_line, id) < 0))
 		return -1;
 
 	/* Fan-out receivers look at every socket after a second without a
@@ -965,7 +968,8 @@ sum_row(FILE *sum, const char *scenario, const char *metric, const char *better,
 int
 zl_bench_main(int argc, char **argv)
 {
-	struct bench_opts o = {.out_dir = ".", .pairs = BENCH_PAIRS_FULL, .python = "/usr/bin/python3"};
+	struct bench_opts o = {
+		.out_dir = ".", .pairs = BENCH_PAIRS_FULL, .python = "/usr/bin/python3"};
 	char bin_dir[PATH_MAX];
 
 	int status = bench_parse(&o, argc, argv);
@@ -1221,7 +1225,8 @@ zl_bench_main(int argc, char **argv)
 			printf("  %s\n", notes[k]);
 	}
 	if (api_ratios[0])
-		printf("drop-in/libzmq zmq.h API PUSH/PULL 64 B throughput ratio: %s\n", api_ratios);
+		printf("drop-in/libzmq zmq.h API PUSH/PULL 64 B throughput ratio: %s\n",
+		       api_ratios);
 	if (have_headline)
 		printf("zring/libzmq %s throughput ratio: %.2f\n", BENCH_HEADLINE, headline);
 	else

@@ -41,8 +41,8 @@ static const char doctor_script[] =
 static const char doctor_usage_text[] =
 	"usage: zring doctor [--python PATH | --pid PID] [--expect zring|libzmq]\n"
 	"\n"
-	"Says which libzmq a Python with pyzmq loads (it starts PATH, default\n"
-	DOCTOR_PYTHON ", with this environment and `import zmq`), or which one\n"
+	"Says which libzmq a Python with pyzmq loads (it starts PATH, default\n" DOCTOR_PYTHON
+	", with this environment and `import zmq`), or which one\n"
 	"the running process PID has loaded, read from /proc/PID/maps, and\n"
 	"whether that is zring's libzmq.so.5 drop-in (its zmq_has(\"zring\") is 1;\n"
 	"zmq_version says 4.3.x on both). For example:\n"
@@ -87,8 +87,7 @@ doctor_usage(FILE *f)
 	zl_args_help(f, ZL_OPTS(doctor_opts));
 }
 
-static int
-doctor_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int doctor_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static int
 doctor_error(const char *fmt, ...)
@@ -212,7 +211,8 @@ doctor_pid(pid_t pid, const char *expect)
 			                      libs[k].path);
 			continue;
 		}
-		if (ask_library(libs[k].path, version, sizeof version, &zring, err, sizeof err) < 0) {
+		if (ask_library(libs[k].path, version, sizeof version, &zring, err, sizeof err) <
+		    0) {
 			printf("libzmq: %s\n", libs[k].path);
 			status = doctor_error("cannot ask %s: %s", libs[k].path, err);
 			continue;
@@ -286,14 +286,17 @@ zl_doctor_main(int argc, char **argv)
 			break;
 		case DOCTOR_ARG_PID:
 			if (!zl_parse_int(v, 1, INT_MAX, &pid)) {
-				fprintf(stderr, "zring doctor: --pid wants a process id, not '%s'\n\n", v);
+				fprintf(stderr,
+				        "zring doctor: --pid wants a process id, not '%s'\n\n", v);
 				doctor_usage(stderr);
 				return 2;
 			}
 			break;
 		case DOCTOR_ARG_EXPECT:
 			if (strcmp(v, "zring") != 0 && strcmp(v, "libzmq") != 0) {
-				fprintf(stderr, "zring doctor: --expect wants zring or libzmq, not '%s'\n\n",
+				fprintf(stderr,
+				        "zring doctor: --expect wants zring or libzmq, not "
+				        "'%s'\n\n",
 				        v);
 				doctor_usage(stderr);
 				return 2;

@@ -18,10 +18,10 @@
 #include <sys/stat.h>
 
 #define DROPIN_DIR ZR_BINARY_DIR "/compat"
-#define PY_SCRIPT                                                                            \
-	"import sys, zmq\n"                                                                  \
-	"zmq.zmq_version()\n"                                                                \
-	"print('up', flush=True)\n"                                                          \
+#define PY_SCRIPT                   \
+	"import sys, zmq\n"         \
+	"zmq.zmq_version()\n"       \
+	"print('up', flush=True)\n" \
 	"sys.stdin.readline()\n"
 
 static struct tool t;
@@ -46,8 +46,7 @@ setup(void)
 	snprintf(python, sizeof python, "%s/python", wrap_dir);
 	FILE *f = fopen(python, "w");
 	cr_assert_not_null(f);
-	fprintf(f,
-	        "#!/bin/sh\nLD_PRELOAD=%s ASAN_OPTIONS=detect_leaks=0 exec %s \"$@\"\n",
+	fprintf(f, "#!/bin/sh\nLD_PRELOAD=%s ASAN_OPTIONS=detect_leaks=0 exec %s \"$@\"\n",
 	        ZR_ASAN_RUNTIME, ZR_PYTHON);
 	cr_assert_eq(fclose(f), 0);
 	cr_assert_eq(chmod(python, 0755), 0);
@@ -119,8 +118,8 @@ Test(doctor, python_on_either_library)
 		tool_begin(&t, "doctor", "--python", python, NULL);
 		cr_assert_eq(tool_wait(&t, WAIT_MS), 0, "stderr: %s", t.err);
 		char buf[PATH_MAX + 64];
-		cr_assert(strstr(field(t.out, "process", buf, sizeof buf), "(pyzmq ") != NULL,
-		          "%s", t.out);
+		cr_assert(strstr(field(t.out, "process", buf, sizeof buf), "(pyzmq ") != NULL, "%s",
+		          t.out);
 		assert_verdict(on);
 
 		/* --expect: the exit status says whether it took effect. */
