@@ -1260,7 +1260,10 @@ zc_wait_frame(struct zc_socket *s, int flags)
 		return EFSM;
 	if (s->type == ZMQ_REP && s->rep_replying)
 		return EFSM;
-	deadline = (flags & ZMQ_DONTWAIT) ? 0 : zc_deadline(s->rcvtimeo);
+	/* The deadline is read only once a message is not there at once: a
+	 * receive that finds one reads no clock (as libzmq's). */
+	bool timed = false;
+	deadline = 0;
 	for (;;) {
 		struct pollfd p[2];
 		int rc;
@@ -1272,6 +1275,10 @@ zc_wait_frame(struct zc_socket *s, int flags)
 			return 0;
 		if (rc != -EAGAIN)
 			return -zr_errno(rc);
+		if (!timed) {
+			deadline = (flags & ZMQ_DONTWAIT) ? 0 : zc_deadline(s->rcvtimeo);
+			timed = true;
+		}
 		if (deadline == 0 || zc_left_ms(deadline) == 0)
 			return EAGAIN;
 		p[0] = (struct pollfd){.fd = zr_socket_fd(s->zr), .events = POLLIN};
@@ -1315,10 +1322,15 @@ zmq_msg_recv(zmq_msg_t *msg, void *sock, int flags)
 		return zc_fail(ENOTSOCK);
 	if (!zc_msg_valid(m))
 		return zc_fail(EFAULT);
+	/* The old content goes first, as in libzmq (which leaves an empty
+	 * message on failure too): the caller's last frame then no longer holds
+	 * the received message, and zc_fetch reuses its holder instead of a
+	 * malloc and free per message. */
+	zmq_msg_close(msg);
+	zc_msg_set_empty(m);
 	err = zc_wait_frame(s, flags);
 	if (err != 0)
 		return zc_fail(err);
-	zmq_msg_close(msg);
 	zc_take_frame(s, m);
 	return m->size > INT_MAX ? INT_MAX : (int)m->size;
 }

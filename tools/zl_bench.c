@@ -82,6 +82,16 @@ static const char *const kind_modes[][2] = {
 	[KIND_IDLE] = {"idle-recv", "idle-send"},
 };
 
+/* Which programs run a scenario. */
+enum bench_api {
+	API_NATIVE, /* bench_zr on zring's API, bench_zmq on libzmq's */
+	/* One program, bench_zmqapi (bench/zmq_api.c, written only against zmq.h,
+	 * linked to the system's libzmq.so.5), run as it is ("libzmq") and with
+	 * LD_LIBRARY_PATH at the libzmq.so.5 drop-in ("zring"). */
+	API_ZMQH,
+	API_PYZMQ /* the same with bench_zmqapi.py run by Python (pyzmq) */
+};
+
 struct bench_scenario {
 	const char *name; /* in the table and CSV */
 	enum bench_kind kind;
@@ -100,6 +110,7 @@ struct bench_scenario {
 	const char *ref;               /* the reference scenario to compare with */
 	bool tx_binds;                 /* fan-out: the publisher binds, the SUBs connect */
 	const char *rx_mode, *tx_mode; /* the programs' modes, if not the kind's */
+	enum bench_api api;
 };
 #define BENCH_SENDERS_MAX 4
 
@@ -191,6 +202,21 @@ static const struct bench_scenario scenarios[] = {
 	 * figures hardly move from run to run. */
 	{"idle connections 10000", KIND_IDLE, "pushpull", false, 1, 10000, 0, 20, 2, 1,
          .reference = false},
+	/* Existing zmq.h programs on the drop-in: one binary, libzmq's own idiom
+	 * (zmq_msg_send / zmq_msg_recv loops), run on the system's libzmq and on
+	 * the drop-in; each RESULT line says which library really ran it. The
+	 * smoke test runs the first only. */
+	{"zmq.h API PUSH/PULL 64 B", KIND_THR, "pushpull", false, 64, 2000000, 500000, 1000, 1, 0,
+         .api = API_ZMQH},
+	{"zmq.h API REQ/REP 64 B latency", KIND_LAT, "reqrep", false, 64, 20000, 5000, 0, 1, 0,
+         .api = API_ZMQH},
+	/* A PULL that never reads; the PUSH sends until a send waits 0.5 s. */
+	{"zmq.h API stalled PULL 64 B", KIND_STALL, "pushpull", false, 64, 2000000, 2000000, 0, 1,
+         0, .api = API_ZMQH},
+	{"zmq.h API stalled PULL 65536 B", KIND_STALL, "pushpull", false, 65536, 20000, 20000, 0, 1,
+         0, .api = API_ZMQH},
+	{"zmq.h API via pyzmq PUSH/PULL 64 B", KIND_THR, "pushpull", false, 64, 1000000, 300000, 0,
+         1, 0, .api = API_PYZMQ},
 };
 #define BENCH_NSCEN (sizeof scenarios / sizeof scenarios[0])
 #define BENCH_HEADLINE "PUSH/PULL 64 B" /* the scenario of the last line's ratio */
@@ -202,11 +228,18 @@ enum {
 };
 static const char *const lib_names[LIB_N] = {"zring", "libzmq"};
 static const char *const lib_bins[LIB_N] = {"bench_zr", "bench_zmq"};
+#define BENCH_ZMQH_BIN "bench_zmqapi"
+#define BENCH_PYZMQ_SCRIPT "bench_zmqapi.py"
+#define BENCH_DROPIN "libzmq.so.5"
+#define BENCH_ENV "/usr/bin/env"
 
 struct bench_opts {
 	bool quick, smoke;
 	const char *out_dir;
 	const char *bin_dir;
+	char dropin_dir[PATH_MAX]; /* the drop-in's folder, resolved; "" if none */
+	const char *dropin_arg;    /* --dropin */
+	const char *python;        /* runs bench_zmqapi.py */
 	const char *only; /* run only scenarios whose name contains this (any case) */
 	int pairs;
 };
@@ -336,12 +369,90 @@ ipc_endpoint(char *buf, size_t cap)
 }
 
 /*
+ * Starts argv: as it is for the native programs; for the zmq.h API ones
+ * through env(1), with LD_LIBRARY_PATH at the drop-in for "zring" and
+ * without one for "libzmq" (so an inherited one cannot pick the library),
+ * and for pyzmq with Python in front of the script (argv[0]).
+ */
+static int
+bench_spawn(struct zl_proc *p, const struct bench_opts *o, const struct bench_scenario *sc, int lib,
+            char *const argv[])
+{
+	char *full[16];
+	char env_lib[PATH_MAX + 32];
+	size_t n = 0;
+
+	if (sc->api == API_NATIVE)
+		return zl_proc_spawn(p, argv);
+	full[n++] = BENCH_ENV;
+	if (lib == LIB_ZR) {
+		snprintf(env_lib, sizeof env_lib, "LD_LIBRARY_PATH=%s", o->dropin_dir);
+		full[n++] = env_lib;
+	} else {
+		full[n++] = "-u";
+		full[n++] = "LD_LIBRARY_PATH";
+	}
+	if (sc->api == API_PYZMQ)
+		full[n++] = (char *)o->python;
+	for (size_t k = 0; argv[k] && n < sizeof full / sizeof full[0] - 1; k++)
+		full[n++] = argv[k];
+	full[n] = NULL;
+	return zl_proc_spawn(p, full);
+}
+
+/* What the zmq.h API runs of a scenario reported about their library, per
+ * library, for the table: "PATH (zmq_version X.Y.Z...)"; "" until known. */
+struct bench_ident {
+	char lib[LIB_N][PATH_MAX + 64];
+};
+
+/*
+ * A zmq.h API run counts only on the library it claims: its RESULT line ends
+ * with "zring=0|1 libzmq_path=PATH" (zmq_has("zring") and the libzmq.so
+ * mapped in the process). "zring": the drop-in's marker and a path in the
+ * drop-in's folder; "libzmq": neither. Returns 0, or -1 (said).
+ */
+static int
+api_check(const struct bench_opts *o, int lib, const char *who, const char *line,
+          struct bench_ident *id)
+{
+	double marker;
+	const char *path = strstr(line, " libzmq_path=");
+	const char *ver = strstr(line, " zmq_version=");
+	size_t dl = strlen(o->dropin_dir);
+
+	if (!path || !ver || result_get(line, "zring", &marker) < 0) {
+		fprintf(stderr, "zring bench: REFUSED: %s does not say which libzmq ran it: %s\n",
+		        who, line);
+		return -1;
+	}
+	path += strlen(" libzmq_path=");
+	bool in_dropin = strncmp(path, o->dropin_dir, dl) == 0 && path[dl] == '/';
+	bool ok = lib == LIB_ZR ? marker == 1 && in_dropin
+	                        : marker == 0 && !in_dropin && path[0] == '/';
+	if (!ok) {
+		fprintf(stderr,
+		        "zring bench: REFUSED: %s was to run on %s but ran on %s "
+		        "(zmq_has(\"zring\") "
+		        "%.0f)\n",
+		        who, lib == LIB_ZR ? "the drop-in" : "the system's libzmq", path, marker);
+		return -1;
+	}
+	if (!id->lib[lib][0]) {
+		ver += strlen(" zmq_version=");
+		snprintf(id->lib[lib], sizeof id->lib[lib], "%s (zmq_version %.*s%s)", path,
+		         (int)strcspn(ver, " "), ver, marker == 1 ? ", zmq_has(\"zring\")" : "");
+	}
+	return 0;
+}
+
+/*
  * One run: receiver (binding side) first, then sender with the endpoint it
  * announced. Fills vals[] with the scenario's metrics. Returns 0 or -1.
  */
 static int
 run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, double *vals,
-        FILE *runs, int pair)
+        FILE *runs, int pair, struct bench_ident *id)
 {
 	static struct zl_proc rx, txs[BENCH_SENDERS_MAX];
 	struct zl_proc *tx = &txs[0];
@@ -358,12 +469,18 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 	char rx_who[160], tx_who[160];
 	int rc;
 
-	if (path_join(bin, sizeof bin, o->bin_dir, lib_bins[lib]) < 0)
+	const char *prog = sc->api == API_ZMQH    ? BENCH_ZMQH_BIN
+	                   : sc->api == API_PYZMQ ? BENCH_PYZMQ_SCRIPT
+	                                          : lib_bins[lib];
+	if (path_join(bin, sizeof bin, o->bin_dir, prog) < 0)
 		return -1;
 	snprintf(count_s, sizeof count_s, "%lu", count);
 	snprintf(size_s, sizeof size_s, "%lu", sc->size);
-	snprintf(rx_who, sizeof rx_who, "%s %s %s", lib_bins[lib], rx_mode, sc->name);
-	snprintf(tx_who, sizeof tx_who, "%s %s %s", lib_bins[lib], tx_mode, sc->name);
+	const char *who_lib = sc->api == API_NATIVE ? ""
+	                      : lib == LIB_ZR       ? " (drop-in)"
+	                                            : " (libzmq)";
+	snprintf(rx_who, sizeof rx_who, "%s%s %s %s", prog, who_lib, rx_mode, sc->name);
+	snprintf(tx_who, sizeof tx_who, "%s%s %s %s", prog, who_lib, tx_mode, sc->name);
 	/* The binding side starts first and announces its endpoint. */
 	struct zl_proc *binder = sc->tx_binds ? tx : &rx;
 	const char *binder_who = sc->tx_binds ? tx_who : rx_who;
@@ -379,9 +496,9 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 	if (sc->tx_binds) {
 		char *pub_argv[] = {bin,    "thr-send", (char *)sc->pattern, bind_ep, count_s,
 		                    size_s, NULL};
-		rc = zl_proc_spawn(tx, pub_argv);
+		rc = bench_spawn(tx, o, sc, lib, pub_argv);
 	} else {
-		rc = zl_proc_spawn(&rx, thr ? rx_argv_thr : rx_argv);
+		rc = bench_spawn(&rx, o, sc, lib, thr ? rx_argv_thr : rx_argv);
 	}
 	if (rc < 0) {
 		fprintf(stderr, "zring bench: cannot start %s: %s\n", bin, strerror(-rc));
@@ -411,9 +528,9 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 	snprintf(each_s, sizeof each_s, "%lu", count / (unsigned long)nsend);
 	char *tx_argv[] = {bin, (char *)tx_mode, ep, nsend > 1 ? each_s : count_s, size_s, NULL};
 	if (sc->tx_binds)
-		rc = zl_proc_spawn(&rx, rx_argv_thr);
+		rc = bench_spawn(&rx, o, sc, lib, rx_argv_thr);
 	else
-		rc = zl_proc_spawn(tx, thr ? tx_argv_thr : tx_argv);
+		rc = bench_spawn(tx, o, sc, lib, thr ? tx_argv_thr : tx_argv);
 	if (rc < 0) {
 		fprintf(stderr, "zring bench: cannot start %s: %s\n", bin, strerror(-rc));
 		stop_checked(binder, binder_who);
@@ -421,7 +538,7 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 	}
 	int bad = 0;
 	for (int k = 1; k < nsend; k++) {
-		if (zl_proc_spawn(&txs[k], tx_argv) < 0) {
+		if (bench_spawn(&txs[k], o, sc, lib, tx_argv) < 0) {
 			fprintf(stderr, "zring bench: cannot start %s\n", bin);
 			while (k-- > 0)
 				stop_checked(&txs[k], tx_who);
@@ -469,6 +586,9 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 	if (stop_checked(&rx, rx_who) < 0)
 		bad = 1;
 	if (bad)
+		return -1;
+	if (sc->api != API_NATIVE && (api_check(o, lib, rx_who, rx_line, id) < 0 ||
+	                              api_check(o, lib, tx_who, tx_line, id) < 0))
 		return -1;
 
 	/* Fan-out receivers look at every socket after a second without a
@@ -633,7 +753,11 @@ static const char bench_usage_head[] =
 	"chart of the throughput ratios) into DIR (default: .). Raw TCP\n"
 	"reference scenarios (plain sockets, no library) measure the loopback's\n"
 	"ceiling and floor in the same run; PUSH/PULL 64 B and REQ/REP are\n"
-	"printed against them.\n"
+	"printed against them. The \"zmq.h API\" scenarios run one program written\n"
+	"against zmq.h (bench_zmqapi; bench_zmqapi.py through pyzmq) on the\n"
+	"system's libzmq and, with LD_LIBRARY_PATH at it, on zring's libzmq.so.5\n"
+	"drop-in (the \"zring\" column); a run that did not load the library it\n"
+	"was meant to is refused.\n"
 	"\n"
 	"options:\n";
 
@@ -643,6 +767,8 @@ enum bench_opt {
 	BENCH_ARG_ONLY,
 	BENCH_ARG_OUT,
 	BENCH_ARG_BIN,
+	BENCH_ARG_DROPIN,
+	BENCH_ARG_PYTHON,
 	BENCH_ARG_HELP,
 };
 
@@ -658,6 +784,12 @@ static const struct zl_opt bench_opts[] = {
 	{BENCH_ARG_OUT, "out", 0, "DIR", "where the CSV files go"},
 	{BENCH_ARG_BIN, "bin", 0, "DIR",
          "where bench_zr and bench_zmq are (default: the build's bench/)"},
+	{BENCH_ARG_DROPIN, "dropin", 0, "DIR",
+         "the folder of zring's libzmq.so.5 for the zmq.h API scenarios\n"
+         "(default: the build's compat/)"},
+	{BENCH_ARG_PYTHON, "python", 0, "PATH",
+         "the Python with pyzmq for \"zmq.h API via pyzmq\"\n"
+         "(default: /usr/bin/python3)"},
 	{BENCH_ARG_HELP, "help", 'h', NULL, "print this help"},
 };
 
@@ -694,6 +826,12 @@ bench_parse(struct bench_opts *o, int argc, char **argv)
 			break;
 		case BENCH_ARG_BIN:
 			o->bin_dir = v;
+			break;
+		case BENCH_ARG_DROPIN:
+			o->dropin_arg = v;
+			break;
+		case BENCH_ARG_PYTHON:
+			o->python = v;
 			break;
 		case BENCH_ARG_HELP:
 			help = true;
@@ -737,6 +875,52 @@ default_bin_dir(char *dir, size_t cap)
 		*slash = '\0';
 	if (path_join(dir, cap, self, "../bench") < 0)
 		snprintf(dir, cap, "bench");
+}
+
+/*
+ * The drop-in's folder, resolved (the mapped path a run reports is), into
+ * o->dropin_dir: --dropin, else the build's compat/, else ../compat beside the
+ * programs; "" when none holds libzmq.so.5.
+ */
+static void
+find_dropin(struct bench_opts *o)
+{
+	char cand[PATH_MAX], lib[PATH_MAX];
+	const char *dirs[3];
+	size_t n = 0;
+
+	o->dropin_dir[0] = '\0';
+	if (o->dropin_arg) {
+		dirs[n++] = o->dropin_arg;
+	} else {
+#ifdef ZR_COMPAT_LIB_DIR
+		dirs[n++] = ZR_COMPAT_LIB_DIR;
+#endif
+		if (path_join(cand, sizeof cand, o->bin_dir, "../compat") == 0)
+			dirs[n++] = cand;
+	}
+	for (size_t k = 0; k < n; k++)
+		if (path_join(lib, sizeof lib, dirs[k], BENCH_DROPIN) == 0 &&
+		    access(lib, R_OK) == 0 && realpath(dirs[k], o->dropin_dir))
+			return;
+	o->dropin_dir[0] = '\0';
+}
+
+/* Why a zmq.h API scenario cannot run here, or NULL if it can. */
+static const char *
+api_missing(const struct bench_opts *o, const struct bench_scenario *sc)
+{
+	char path[PATH_MAX];
+
+	if (!o->dropin_dir[0])
+		return "no libzmq.so.5 drop-in (build with -DZR_COMPAT=ON, or pass --dropin DIR)";
+	if (path_join(path, sizeof path, o->bin_dir,
+	              sc->api == API_PYZMQ ? BENCH_PYZMQ_SCRIPT : BENCH_ZMQH_BIN) < 0 ||
+	    access(path, R_OK) != 0)
+		return "no " BENCH_ZMQH_BIN " program in the --bin folder";
+	if (sc->api == API_PYZMQ && access(o->python, X_OK) != 0)
+		return "no Python at --python";
+	return NULL;
 }
 
 /* The scenario of that name, or -1. */
@@ -789,7 +973,8 @@ sum_row(FILE *sum, const char *scenario, const char *metric, const char *better,
 int
 zl_bench_main(int argc, char **argv)
 {
-	struct bench_opts o = {.out_dir = ".", .pairs = BENCH_PAIRS_FULL};
+	struct bench_opts o = {
+		.out_dir = ".", .pairs = BENCH_PAIRS_FULL, .python = "/usr/bin/python3"};
 	char bin_dir[PATH_MAX];
 
 	int status = bench_parse(&o, argc, argv);
@@ -824,6 +1009,12 @@ zl_bench_main(int argc, char **argv)
 			        probe);
 			return 1;
 		}
+	}
+
+	find_dropin(&o);
+	if (o.dropin_arg && !o.dropin_dir[0]) {
+		fprintf(stderr, "zring bench: no %s in %s\n", BENCH_DROPIN, o.dropin_arg);
+		return 2;
 	}
 
 	char stamp[32], sum_path[PATH_MAX], runs_path[PATH_MAX];
@@ -868,6 +1059,9 @@ zl_bench_main(int argc, char **argv)
 	int failures = 0;
 	double headline = 0;
 	bool have_headline = false;
+	/* msgs/s ratios of the zmq.h API throughput scenarios, for the end. */
+	char api_ratios[256] = "";
+	static struct bench_ident ident;
 
 	for (size_t s = 0; s < BENCH_NSCEN; s++) {
 		const struct bench_scenario *sc = &scenarios[s];
@@ -877,6 +1071,13 @@ zl_bench_main(int argc, char **argv)
 			continue;
 		if (scenario_count(sc, &o) == 0)
 			continue; /* full mode only */
+		const char *missing = sc->api != API_NATIVE ? api_missing(&o, sc) : NULL;
+		if (missing) {
+			printf("\n%s: not run: %s\n", sc->name, missing);
+			fflush(stdout);
+			continue;
+		}
+		memset(&ident, 0, sizeof ident);
 		uint64_t started = zl_now_ns();
 		int pairs = sc->pairs_max > 0 && sc->pairs_max < o.pairs ? sc->pairs_max : o.pairs;
 		/* A reference runs once per pair, from bench_zr (its raw modes use
@@ -886,7 +1087,7 @@ zl_bench_main(int argc, char **argv)
 			for (int lib = 0; lib < nlibs; lib++) {
 				struct bench_samples *b = &samples[s][lib];
 				double vals[BENCH_METRICS_MAX];
-				if (run_one(&o, sc, lib, vals, runs, pair) < 0) {
+				if (run_one(&o, sc, lib, vals, runs, pair, &ident) < 0) {
 					fprintf(stderr, "zring bench: FAILED: %s, %s, pair %d\n",
 					        sc->name, sc->reference ? "raw" : lib_names[lib],
 					        pair + 1);
@@ -924,6 +1125,10 @@ zl_bench_main(int argc, char **argv)
 		printf("\n%s (%lu %s, %d/%d zring and %d/%d libzmq runs good, %.0f s)\n", sc->name,
 		       scenario_count(sc, &o), scenario_unit(sc), z->n, pairs, q->n, pairs,
 		       (double)(zl_now_ns() - started) * 1e-9);
+		if (sc->api != API_NATIVE)
+			for (int lib = 0; lib < LIB_N; lib++)
+				printf("  %s: %s\n", lib == LIB_ZR ? "zring " : "libzmq",
+				       ident.lib[lib][0] ? ident.lib[lib] : "(no good run)");
 		printf("  %-20s %30s %30s %8s\n", "", "zring median [min-max]",
 		       "libzmq median [min-max]", "ratio");
 		for (int k = 0; k < BENCH_METRICS_MAX; k++) {
@@ -949,6 +1154,12 @@ zl_bench_main(int argc, char **argv)
 			        z->n ? &a : NULL, q->n ? &b : NULL, ok ? &ratio : NULL);
 			if (sc->kind == KIND_THR && k == 0 && ok)
 				bars[nbars++] = (struct bench_bar){sc->name, ratio};
+			if (sc->api != API_NATIVE && sc->kind == KIND_THR && k == 0 && ok) {
+				size_t used = strlen(api_ratios);
+				snprintf(api_ratios + used, sizeof api_ratios - used, "%s%.2f (%s)",
+				         used ? ", " : "", ratio,
+				         sc->api == API_PYZMQ ? "pyzmq" : "C");
+			}
 			if (strcmp(sc->name, BENCH_HEADLINE) == 0 && k == 0 && ok) {
 				headline = ratio;
 				have_headline = true;
@@ -1018,6 +1229,9 @@ zl_bench_main(int argc, char **argv)
 		for (int k = 0; k < nnotes; k++)
 			printf("  %s\n", notes[k]);
 	}
+	if (api_ratios[0])
+		printf("drop-in/libzmq zmq.h API PUSH/PULL 64 B throughput ratio: %s\n",
+		       api_ratios);
 	if (have_headline)
 		printf("zring/libzmq %s throughput ratio: %.2f\n", BENCH_HEADLINE, headline);
 	else

@@ -8,6 +8,7 @@
  *   zring probe ENDPOINT     test any ZMTP peer: conformance and robustness (zl_probe.c)
  *   zring bench [--quick]    zring beside libzmq: throughput and latency (zl_bench.c)
  *   zring keygen             a new CURVE key pair in Z85 (zl_keygen.c)
+ *   zring doctor             which libzmq a Python or a process loaded (zl_doctor.c)
  *   zring version            print the version
  *   zring help               print the usage
  *
@@ -29,6 +30,7 @@
 #include "zl_broker.h"
 #include "zl_cat.h"
 #include "zl_demo.h"
+#include "zl_doctor.h"
 #include "zl_keygen.h"
 #include "zl_probe.h"
 
@@ -61,6 +63,9 @@ static const char usage_text[] =
 	"                    scenarios whose name contains TEXT (needs the bench/\n"
 	"                    programs: build with -DZR_BENCH=ON)\n"
 	"  keygen            print a new CURVE key pair (public:, secret:) in Z85\n"
+	"  doctor [--python PATH | --pid PID] [--expect zring|libzmq]\n"
+	"                    which libzmq a Python with pyzmq (or a running\n"
+	"                    process) loaded, and whether it is zring's drop-in\n"
 	"  version           print the version\n"
 	"  help              print this help\n"
 	"\n"
@@ -96,6 +101,7 @@ static const struct {
 	{"probe", zl_probe_main},
 	{"bench", zl_bench_main},
 	{"keygen", zl_keygen_main},
+	{"doctor", zl_doctor_main},
 	{"version", cmd_version},
 	{"--version", cmd_version},
 	{"help", cmd_help},

@@ -92,6 +92,44 @@ Test(compat, push_pull_multipart)
 	cr_assert_eq(zmq_ctx_term(ctx), 0);
 }
 
+/*
+ * zmq_msg_recv into a message that holds the last frame: the old content is
+ * let go first (libzmq too), so a failed receive leaves an empty message; a
+ * frame moved or copied out beforehand keeps its bytes while later messages
+ * reuse the layer's holder.
+ */
+Test(compat, msg_recv_reuses_and_empties)
+{
+	void *ctx = zmq_ctx_new();
+	void *push = sock_new(ctx, ZMQ_PUSH);
+	void *pull = sock_new(ctx, ZMQ_PULL);
+	zmq_msg_t m, kept;
+
+	link_tcp(pull, push);
+	send_str(push, "one", 0);
+	send_str(push, "two", 0);
+	send_str(push, "three", 0);
+	cr_assert_eq(zmq_msg_init(&m), 0);
+	cr_assert_eq(zmq_msg_init(&kept), 0);
+	cr_assert_eq(zmq_msg_recv(&m, pull, 0), 3);
+	cr_assert_eq(zmq_msg_copy(&kept, &m), 0); /* still refers to "one" */
+	cr_assert_eq(zmq_msg_recv(&m, pull, 0), 3);
+	cr_assert(memcmp(zmq_msg_data(&m), "two", 3) == 0);
+	cr_assert_eq(zmq_msg_recv(&m, pull, 0), 5);
+	cr_assert(memcmp(zmq_msg_data(&m), "three", 5) == 0);
+	cr_assert_eq(zmq_msg_size(&kept), 3);
+	cr_assert(memcmp(zmq_msg_data(&kept), "one", 3) == 0);
+	cr_assert_eq(zmq_msg_recv(&m, pull, ZMQ_DONTWAIT), -1);
+	cr_assert_eq(zmq_errno(), EAGAIN);
+	cr_assert_eq(zmq_msg_size(&m), 0);
+	cr_assert_eq(zmq_msg_more(&m), 0);
+	cr_assert_eq(zmq_msg_close(&m), 0);
+	cr_assert_eq(zmq_msg_close(&kept), 0);
+	zmq_close(push);
+	zmq_close(pull);
+	cr_assert_eq(zmq_ctx_term(ctx), 0);
+}
+
 Test(compat, req_rep_and_efsm)
 {
 	void *ctx = zmq_ctx_new();
@@ -612,6 +650,7 @@ Test(compat, z85_curve_has_version)
 	cr_assert_eq(zmq_has("curve"), 1);
 	cr_assert_eq(zmq_has("ipc"), 1);
 	cr_assert_eq(zmq_has("pgm"), 0);
+	cr_assert_eq(zmq_has("zring"), 1); /* the drop-in's marker (zring doctor) */
 	zmq_version(&major, &minor, &patch);
 	cr_assert_eq(major, 4);
 	cr_assert_eq(minor, 3);
