@@ -79,7 +79,7 @@ if [[ -n $preload ]]; then
 	# Reports to files: pytest captures stderr, and a report aborts Python
 	# before pytest could show what it captured.
 	env_run+=("LD_PRELOAD=$preload"
-		"ASAN_OPTIONS=detect_leaks=0:log_path=$work/sanitizer${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
+		"ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0:log_path=$work/sanitizer"
 		"UBSAN_OPTIONS=print_stacktrace=1:log_path=$work/sanitizer${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}")
 fi
 
