@@ -247,6 +247,13 @@ struct zr__conn {
 	size_t rid_len;
 	struct zr__subs_owner subs; /* PUB/XPUB: what this subscriber holds in sock->ps.subs */
 	char drop_why[ZR_EVENT_REASON_MAX]; /* why we closed it, for the DISCONNECTED event */
+
+	/* inproc:// (inproc.c): no fd, no codec; outq is this end's half of
+	 * the pipe, the other socket's rx its other half. */
+	bool inproc;
+	bool ip_live;          /* counted by its socket: the twin may deliver to it */
+	bool ip_head_ready;    /* outq's head already has the receiver's envelope */
+	struct zr__conn *twin; /* the other end (NULL: it went; this one goes too) */
 };
 
 /* ---- sockets ------------------------------------------------------------ */
@@ -357,6 +364,7 @@ struct zr_socket {
 	bool io_closing;
 	struct zr__timer linger_timer; /* LINGER ran out: close everything */
 	struct zr__timer close_timer;  /* re-check close progress, outside any callback */
+	struct zr__inproc_name *ip_names; /* inproc:// names bound here (inproc.c) */
 };
 
 /* ---- the context -------------------------------------------------------- */
@@ -396,6 +404,7 @@ struct zr_ctx {
 	_Atomic(struct zr_socket *) dirty;
 	atomic_int terminating;
 	bool membarrier; /* registered for MEMBARRIER_CMD_PRIVATE_EXPEDITED (set once) */
+	struct zr__inproc_name *inproc_names; /* bound inproc:// names, under lock (inproc.c) */
 	/* io thread only */
 	struct zr_socket *sockets;
 	bool term;
@@ -475,5 +484,33 @@ void zr__conn_close(struct zr__conn *c);
  * nothing left to send first sends FIN and reads to the peer's (conn.c). */
 void zr__conn_finish(struct zr__conn *c);
 bool zr__conn_drained(const struct zr__conn *c);
+
+/*
+ * inproc:// (inproc.c). Names are the context's: an app thread registers one
+ * at zr_bind (-EADDRINUSE when taken) and releases it at zr_unbind or
+ * zr_socket_close; the io thread keeps its own copy per socket and pairs a
+ * connecter with the binder, now or when the name is bound.
+ */
+struct zr__inproc_name {
+	struct zr__inproc_name *next;
+	struct zr_socket *sock;
+	char name[ZR__INPROC_NAME_MAX + 1];
+};
+
+/* app thread */
+int zr__inproc_register(struct zr_socket *s, const char *name);
+void zr__inproc_unregister(struct zr_socket *s, const char *name); /* NULL: all of s's */
+void zr__inproc_ctx_fini(struct zr_ctx *ctx);
+/* io thread */
+void zr__inproc_bind(struct zr_socket *s, const struct zr__endpoint *ep);
+/* Forgets name and disconnects the peers it accepted; NULL: forgets all of
+ * s's names (closing), its peers left to the close. */
+void zr__inproc_unbind(struct zr_socket *s, const char *name);
+void zr__inproc_connect(struct zr__conn *c);
+/* c's outq into the twin's socket (send: from zr__conn_send, which must not
+ * call back into routing; resume: the twin got room, c's socket may route). */
+void zr__inproc_flush(struct zr__conn *c, bool resume);
+/* c goes: the twin is told (it closes on its next timer turn). */
+void zr__inproc_detach(struct zr__conn *c);
 
 #endif /* ZR_ENGINE_ENGINE_H */
