@@ -1458,7 +1458,7 @@ zr__sock_io_free(struct zr_socket *s)
 int
 zr__sock_type(const zr_socket *s)
 {
-	return s->type;
+	return (int)s->type; /* clang: the enum is unsigned */
 }
 
 int

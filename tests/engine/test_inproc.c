@@ -382,8 +382,8 @@ Test(inproc, pub_sub_filters_and_unsubscribes)
 	cr_assert_eq(zr_connect(sub2, "inproc://ps"), 0);
 	pub_until_received(pub, sub, "a-sync");
 	pub_until_received(pub, sub2, "a-sync2");
-	while (zr_recv(sub, &(zr_msg *){NULL}, ZR_DONTWAIT) == 0)
-		;
+	for (zr_msg *m = NULL; zr_recv(sub, &m, ZR_DONTWAIT) == 0; m = NULL)
+		zr_msg_free(m);
 	cr_assert_eq(zr_send_bytes(pub, "b1", 2, 0), 0);
 	cr_assert_eq(zr_send_bytes(pub, "a1", 2, 0), 0);
 	recv_str(sub, "a1");  /* b1 filtered out */
@@ -455,14 +455,15 @@ Test(inproc, unbind_disconnects_the_peers_and_a_new_bind_takes_new_connects)
 	cr_assert_eq(zr_unbind(pull, "inproc://ub"), -ENOENT);
 	event_is(pull, ZR_EVENT_DISCONNECTED, "inproc://ub");
 	event_is(push, ZR_EVENT_DISCONNECTED, "inproc://ub");
-	/* No peer now: PUSH waits, and times out. */
-	sopt_int(push, ZR_SNDTIMEO, 100);
-	cr_assert_eq(zr_send_bytes(push, "lost", 4, 0), -EAGAIN);
+	/* An inproc pipe is never re-made (libzmq): what the old PUSH sends
+	 * now never reaches the name's next binder. */
+	(void)zr_send_bytes(push, "lost", 4, ZR_DONTWAIT);
 	/* The name is free: bind again, a new connect works. */
 	cr_assert_eq(zr_bind(pull, "inproc://ub"), 0);
 	cr_assert_eq(zr_connect(push2, "inproc://ub"), 0);
 	cr_assert_eq(zr_send_bytes(push2, "two", 3, 0), 0);
 	recv_str(pull, "two");
+	no_message(pull, 200);
 	/* zr_disconnect closes the connecter's pipe. */
 	cr_assert_eq(zr_socket_monitor(push2, ZR_EVENT_ALL), 0);
 	cr_assert_eq(zr_disconnect(push2, "inproc://ub"), 0);
