@@ -503,8 +503,7 @@ void zr__inproc_unregister(struct zr_socket *s, const char *name); /* NULL: all 
 void zr__inproc_ctx_fini(struct zr_ctx *ctx);
 /* io thread */
 void zr__inproc_bind(struct zr_socket *s, const struct zr__endpoint *ep);
-/* Forgets name and disconnects the peers it accepted; NULL: forgets all of
- * s's names (closing), its peers left to the close. */
+/* Forgets name (NULL: all of s's); the pipes it made stay (libzmq 4.3). */
 void zr__inproc_unbind(struct zr_socket *s, const char *name);
 void zr__inproc_connect(struct zr__conn *c);
 /* c's outq into the twin's socket (send: from zr__conn_send, which must not

@@ -202,6 +202,8 @@ zr__inproc_bind(struct zr_socket *s, const struct zr__endpoint *ep)
 void
 zr__inproc_unbind(struct zr_socket *s, const char *name)
 {
+	/* Only the name goes: pipes it made stay, as libzmq 4.3 keeps them
+	 * (and as zr_unbind keeps accepted tcp connections). */
 	for (struct zr__inproc_name **p = &s->ip_names; *p != NULL;) {
 		struct zr__inproc_name *n = *p;
 
@@ -210,17 +212,6 @@ zr__inproc_unbind(struct zr_socket *s, const char *name)
 			continue;
 		}
 		*p = n->next;
-		/* Unbinding disconnects the peers it accepted (libzmq 4.x); a
-		 * closing socket (name NULL) lets them linger as the rest. */
-		for (struct zr__conn *c = name != NULL ? s->conns : NULL, *next; c != NULL;
-		     c = next) {
-			char buf[ZR__INPROC_NAME_MAX + 1];
-
-			next = c->next;
-			if (c->inproc && !c->connecter && c->state != ZR__CONN_CLOSING &&
-			    strcmp(ip_name_of(&c->ep, buf), n->name) == 0)
-				zr__conn_kick_out(c);
-		}
 		free(n);
 	}
 }
