@@ -365,6 +365,8 @@ struct zr_socket {
 	struct zr__timer linger_timer; /* LINGER ran out: close everything */
 	struct zr__timer close_timer;  /* re-check close progress, outside any callback */
 	struct zr__inproc_name *ip_names; /* inproc:// names bound here (inproc.c) */
+	struct zr_socket *ip_wake_next;   /* on the ctx's ip_wake list */
+	bool ip_wake_queued;
 };
 
 /* ---- the context -------------------------------------------------------- */
@@ -408,6 +410,11 @@ struct zr_ctx {
 	/* io thread only */
 	struct zr_socket *sockets;
 	bool term;
+	/* inproc: while a socket routes its handoff (ip_routing > 0), receivers
+	 * that got messages wait on ip_wake for one wake at the end, as a tcp
+	 * receiver gets one per decoded batch, not one per message. */
+	int ip_routing;
+	struct zr_socket *ip_wake;
 };
 
 /* Queues a command for the io thread and wakes it. Takes ownership of cmd. */
@@ -509,6 +516,9 @@ void zr__inproc_connect(struct zr__conn *c);
 /* c's outq into the twin's socket (send: from zr__conn_send, which must not
  * call back into routing; resume: the twin got room, c's socket may route). */
 void zr__inproc_flush(struct zr__conn *c, bool resume);
+/* Routing begins / ends (socket.c): the deferred wakes go out at the end. */
+void zr__inproc_route_begin(struct zr_ctx *ctx);
+void zr__inproc_route_end(struct zr_ctx *ctx);
 /* c goes: the twin is told (it closes on its next timer turn). */
 void zr__inproc_detach(struct zr__conn *c);
 

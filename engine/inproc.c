@@ -318,6 +318,39 @@ ip_pop(struct zr__conn *c, size_t cost)
 	c->ip_head_ready = false;
 }
 
+/* One wake per receiver per routing pass (zr__inproc_route_end). */
+static void
+ip_wake_later(struct zr_socket *r)
+{
+	struct zr_ctx *ctx = r->ctx;
+
+	if (r->ip_wake_queued)
+		return;
+	r->ip_wake_queued = true;
+	r->ip_wake_next = ctx->ip_wake;
+	ctx->ip_wake = r;
+}
+
+void
+zr__inproc_route_begin(struct zr_ctx *ctx)
+{
+	ctx->ip_routing++;
+}
+
+void
+zr__inproc_route_end(struct zr_ctx *ctx)
+{
+	if (--ctx->ip_routing > 0)
+		return;
+	while (ctx->ip_wake != NULL) {
+		struct zr_socket *r = ctx->ip_wake;
+
+		ctx->ip_wake = r->ip_wake_next;
+		r->ip_wake_queued = false;
+		zr__sock_rx_flush(r);
+	}
+}
+
 void
 zr__inproc_flush(struct zr__conn *c, bool resume)
 {
@@ -367,7 +400,10 @@ zr__inproc_flush(struct zr__conn *c, bool resume)
 		}
 	}
 	if (moved) {
-		zr__sock_rx_flush(r);
+		if (!resume && r->ctx->ip_routing > 0)
+			ip_wake_later(r);
+		else
+			zr__sock_rx_flush(r);
 		/* Room again in c's half of the pipe: let its socket route. Never
 		 * from a send, which is inside routing already. */
 		if (resume)

@@ -343,6 +343,21 @@ Test(inproc, pair_both_ways_and_a_second_pair_is_refused)
 	recv_str(b, "only-b");
 }
 
+/* What a handshake would refuse is refused: a SUB cannot join a PULL (its
+ * subscriptions would reach the PULL's app as messages). */
+Test(inproc, an_incompatible_type_is_refused)
+{
+	zr_socket *pull = open_sock(ZR_PULL), *sub = open_sock(ZR_SUB), *push = open_sock(ZR_PUSH);
+
+	cr_assert_eq(zr_setsockopt(sub, ZR_SUBSCRIBE, "x", 1), 0);
+	cr_assert_eq(zr_bind(pull, "inproc://incompatible"), 0);
+	cr_assert_eq(zr_connect(sub, "inproc://incompatible"), 0);
+	cr_assert_eq(zr_connect(push, "inproc://incompatible"), 0);
+	cr_assert_eq(zr_send_bytes(push, "fine", 4, 0), 0);
+	recv_str(pull, "fine"); /* after the SUB's connect: no subscription came first */
+	no_message(pull, 100);
+}
+
 /* Sends topic-prefixed messages until one arrives: the subscription
  * travels on the io thread after zr_setsockopt returns. */
 static void
