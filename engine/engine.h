@@ -253,7 +253,9 @@ struct zr__conn {
 	bool inproc;
 	bool ip_live;          /* counted by its socket: the twin may deliver to it */
 	bool ip_head_ready;    /* outq's head already has the receiver's envelope */
+	bool ip_flush_queued;  /* on the ctx's ip_flush list */
 	struct zr__conn *twin; /* the other end (NULL: it went; this one goes too) */
+	struct zr__conn *ip_flush_next;
 };
 
 /* ---- sockets ------------------------------------------------------------ */
@@ -414,7 +416,12 @@ struct zr_ctx {
 	 * that got messages wait on ip_wake for one wake at the end, as a tcp
 	 * receiver gets one per decoded batch, not one per message. */
 	int ip_routing;
+	bool ip_draining;
 	struct zr_socket *ip_wake;
+	/* ... and connections given a fan-out's shared message wait on ip_flush
+	 * until the router dropped its own reference, so that the last of them
+	 * takes the message itself rather than a copy. */
+	struct zr__conn *ip_flush;
 };
 
 /* Queues a command for the io thread and wakes it. Takes ownership of cmd. */

@@ -233,6 +233,17 @@ void
 zr__inproc_detach(struct zr__conn *c)
 {
 	struct zr__conn *t = c->twin;
+	struct zr_ctx *ctx = c->sock->ctx;
+
+	if (c->ip_flush_queued) { /* not expected inside a pass; never left dangling */
+		for (struct zr__conn **p = &ctx->ip_flush; *p != NULL; p = &(*p)->ip_flush_next) {
+			if (*p == c) {
+				*p = c->ip_flush_next;
+				break;
+			}
+		}
+		c->ip_flush_queued = false;
+	}
 
 	if (t == NULL)
 		return;
@@ -340,8 +351,20 @@ zr__inproc_route_begin(struct zr_ctx *ctx)
 void
 zr__inproc_route_end(struct zr_ctx *ctx)
 {
-	if (--ctx->ip_routing > 0)
-		return;
+	if (--ctx->ip_routing > 0 || ctx->ip_draining)
+		return; /* the outer pass (or the drain below) does it */
+	ctx->ip_draining = true;
+	/* A loop, not a recursion: a flush that makes room lets its socket
+	 * route again (zr__sock_conn_room), and what that queues here is taken
+	 * by this same loop. */
+	while (ctx->ip_flush != NULL) {
+		struct zr__conn *c = ctx->ip_flush;
+
+		ctx->ip_flush = c->ip_flush_next;
+		c->ip_flush_queued = false;
+		zr__inproc_flush(c, true);
+	}
+	ctx->ip_draining = false;
 	while (ctx->ip_wake != NULL) {
 		struct zr_socket *r = ctx->ip_wake;
 
@@ -362,6 +385,16 @@ zr__inproc_flush(struct zr__conn *c, bool resume)
 	if (t == NULL || !t->ip_live || t->rx_paused || t->state != ZR__CONN_ACTIVE)
 		return;
 	r = t->sock;
+	if (!resume && r->ctx->ip_routing > 0 && c->out_n > 0 &&
+	    c->outq[(c->out_head + c->out_n - 1) % c->out_cap]->refs > 1) {
+		/* A fan-out (PUB, XPUB, XSUB): after the pass (route_end). */
+		if (!c->ip_flush_queued) {
+			c->ip_flush_queued = true;
+			c->ip_flush_next = r->ctx->ip_flush;
+			r->ctx->ip_flush = c;
+		}
+		return;
+	}
 	while (c->out_n > 0) {
 		zr_msg *m = c->outq[c->out_head];
 		size_t cost = zr__msg_cost(m);

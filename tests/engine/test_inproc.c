@@ -673,6 +673,44 @@ Test(inproc, large_and_many_frame_messages_move_without_a_copy)
 	free(data);
 }
 
+/* A fan-out copies for all but the last subscriber: the one takes the
+ * message itself, the others get equal copies. */
+Test(inproc, pub_hands_its_message_to_the_last_subscriber_without_a_copy)
+{
+	zr_socket *pub = open_sock(ZR_PUB), *subs[3];
+	size_t big = 1u << 20;
+	char *data = malloc(big);
+	const void *sent_at;
+	int same = 0;
+	zr_msg *m;
+
+	cr_assert_not_null(data);
+	memset(data, 'p', big);
+	cr_assert_eq(zr_bind(pub, "inproc://fanout"), 0);
+	for (int i = 0; i < 3; i++) {
+		subs[i] = open_sock(ZR_SUB);
+		cr_assert_eq(zr_setsockopt(subs[i], ZR_SUBSCRIBE, "p", 1), 0);
+		cr_assert_eq(zr_connect(subs[i], "inproc://fanout"), 0);
+		pub_until_received(pub, subs[i], "p-sync");
+	}
+	for (int i = 0; i < 3; i++) /* the later syncs reached the earlier subscribers too */
+		while ((sopt_int(subs[i], ZR_RCVTIMEO, 50), zr_recv(subs[i], &m, 0)) == 0)
+			zr_msg_free(m);
+	cr_assert_eq(zr_msg_new(&m), 0);
+	cr_assert_eq(zr_msg_add(m, data, big), 0);
+	sent_at = zr_msg_frame(m, 0, NULL);
+	cr_assert_eq(zr_send(pub, &m, 0), 0);
+	for (int i = 0; i < 3; i++) {
+		sopt_int(subs[i], ZR_RCVTIMEO, WAIT_MS);
+		m = recv_msg(subs[i]);
+		frame_is(m, 0, data, big);
+		same += zr_msg_frame(m, 0, NULL) == sent_at;
+		zr_msg_free(m);
+	}
+	cr_assert_eq(same, 1, "%d subscribers got the sent bytes themselves, want 1", same);
+	free(data);
+}
+
 /* ---- close with messages in flight (ASan: nothing leaks) ------------------ */
 
 Test(inproc, closing_with_messages_in_flight_frees_them)

@@ -7,6 +7,8 @@
  *   DEALER x2 <-> ROUTER     a window of requests in flight, each echoed to its
  *                            sender by routing id
  *   PAIR <-> PAIR            both ends send and receive at once
+ *   PUB -> SUB x2            PUB_BLOCK, small HWMs: every message to both, in
+ *                            order (a fan-out copies for all but the last)
  *   connect before bind      PUSH connects, sends, and only then the PULL binds
  *   close while sending      a PULL closes while its PUSH keeps sending
  *                            (LINGER 0): the pipe goes under the sender
@@ -164,6 +166,55 @@ pair_recv(void *arg)
 	return NULL;
 }
 
+/* ---- PUB -> SUB x2 ---- */
+
+static atomic_int subs_warm;
+
+static void *
+pub_main(void *arg)
+{
+	struct actor *a = arg;
+	uint8_t *buf = st_buf();
+	uint64_t until = zt_now_ms() + ST_WAIT_MS;
+
+	/* Warm-up messages until both subscriptions are in, then the counted ones. */
+	while (atomic_load(&subs_warm) < 2) {
+		ST_CHECK(zt_now_ms() < until, "pub: subscribers never saw a warm-up message");
+		ST_OK(zr_send_bytes(a->s, "w", 1, 0));
+		zt_sleep_ms(2);
+	}
+	for (uint32_t i = 0; i < N; i++)
+		send_payload(a->s, buf, a->id, i, "pub");
+	free(buf);
+	return NULL;
+}
+
+static void *
+sub_main(void *arg)
+{
+	struct actor *a = arg;
+	uint8_t *buf = st_buf();
+	bool warm = false;
+
+	for (uint32_t next = 0; next < N;) {
+		int rc = zr_recv_bytes(a->s, buf, ST_MAXLEN, 0);
+		uint32_t sender, seq;
+
+		ST_CHECK(rc >= 0, "sub: receive after %u: %s", next, zr_strerror(rc));
+		if (rc == 1 && buf[0] == 'w') {
+			if (!warm)
+				atomic_fetch_add(&subs_warm, 1);
+			warm = true;
+			continue;
+		}
+		st_payload_check(buf, (size_t)rc, &sender, &seq);
+		ST_CHECK(warm && seq == next, "sub: seq %u, want %u", seq, next);
+		next++;
+	}
+	free(buf);
+	return NULL;
+}
+
 /* ---- close while sending ---- */
 
 static void *
@@ -238,6 +289,21 @@ main(void)
 	st_thread(&act[7].th, pair_send, &act[7]);
 	st_thread(&pair_th[1], pair_recv, &act[6]);
 
+	/* PUB -> SUB x2 */
+	act[10].s = st_socket(ctx, ZR_PUB);
+	st_opt(act[10].s, ZR_PUB_POLICY, ZR_PUB_BLOCK);
+	st_opt(act[10].s, ZR_SNDHWM, 8);
+	act[10].id = 40;
+	ST_OK(zr_bind(act[10].s, "inproc://fan"));
+	for (int i = 0; i < 2; i++) {
+		act[11 + i].s = st_socket(ctx, ZR_SUB);
+		st_opt(act[11 + i].s, ZR_RCVHWM, 8);
+		ST_OK(zr_setsockopt(act[11 + i].s, ZR_SUBSCRIBE, "", 0));
+		ST_OK(zr_connect(act[11 + i].s, "inproc://fan"));
+		st_thread(&act[11 + i].th, sub_main, &act[11 + i]);
+	}
+	st_thread(&act[10].th, pub_main, &act[10]);
+
 	/* close while sending */
 	act[8].s = st_socket(ctx, ZR_PULL);
 	act[9].s = st_socket(ctx, ZR_PUSH);
@@ -254,7 +320,9 @@ main(void)
 	st_join(pair_th[0]);
 	st_join(pair_th[1]);
 	st_join(act[9].th);
-	for (int i = 0; i < 10; i++) {
+	for (int i = 10; i < 13; i++)
+		st_join(act[i].th);
+	for (int i = 0; i < 13; i++) {
 		if (i == 8)
 			continue;
 		st_opt(act[i].s, ZR_LINGER, 0);
