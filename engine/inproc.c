@@ -374,6 +374,23 @@ zr__inproc_route_end(struct zr_ctx *ctx)
 	}
 }
 
+/*
+ * The receiving app gives the messages it emptied back to the io thread
+ * (rx_spare), and the sending app makes new ones from what the io thread
+ * gives it (tx_spare). Over tcp each ring is fed by its own connection's
+ * traffic; an inproc message goes from one app to the other, so without
+ * this the sender would malloc every message and the receiver free it on
+ * another thread. One spare back per message handed over.
+ */
+static void
+ip_spare_back(struct zr_socket *r, struct zr_socket *s)
+{
+	zr_msg *m = zr__spsc_pop(&r->rx_spare);
+
+	if (m != NULL && !zr__spsc_push(&s->tx_spare, m))
+		zr_msg_free(m);
+}
+
 void
 zr__inproc_flush(struct zr__conn *c, bool resume)
 {
@@ -427,6 +444,7 @@ zr__inproc_flush(struct zr__conn *c, bool resume)
 		}
 		ip_pop(c, cost); /* delivered (or taken and freed by the pattern) */
 		moved = true;
+		ip_spare_back(r, c->sock);
 		if (rc < 0) {
 			zr__conn_kick_out(t); /* a subscription limit: drop_why is set */
 			break;
