@@ -819,6 +819,12 @@ zr__conn_resume(struct zr__conn *c)
 
 	if (!c->rx_paused || c->state == ZR__CONN_CLOSING)
 		return;
+	if (c->inproc) {
+		c->rx_paused = false;
+		if (c->twin != NULL)
+			zr__inproc_flush(c->twin, true);
+		return;
+	}
 	rc = conn_decode(c);
 	if (c->tls != NULL) {
 		/* What the session decrypted or still holds comes next. */
@@ -844,7 +850,8 @@ zr__conn_has_room(const struct zr__conn *c)
 {
 	const struct zr__options *o = &c->sock->opt;
 
-	return c->state == ZR__CONN_ACTIVE && (o->sndhwm <= 0 || c->out_n < (size_t)o->sndhwm) &&
+	return c->state == ZR__CONN_ACTIVE && (!c->inproc || c->twin != NULL) &&
+	       (o->sndhwm <= 0 || c->out_n < (size_t)o->sndhwm) &&
 	       (c->out_n == 0 || o->sndbytes <= 0 || c->out_bytes < (uint64_t)o->sndbytes);
 }
 
@@ -852,6 +859,8 @@ zr__conn_has_room(const struct zr__conn *c)
 static size_t
 conn_out_busy(const struct zr__conn *c)
 {
+	if (c->inproc)
+		return c->ip_head_ready ? 1u : 0u; /* the receiver's envelope is on it */
 	if (c->tx_busy)
 		return c->tx_msgs + (c->tx_end_frame > 0 ? 1u : 0u);
 	return c->tx_frame > 0 ? 1u : 0u;
@@ -907,7 +916,10 @@ zr__conn_send(struct zr__conn *c, zr_msg *m, bool force)
 	c->outq[(c->out_head + c->out_n) % c->out_cap] = m;
 	c->out_n++;
 	c->out_bytes += zr__msg_cost(m);
-	conn_tx_kick(c);
+	if (c->inproc)
+		zr__inproc_flush(c, false);
+	else
+		conn_tx_kick(c);
 	return true;
 }
 
@@ -1473,6 +1485,8 @@ conn_teardown(struct zr__conn *c)
 		zr__timer_stop(conn_loop(c), &c->timer);
 		if (was_active)
 			zr__sock_conn_lost(s, c); /* out of routing at once */
+		if (c->inproc)
+			zr__inproc_detach(c);
 		if (c->fd >= 0) {
 			shutdown(c->fd, SHUT_RDWR);
 			zr__op_cancel_fd(conn_loop(c), c->fd);

@@ -181,6 +181,7 @@ zr_ctx_free(zr_ctx *ctx)
 		zr__ctx_command(ctx, cmd);
 	}
 	pthread_join(ctx->thread, NULL);
+	zr__inproc_ctx_fini(ctx); /* names of sockets never closed */
 	pthread_mutex_destroy(&ctx->lock);
 	pthread_cond_destroy(&ctx->cond);
 	free(ctx);

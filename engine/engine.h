@@ -281,6 +281,14 @@ struct zr__conn {
 	 * User-Id when the authenticator names none. ZR__CONN_SUBJECT octets,
 	 * allocated for a tls:// connection only, kept across reconnects. */
 	char *tls_subject;
+	/* inproc:// (inproc.c): no fd, no codec; outq is this end's half of
+	 * the pipe, the other socket's rx its other half. */
+	bool inproc;
+	bool ip_live;          /* counted by its socket: the twin may deliver to it */
+	bool ip_head_ready;    /* outq's head already has the receiver's envelope */
+	bool ip_flush_queued;  /* on the ctx's ip_flush list */
+	struct zr__conn *twin; /* the other end (NULL: it went; this one goes too) */
+	struct zr__conn *ip_flush_next;
 };
 
 /* ---- sockets ------------------------------------------------------------ */
@@ -395,6 +403,9 @@ struct zr_socket {
 	/* TLS contexts, made by the first tls:// zr_connect / zr_bind (app
 	 * thread, before the command that uses them), freed with the socket. */
 	struct zr__tls_ctx *tls_client, *tls_server;
+	struct zr__inproc_name *ip_names; /* inproc:// names bound here (inproc.c) */
+	struct zr_socket *ip_wake_next;   /* on the ctx's ip_wake list */
+	bool ip_wake_queued;
 };
 
 /* ---- the context -------------------------------------------------------- */
@@ -437,9 +448,20 @@ struct zr_ctx {
 	/* ZR_BUSY_POLL spins app threads too, not only the io thread: the
 	 * process may run on ZR__BUSY_APP_CPUS CPUs or more (set once). */
 	bool busy_app;
+	struct zr__inproc_name *inproc_names; /* bound inproc:// names, under lock (inproc.c) */
 	/* io thread only */
 	struct zr_socket *sockets;
 	bool term;
+	/* inproc: while a socket routes its handoff (ip_routing > 0), receivers
+	 * that got messages wait on ip_wake for one wake at the end, as a tcp
+	 * receiver gets one per decoded batch, not one per message. */
+	int ip_routing;
+	bool ip_draining;
+	struct zr_socket *ip_wake;
+	/* ... and connections given a fan-out's shared message wait on ip_flush
+	 * until the router dropped its own reference, so that the last of them
+	 * takes the message itself rather than a copy. */
+	struct zr__conn *ip_flush;
 };
 
 /* Queues a command for the io thread and wakes it. Takes ownership of cmd. */
@@ -526,5 +548,34 @@ bool zr__conn_drained(const struct zr__conn *c);
 int zr__sock_tls_ctx(struct zr_socket *s, bool server);
 /* Frees the contexts and the TLS option strings (wiping the key). */
 void zr__sock_tls_free(struct zr_socket *s);
+/*
+ * inproc:// (inproc.c). Names are the context's: an app thread registers one
+ * at zr_bind (-EADDRINUSE when taken) and releases it at zr_unbind or
+ * zr_socket_close; the io thread keeps its own copy per socket and pairs a
+ * connecter with the binder, now or when the name is bound.
+ */
+struct zr__inproc_name {
+	struct zr__inproc_name *next;
+	struct zr_socket *sock;
+	char name[ZR__INPROC_NAME_MAX + 1];
+};
+
+/* app thread */
+int zr__inproc_register(struct zr_socket *s, const char *name);
+void zr__inproc_unregister(struct zr_socket *s, const char *name); /* NULL: all of s's */
+void zr__inproc_ctx_fini(struct zr_ctx *ctx);
+/* io thread */
+void zr__inproc_bind(struct zr_socket *s, const struct zr__endpoint *ep);
+/* Forgets name (NULL: all of s's); the pipes it made stay (libzmq 4.3). */
+void zr__inproc_unbind(struct zr_socket *s, const char *name);
+void zr__inproc_connect(struct zr__conn *c);
+/* c's outq into the twin's socket (send: from zr__conn_send, which must not
+ * call back into routing; resume: the twin got room, c's socket may route). */
+void zr__inproc_flush(struct zr__conn *c, bool resume);
+/* Routing begins / ends (socket.c): the deferred wakes go out at the end. */
+void zr__inproc_route_begin(struct zr_ctx *ctx);
+void zr__inproc_route_end(struct zr_ctx *ctx);
+/* c goes: the twin is told (it closes on its next timer turn). */
+void zr__inproc_detach(struct zr__conn *c);
 
 #endif /* ZR_ENGINE_ENGINE_H */

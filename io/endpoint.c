@@ -158,6 +158,23 @@ endpoint_parse_ipc(const char *rest, struct zr__endpoint *ep)
 	return 0;
 }
 
+/* The name is kept as text in the address storage; nothing resolves it. */
+static int
+endpoint_parse_inproc(const char *name, struct zr__endpoint *ep)
+{
+	size_t len = strnlen(name, ZR__INPROC_NAME_MAX + 1);
+
+	if (len == 0)
+		return -EINVAL;
+	if (len > ZR__INPROC_NAME_MAX)
+		return -ENAMETOOLONG;
+	memset(ep, 0, sizeof *ep);
+	ep->transport = ZR__INPROC;
+	memcpy(&ep->addr, name, len);
+	ep->addrlen = (socklen_t)len;
+	return 0;
+}
+
 int
 zr__endpoint_parse(const char *text, bool for_bind, bool ipv6, struct zr__endpoint *ep)
 {
@@ -169,6 +186,8 @@ zr__endpoint_parse(const char *text, bool for_bind, bool ipv6, struct zr__endpoi
 		return endpoint_parse_ipc(text + 6, ep);
 	if (strncmp(text, "tls://", 6) == 0)
 		return endpoint_parse_tls(text + 6, for_bind, ipv6, ep);
+	if (strncmp(text, "inproc://", 9) == 0)
+		return endpoint_parse_inproc(text + 9, ep);
 	if (strstr(text, "://") == NULL)
 		return -EINVAL;
 	return -EPROTONOSUPPORT;
@@ -177,6 +196,8 @@ zr__endpoint_parse(const char *text, bool for_bind, bool ipv6, struct zr__endpoi
 int
 zr__endpoint_socket(const struct zr__endpoint *ep)
 {
+	if (ep->transport == ZR__INPROC)
+		return -EPROTONOSUPPORT;
 	int fd = socket(ep->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	return fd < 0 ? -errno : fd;
@@ -187,7 +208,7 @@ zr__endpoint_listen(const struct zr__endpoint *ep, int backlog)
 {
 	int fd = zr__endpoint_socket(ep), one = 1, rc;
 
-	if (fd < 0)
+	if (fd < 0) /* inproc included: never a kernel socket */
 		return fd;
 	if (ep->transport == ZR__TCP) {
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -220,7 +241,9 @@ endpoint_format_addr(int transport, const struct sockaddr_storage *ss, socklen_t
 	char host[INET6_ADDRSTRLEN];
 	int n;
 
-	if (transport == ZR__IPC) {
+	if (transport == ZR__INPROC) {
+		n = snprintf(buf, cap, "inproc://%.*s", (int)len, (const char *)ss);
+	} else if (transport == ZR__IPC) {
 		const struct sockaddr_un *a = (const struct sockaddr_un *)ss;
 		size_t plen = len > offsetof(struct sockaddr_un, sun_path)
 		                  ? len - offsetof(struct sockaddr_un, sun_path)

@@ -13,7 +13,14 @@
 enum zr__transport {
 	ZR__TCP = 1,
 	ZR__IPC = 2,
+	/* Never a kernel socket: the engine pairs the two sockets itself
+	 * (engine/inproc.c); the name sits in addr as a NUL-ended string. */
+	ZR__INPROC = 4,
 };
+
+/* An inproc:// name: 1 to 127 octets (any but NUL), so that it fits, with
+ * its NUL, in struct zr__endpoint's address storage. */
+#define ZR__INPROC_NAME_MAX 127
 
 #define ZR__ENDPOINT_TEXT_MAX 160 /* "ipc://" + a 107-octet path, or tcp + [v6]:port */
 
@@ -34,7 +41,9 @@ struct zr__endpoint {
  * too (libzmq's ZMQ_IPV6); a bracketed "[::1]" is IPv6 either way. Host
  * names are resolved here, blocking. Returns 0, -EINVAL (malformed),
  * -EPROTONOSUPPORT (unknown transport), -ENAMETOOLONG (ipc path over 107
- * octets) or -EHOSTUNREACH (the name does not resolve).
+ * octets, inproc name over ZR__INPROC_NAME_MAX) or -EHOSTUNREACH (the name
+ * does not resolve). "inproc://name" needs a non-empty name; listen and
+ * socket refuse it (-EPROTONOSUPPORT): the engine connects those itself.
  */
 int zr__endpoint_parse(const char *text, bool for_bind, bool ipv6, struct zr__endpoint *ep);
 
@@ -49,7 +58,7 @@ int zr__endpoint_listen(const struct zr__endpoint *ep, int backlog);
 int zr__endpoint_socket(const struct zr__endpoint *ep);
 
 /* Writes ep as text ("tcp://127.0.0.1:5555", "tcp://[::1]:5555", "ipc:///tmp/x",
- * "ipc://@name"). Returns the length or -ENOBUFS. */
+ * "ipc://@name", "inproc://name"). Returns the length or -ENOBUFS. */
 int zr__endpoint_format(const struct zr__endpoint *ep, char *buf, size_t cap);
 
 /* The address a socket is bound to, as text (see zr__endpoint_format). */

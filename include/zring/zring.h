@@ -89,21 +89,28 @@ ZR_API void zr_socket_close(zr_socket *s);
 
 /*
  * Binds to "tcp://addr:port" ("*" for any address, port "*" or 0 for one the
- * kernel picks: read it back with ZR_LAST_ENDPOINT) or "ipc://path" /
- * "ipc://@abstract". Returns 0, -EINVAL, -EPROTONOSUPPORT, -EADDRINUSE, ...
+ * kernel picks: read it back with ZR_LAST_ENDPOINT), "ipc://path" /
+ * "ipc://@abstract", or "inproc://name": sockets of this context only, by
+ * pointer, no kernel socket (name: 1 to 127 octets; a name bound already in
+ * this context is -EADDRINUSE; no security mechanism applies). Returns 0,
+ * -EINVAL, -EPROTONOSUPPORT, -EADDRINUSE, -ENAMETOOLONG, ...
  */
 ZR_API int zr_bind(zr_socket *s, const char *endpoint);
 /*
  * Connects to an endpoint; the connection is made (and remade after a loss,
- * every RECONNECT_IVL) by the io thread, so this returns at once. Returns 0,
- * -EINVAL, -EPROTONOSUPPORT, -EHOSTUNREACH (name does not resolve).
+ * every RECONNECT_IVL) by the io thread, so this returns at once. An
+ * "inproc://name" nobody bound yet is joined when a socket of this context
+ * binds it (sends queue meanwhile); an inproc pipe whose binder closes is
+ * not remade (libzmq). Returns 0, -EINVAL, -EPROTONOSUPPORT,
+ * -EHOSTUNREACH (name does not resolve).
  */
 ZR_API int zr_connect(zr_socket *s, const char *endpoint);
 
 /*
  * Stops listening on an endpoint this socket bound (give the text zr_bind got,
  * or for a wildcard bind the resolved one from ZR_LAST_ENDPOINT).
- * Connections already accepted through it stay. Returns 0 or -ENOENT.
+ * Connections already accepted through it stay (inproc pipes too, as in
+ * libzmq 4.3; the inproc name is free again at once). Returns 0 or -ENOENT.
  */
 ZR_API int zr_unbind(zr_socket *s, const char *endpoint);
 /*

@@ -45,7 +45,9 @@ static const struct parse_row parse_rows[] = {
 	{__LINE__, "ipc://", true, -EINVAL, NULL},
 	{__LINE__, "ipc://@", true, -EINVAL, NULL},
 	{__LINE__, "udp://127.0.0.1:5555", true, -EPROTONOSUPPORT, NULL},
-	{__LINE__, "inproc://x", true, -EPROTONOSUPPORT, NULL},
+	{__LINE__, "inproc://x", true, 0, "inproc://x"},
+	{__LINE__, "inproc://a b/c:*", false, 0, "inproc://a b/c:*"},
+	{__LINE__, "inproc://", true, -EINVAL, NULL},
 	{__LINE__, "127.0.0.1:5555", true, -EINVAL, NULL},
 	{__LINE__, "", true, -EINVAL, NULL},
 };
@@ -77,6 +79,22 @@ Test(io_endpoint, refuses_an_ipc_path_longer_than_the_kernel_takes)
 	cr_assert_eq(zr__endpoint_parse(text, true, false, &ep), -ENAMETOOLONG);
 	text[6 + sizeof(((struct sockaddr_un *)0)->sun_path) - 1] = '\0'; /* exactly the limit */
 	cr_assert_eq(zr__endpoint_parse(text, true, false, &ep), 0);
+}
+
+Test(io_endpoint, an_inproc_name_is_1_to_127_octets_and_never_a_kernel_socket)
+{
+	char text[9 + ZR__INPROC_NAME_MAX + 2];
+	struct zr__endpoint ep;
+
+	memcpy(text, "inproc://", 9);
+	memset(text + 9, 'n', ZR__INPROC_NAME_MAX + 1);
+	text[9 + ZR__INPROC_NAME_MAX + 1] = '\0'; /* one octet too many */
+	cr_assert_eq(zr__endpoint_parse(text, true, false, &ep), -ENAMETOOLONG);
+	text[9 + ZR__INPROC_NAME_MAX] = '\0'; /* exactly the limit */
+	cr_assert_eq(zr__endpoint_parse(text, true, false, &ep), 0);
+	cr_assert_eq(ep.transport, ZR__INPROC);
+	cr_assert_eq(zr__endpoint_listen(&ep, 4), -EPROTONOSUPPORT);
+	cr_assert_eq(zr__endpoint_socket(&ep), -EPROTONOSUPPORT);
 }
 
 Test(io_endpoint, star_with_ipv6_binds_dual_stack)
