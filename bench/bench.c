@@ -71,9 +71,9 @@
 #define BENCH_LAT_WARMUP 100
 #define BENCH_BUSY_POLL_US 200 /* busy-lat, busy-lat-rep: ZR_BUSY_POLL on both sides */
 #define BENCH_ENDPOINT_MAX 256
-#define BENCH_SUBS_MAX 8     /* "pubsub8" */
-#define BENCH_STALL_MS 500   /* stall-send: a send waiting this long means the peer is full */
-#define BENCH_IDLE_WAIT_S 60 /* idle-recv: many connections take a while */
+#define BENCH_SUBS_MAX 8      /* "pubsub8" */
+#define BENCH_STALL_MS 500    /* stall-send: a send waiting this long means the peer is full */
+#define BENCH_IDLE_WAIT_S 60  /* idle-recv: many connections take a while */
 #define BENCH_FANOUT_MAX 4096 /* "fanoutN": subscribers in one receiving process */
 #define BENCH_TOPIC_SUBS 10   /* "topicsT": subscribers sharing the T topics */
 #define BENCH_TOPIC_LEN 6     /* "t%05u": fixed width, so no topic prefixes another */

@@ -12,8 +12,8 @@
  * Functions return 0 (or a count) on success and -1 with errno set on
  * failure (zmq_errno() reads it), as libzmq's.
  */
-#ifndef ZRING_COMPAT_ZMQ_H
-#define ZRING_COMPAT_ZMQ_H
+#ifndef ZR_COMPAT_ZMQ_H
+#define ZR_COMPAT_ZMQ_H
 
 #include <errno.h>
 #include <stddef.h>
@@ -362,4 +362,4 @@ ZMQ_EXPORT void zmq_threadclose(void *thread);
 }
 #endif
 
-#endif /* ZRING_COMPAT_ZMQ_H */
+#endif /* ZR_COMPAT_ZMQ_H */

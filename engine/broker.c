@@ -81,9 +81,9 @@ struct zr_subscription {
 	pthread_t dispatcher;
 	bool dispatcher_started;
 	int efd_stop;
-	atomic_int stop;    /* enum sub_stop */
-	bool done;          /* the dispatcher finished (broker lock) */
-	size_t peak;        /* the channel's peak, kept when the socket closes */
+	atomic_int stop;      /* enum sub_stop */
+	bool done;            /* the dispatcher finished (broker lock) */
+	size_t peak;          /* the channel's peak, kept when the socket closes */
 	bool channel_counted; /* a timed-out shutdown counted the channel as discarded */
 	bool joined;
 
@@ -92,7 +92,7 @@ struct zr_subscription {
 	bool exit;            /* workers: leave when idle (or at once with SUB_DROP) */
 	struct sub_worker *w;
 	unsigned rotation;
-	struct sub_job job;   /* the dispatcher's job in assembly */
+	struct sub_job job;                 /* the dispatcher's job in assembly */
 	struct zr__brokermsg_scratch check; /* the dispatcher's scratch for batch checks */
 	uint64_t seq;
 
@@ -179,8 +179,8 @@ fd_drain(int fd)
 }
 
 /* Formats an error text (truncated to cap, which is fine for a message). */
-static void
-textf(char *buf, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void textf(char *buf, size_t cap, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 static void
 textf(char *buf, size_t cap, const char *fmt, ...)
@@ -587,8 +587,8 @@ zr_broker_start(zr_broker *b)
 	pthread_mutex_lock(&b->lock);
 	b->err[0] = '\0';
 	if (atomic_load(&b->closed)) {
-		textf(b->err, sizeof b->err, "transport is not connected: the broker on '%s' was shut down",
-		         b->endpoint);
+		textf(b->err, sizeof b->err,
+		      "transport is not connected: the broker on '%s' was shut down", b->endpoint);
 		rc = -ENOTCONN;
 	} else if (strncmp(b->endpoint, "tcp://", 6) != 0 &&
 	           strncmp(b->endpoint, "ipc://", 6) != 0 &&
@@ -600,7 +600,7 @@ zr_broker_start(zr_broker *b)
 		rc = -EINVAL;
 	} else if (b->side == ZR_BIND && (rc = broker_parse_bind(b->endpoint, &ep)) < 0) {
 		textf(b->err, sizeof b->err, "invalid descriptor: endpoint '%s': %s", b->endpoint,
-		         zr_strerror(rc));
+		      zr_strerror(rc));
 	} else {
 		rc = 0;
 		b->started = true;
@@ -637,12 +637,12 @@ broker_usable(zr_broker *b, char *err, size_t cap)
 {
 	if (!b->started) {
 		textf(err, cap, "transport is not connected: the broker on '%s' is not started",
-		         b->endpoint);
+		      b->endpoint);
 		return -ENOTCONN;
 	}
 	if (atomic_load(&b->closed)) {
 		textf(err, cap, "transport is not connected: the broker on '%s' was shut down",
-		         b->endpoint);
+		      b->endpoint);
 		return -ENOTCONN;
 	}
 	return 0;
@@ -1099,33 +1099,42 @@ sub_check_opts(zr_broker *b, const char *name, const struct zr_sub_opts *o, char
 		return -EINVAL;
 	}
 	if (o == NULL || (o->handler == NULL) == (o->batch_handler == NULL)) {
-		textf(err, cap, "invalid descriptor: subscription '%s' needs exactly one of a handler and a batch handler",
-		         name);
+		textf(err, cap,
+		      "invalid descriptor: subscription '%s' needs exactly one of a handler and a "
+		      "batch handler",
+		      name);
 		return -EINVAL;
 	}
 	if (o->batch_handler != NULL && b->pattern == ZR_RPC) {
-		textf(err, cap, "invalid descriptor: subscription '%s': an RPC responder is not batchable (each request has its own reply address)",
-		         name);
+		textf(err, cap,
+		      "invalid descriptor: subscription '%s': an RPC responder is not batchable "
+		      "(each request has its own reply address)",
+		      name);
 		return -EINVAL;
 	}
 	if (o->batch_handler != NULL && o->by_key) {
-		textf(err, cap, "invalid descriptor: subscription '%s': by_key has no meaning for a batch handler",
-		         name);
+		textf(err, cap,
+		      "invalid descriptor: subscription '%s': by_key has no meaning for a batch "
+		      "handler",
+		      name);
 		return -EINVAL;
 	}
 	if (o->handler != NULL && o->batch > 1) {
-		textf(err, cap, "invalid descriptor: subscription '%s': a batch size needs a batch handler",
-		         name);
+		textf(err, cap,
+		      "invalid descriptor: subscription '%s': a batch size needs a batch handler",
+		      name);
 		return -EINVAL;
 	}
 	if (o->workers > 1024 || o->batch > 65536) {
-		textf(err, cap, "invalid descriptor: subscription '%s': workers or batch out of range",
-		         name);
+		textf(err, cap,
+		      "invalid descriptor: subscription '%s': workers or batch out of range", name);
 		return -EINVAL;
 	}
 	if (b->pattern == ZR_FANOUT && strlen(name) > ZR__SUB_MAX) {
-		textf(err, cap, "invalid descriptor: fan-out subscription name '%.32s...' is longer than %d bytes",
-		         name, ZR__SUB_MAX);
+		textf(err, cap,
+		      "invalid descriptor: fan-out subscription name '%.32s...' is longer than %d "
+		      "bytes",
+		      name, ZR__SUB_MAX);
 		return -EINVAL;
 	}
 	return 0;
@@ -1135,7 +1144,8 @@ sub_check_opts(zr_broker *b, const char *name, const struct zr_sub_opts *o, char
 static int
 sub_open_socket(zr_broker *b, struct zr_subscription *sub)
 {
-	static const int types[] = {[ZR_QUEUE] = ZR_PULL, [ZR_FANOUT] = ZR_SUB, [ZR_RPC] = ZR_ROUTER};
+	static const int types[] = {
+		[ZR_QUEUE] = ZR_PULL, [ZR_FANOUT] = ZR_SUB, [ZR_RPC] = ZR_ROUTER};
 	int ra = (int)sub->read_ahead, zero = 0, one = 1, rc;
 	zr_msg *none = NULL;
 
@@ -1153,7 +1163,8 @@ sub_open_socket(zr_broker *b, struct zr_subscription *sub)
 		zr_setsockopt(sub->sock, ZR_SUBSCRIBE, sub->name, strlen(sub->name));
 	if (b->pattern == ZR_RPC)
 		zr_setsockopt(sub->sock, ZR_ROUTER_MANDATORY, &one, sizeof one);
-	rc = b->side == ZR_BIND ? zr_bind(sub->sock, b->endpoint) : zr_connect(sub->sock, b->endpoint);
+	rc = b->side == ZR_BIND ? zr_bind(sub->sock, b->endpoint)
+	                        : zr_connect(sub->sock, b->endpoint);
 	if (rc < 0)
 		return rc;
 	/* Make the queues before two threads (dispatcher, replies) use them. */
@@ -1166,7 +1177,8 @@ sub_start_threads(struct zr_subscription *sub)
 {
 	if (sub->nworkers > 1) {
 		for (unsigned i = 0; i < sub->nworkers; i++) {
-			if (pthread_create(&sub->w[i].thread, NULL, sub_worker_main, &sub->w[i]) != 0)
+			if (pthread_create(&sub->w[i].thread, NULL, sub_worker_main, &sub->w[i]) !=
+			    0)
 				return -EAGAIN;
 			sub->w[i].started = true;
 		}
@@ -1193,8 +1205,11 @@ zr_subscribe(zr_broker *b, const char *name, const struct zr_sub_opts *o, zr_sub
 		rc = sub_check_opts(b, name, o, b->err, sizeof b->err);
 	if (rc == 0 && b->side == ZR_BIND && b->listener != NULL) {
 		textf(b->err, sizeof b->err,
-		         "invalid descriptor: subscription '%s' holds the bound %s endpoint '%s'; subscription '%s' cannot bind it too (a bound endpoint takes one subscription: dial it from a connect-side broker, or use an endpoint of its own)",
-		         b->listener->name, pattern_name(b->pattern), b->endpoint, name);
+		      "invalid descriptor: subscription '%s' holds the bound %s endpoint '%s'; "
+		      "subscription '%s' cannot bind it too (a bound endpoint takes one "
+		      "subscription: dial it from a connect-side broker, or use an endpoint of its "
+		      "own)",
+		      b->listener->name, pattern_name(b->pattern), b->endpoint, name);
 		rc = -EINVAL;
 	}
 	if (rc < 0) {
@@ -1229,7 +1244,8 @@ zr_subscribe(zr_broker *b, const char *name, const struct zr_sub_opts *o, zr_sub
 		rc = sub_start_threads(sub);
 	if (rc < 0) {
 		if (b->err[0] == '\0')
-			textf(b->err, sizeof b->err, "subscription '%s': %s", name, zr_strerror(rc));
+			textf(b->err, sizeof b->err, "subscription '%s': %s", name,
+			      zr_strerror(rc));
 		pthread_mutex_unlock(&b->lock);
 		sub_free(sub);
 		return rc;
@@ -1315,7 +1331,8 @@ zr_subscription_stats(zr_subscription *sub, struct zr_sub_stats *st)
 		st->depth = zr__sock_rx_queued(sub->sock);
 	st->peak_depth = sub->joined ? sub->peak : zr__sock_rx_peak(sub->sock);
 	pthread_mutex_unlock(&sub->lock);
-	st->in_flight = received > handled + discarded ? (size_t)(received - handled - discarded) : 0;
+	st->in_flight =
+		received > handled + discarded ? (size_t)(received - handled - discarded) : 0;
 	st->read_ahead = sub->read_ahead;
 }
 
@@ -1524,8 +1541,8 @@ zr_publisher_stats(zr_publisher *p, struct zr_pub_stats *st)
 		st->unmatched = zr__sock_unmatched(p->sock);
 }
 
-static int
-pub_fail(struct zr_publisher *p, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int pub_fail(struct zr_publisher *p, int rc, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 static int
 pub_fail(struct zr_publisher *p, int rc, const char *fmt, ...)
@@ -1547,9 +1564,11 @@ pub_interrupted(struct zr_publisher *p, const char *name)
 	fd_drain(p->efd_cancel);
 	if (atomic_load(&p->b->closed))
 		return pub_fail(p, -ENOTCONN,
-		                "transport is not connected: the broker on '%s' was shut down while publishing to '%s'",
+		                "transport is not connected: the broker on '%s' was shut down "
+		                "while publishing to '%s'",
 		                p->b->endpoint, name);
-	return pub_fail(p, -ECANCELED, "publish to '%s' was cancelled before the socket took it", name);
+	return pub_fail(p, -ECANCELED, "publish to '%s' was cancelled before the socket took it",
+	                name);
 }
 
 static uint64_t
@@ -1635,13 +1654,15 @@ pub_send(struct zr_publisher *p, zr_socket *sock, const char *name, const char *
 			if (first_refusal == 0)
 				first_refusal = now;
 			if (now - first_refusal >= ZR_SEND_RETRY_WINDOW_MS)
-				return pub_fail(p, -ENOTCONN,
-				                "send error to '%s': no connected peer on '%s' after %d ms",
-				                name, target, ZR_SEND_RETRY_WINDOW_MS);
+				return pub_fail(
+					p, -ENOTCONN,
+					"send error to '%s': no connected peer on '%s' after %d ms",
+					name, target, ZR_SEND_RETRY_WINDOW_MS);
 			if (left == 0)
-				return pub_fail(p, -ETIMEDOUT,
-				                "send error to '%s': timed out waiting for a peer on '%s'", name,
-				                target);
+				return pub_fail(
+					p, -ETIMEDOUT,
+					"send error to '%s': timed out waiting for a peer on '%s'",
+					name, target);
 			if (left > 0 && left < step)
 				step = left;
 			if (poll(pf, 2, step) > 0 && (pf[0].revents & POLLIN))
@@ -1653,7 +1674,8 @@ pub_send(struct zr_publisher *p, zr_socket *sock, const char *name, const char *
 			uint64_t start = zr__now_ms();
 
 			atomic_store(&p->wait_start, start ? start : 1);
-			rc = zr__sock_send_cancellable(sock, msg, remaining_ms(deadline), p->efd_cancel);
+			rc = zr__sock_send_cancellable(sock, msg, remaining_ms(deadline),
+			                               p->efd_cancel);
 			atomic_fetch_add(&p->blocked_ms, zr__now_ms() - start);
 			atomic_store(&p->wait_start, 0);
 		}
@@ -1664,9 +1686,10 @@ pub_send(struct zr_publisher *p, zr_socket *sock, const char *name, const char *
 		if (rc == -ECANCELED)
 			return pub_interrupted(p, name);
 		if (rc == -EAGAIN)
-			return pub_fail(p, -ETIMEDOUT,
-			                "send error to '%s': timed out; the peers on '%s' have no room", name,
-			                target);
+			return pub_fail(
+				p, -ETIMEDOUT,
+				"send error to '%s': timed out; the peers on '%s' have no room",
+				name, target);
 		return pub_fail(p, rc, "send error to '%s': %s", name, zr_strerror(rc));
 	}
 }
@@ -1718,7 +1741,8 @@ pub_wait_filter(struct zr_publisher *p, const char *target)
 		left = remaining_ms(deadline);
 		if (left == 0)
 			return pub_fail(p, -ETIMEDOUT,
-			                "endpoint error on '%s': the subscription sent no filter within %d ms",
+			                "endpoint error on '%s': the subscription sent no filter "
+			                "within %d ms",
 			                target, ZR_SEND_RETRY_WINDOW_MS);
 		if (poll(pf, 3, left) > 0 && (pf[1].revents & POLLIN))
 			return pub_interrupted(p, target);
@@ -1734,7 +1758,9 @@ pub_target(struct zr_publisher *p, const char *name, char *target, bool *bind, b
 
 	if (b->dialer[0] != '\0')
 		return pub_fail(p, -EPERM,
-		                "send error to '%s': this broker's subscription '%s' dials '%s' and reads from the %s peer there, which takes no messages; publish through a broker of its own",
+		                "send error to '%s': this broker's subscription '%s' dials '%s' "
+		                "and reads from the %s peer there, which takes no messages; "
+		                "publish through a broker of its own",
 		                name, b->dialer, b->endpoint, peer);
 	*bind = false;
 	*local = false;
@@ -1742,9 +1768,12 @@ pub_target(struct zr_publisher *p, const char *name, char *target, bool *bind, b
 		snprintf(target, ZR__ENDPOINT_TEXT_MAX, "%s", b->endpoint);
 	} else if (b->listener != NULL) {
 		if (b->pattern == ZR_QUEUE && strcmp(name, b->listener->name) != 0)
-			return pub_fail(p, -EPERM,
-			                "send error to '%s': this service's subscription '%s' binds the queue on '%s' and receives every message pushed into it; publish '%s' through a queue on an endpoint of its own",
-			                name, b->listener->name, b->endpoint, name);
+			return pub_fail(
+				p, -EPERM,
+				"send error to '%s': this service's subscription '%s' binds the "
+				"queue on '%s' and receives every message pushed into it; publish "
+				"'%s' through a queue on an endpoint of its own",
+				name, b->listener->name, b->endpoint, name);
 		snprintf(target, ZR__ENDPOINT_TEXT_MAX, "%s", b->bound);
 		*local = true;
 	} else {
@@ -1836,8 +1865,8 @@ pub_drain_xpub(struct zr_publisher *p)
 		zr_msg_free(m);
 }
 
-static int pub_reply(struct zr_publisher *p, const char *dest, const struct zr_header *h,
-                     size_t nh, const struct zr_header *extra, const void *payload, size_t len);
+static int pub_reply(struct zr_publisher *p, const char *dest, const struct zr_header *h, size_t nh,
+                     const struct zr_header *extra, const void *payload, size_t len);
 
 /* see zring.h */
 int
@@ -1915,7 +1944,9 @@ pub_reply(struct zr_publisher *p, const char *dest, const struct zr_header *h, s
 		return rc;
 	if (strncmp(dest, BROKER_REPLY_PREFIX, sizeof BROKER_REPLY_PREFIX - 1) != 0)
 		return pub_fail(p, -EINVAL,
-		                "send error to '%s': an RPC publisher sends replies only, to the 'zmq-reply:<hex>' address a request's reply-to header carries; send requests with zr_request()",
+		                "send error to '%s': an RPC publisher sends replies only, to the "
+		                "'zmq-reply:<hex>' address a request's reply-to header carries; "
+		                "send requests with zr_request()",
 		                dest);
 	hex_len = strlen(hex);
 	if (hex_len == 0 || hex_len % 2 != 0 || hex_len / 2 > ZR__SUB_MAX)
@@ -1925,7 +1956,8 @@ pub_reply(struct zr_publisher *p, const char *dest, const struct zr_header *h, s
 		int hi = hex_digit(hex[2 * i]), lo = hex_digit(hex[2 * i + 1]);
 
 		if (hi < 0 || lo < 0)
-			return pub_fail(p, -EINVAL, "send error to '%s': malformed reply address", dest);
+			return pub_fail(p, -EINVAL, "send error to '%s': malformed reply address",
+			                dest);
 		rid[i] = (uint8_t)(hi << 4 | lo);
 	}
 	if (zr_msg_new(&m) < 0)
@@ -1945,13 +1977,14 @@ pub_reply(struct zr_publisher *p, const char *dest, const struct zr_header *h, s
 	 * broker lock orders their sends (a ROUTER send never waits). */
 	pthread_mutex_lock(&b->lock);
 	if (b->responder == NULL) {
-		rc = pub_fail(p, -ENOTCONN, "send error to '%s': no responder subscription is attached",
-		              dest);
+		rc = pub_fail(p, -ENOTCONN,
+		              "send error to '%s': no responder subscription is attached", dest);
 	} else {
 		rc = zr_send(b->responder->sock, &m, ZR_DONTWAIT);
 		if (rc == -EHOSTUNREACH)
 			pub_fail(p, rc,
-			         "send error to '%s': no connected requester holds this reply address (it timed out or went away)",
+			         "send error to '%s': no connected requester holds this reply "
+			         "address (it timed out or went away)",
 			         dest);
 		else if (rc < 0)
 			pub_fail(p, rc, "send error to '%s': %s", dest, zr_strerror(rc));
@@ -1975,13 +2008,14 @@ zr_reply(zr_publisher *p, const struct zr_delivery *req, const struct zr_header 
 		return -EINVAL;
 	p->err[0] = '\0';
 	if (req->reply_to == NULL)
-		return pub_fail(p, -EINVAL, "send error: the delivery '%s' carries no reply-to address",
+		return pub_fail(p, -EINVAL,
+		                "send error: the delivery '%s' carries no reply-to address",
 		                req->name);
 	corr.value = zr_delivery_header(req, "correlation-id");
 	for (size_t i = 0; i < nh; i++)
 		has = has || strcasecmp(h[i].name, "correlation-id") == 0;
-	return pub_reply(p, req->reply_to, h, nh, corr.value != NULL && !has ? &corr : NULL, payload,
-	                 len);
+	return pub_reply(p, req->reply_to, h, nh, corr.value != NULL && !has ? &corr : NULL,
+	                 payload, len);
 }
 
 /* Where requests go: the dialled endpoint, or the local responder. */
@@ -1994,7 +2028,8 @@ pub_request_target(struct zr_publisher *p, const char *name, char *target)
 	pthread_mutex_lock(&b->lock);
 	rc = broker_usable(b, p->err, sizeof p->err);
 	if (rc == 0 && b->pattern != ZR_RPC)
-		rc = pub_fail(p, -EINVAL, "send error to '%s': requests need an RPC broker, this one is %s",
+		rc = pub_fail(p, -EINVAL,
+		              "send error to '%s': requests need an RPC broker, this one is %s",
 		              name, pattern_name(b->pattern));
 	if (rc == 0 && b->side == ZR_CONNECT)
 		snprintf(target, ZR__ENDPOINT_TEXT_MAX, "%s", b->endpoint);
@@ -2002,7 +2037,8 @@ pub_request_target(struct zr_publisher *p, const char *name, char *target)
 		snprintf(target, ZR__ENDPOINT_TEXT_MAX, "%s", b->bound);
 	else if (rc == 0)
 		rc = pub_fail(p, -ENOTCONN,
-		              "send error to '%s': no responder subscription is attached to '%s' (a bound RPC broker's requests go to its own responder)",
+		              "send error to '%s': no responder subscription is attached to '%s' "
+		              "(a bound RPC broker's requests go to its own responder)",
 		              name, b->endpoint);
 	pthread_mutex_unlock(&b->lock);
 	return rc;
@@ -2073,7 +2109,8 @@ pub_await_reply(struct zr_publisher *p, const char *name, const char *corr, uint
 		left = remaining_ms(deadline);
 		if (left == 0) {
 			zr_delivery_free(&o->d);
-			return pub_fail(p, -ETIMEDOUT, "request to '%s' timed out (correlation-id %s)", name,
+			return pub_fail(p, -ETIMEDOUT,
+			                "request to '%s' timed out (correlation-id %s)", name,
 			                corr);
 		}
 		if (poll(pf, 2, left) > 0 && (pf[1].revents & POLLIN)) {

@@ -28,10 +28,10 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/sockios.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/sockios.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -103,7 +103,8 @@ conn_codec_config(struct zr__conn *c)
 	if (o->mechanism == ZR_MECH_CURVE) {
 		cfg->curve_public_key = o->curve_public_set ? o->curve_public : NULL;
 		cfg->curve_secret_key = o->curve_secret_set ? o->curve_secret : NULL;
-		cfg->curve_server_key = o->curve_server_set && !o->as_server ? o->curve_server : NULL;
+		cfg->curve_server_key =
+			o->curve_server_set && !o->as_server ? o->curve_server : NULL;
 	}
 	if (o->as_server) {
 		cfg->auth = c->sock->auth;
@@ -117,7 +118,8 @@ conn_codec_config(struct zr__conn *c)
 	cfg->handshake_ivl_ms = o->handshake_ivl_ms > 0 ? (uint32_t)o->handshake_ivl_ms : 0;
 	cfg->heartbeat_ivl_ms = o->heartbeat_ivl_ms > 0 ? (uint32_t)o->heartbeat_ivl_ms : 0;
 	cfg->heartbeat_ttl_ms = o->heartbeat_ttl_ms > 0 ? (uint32_t)o->heartbeat_ttl_ms : 0;
-	cfg->heartbeat_timeout_ms = o->heartbeat_timeout_ms > 0 ? (uint32_t)o->heartbeat_timeout_ms : 0;
+	cfg->heartbeat_timeout_ms =
+		o->heartbeat_timeout_ms > 0 ? (uint32_t)o->heartbeat_timeout_ms : 0;
 }
 
 /* ---- timers ------------------------------------------------------------- */
@@ -153,7 +155,8 @@ conn_reconnect_delay(struct zr__conn *c)
 	uint64_t x = (uint64_t)(uintptr_t)c ^ (zr__now_ms() * 0x9e3779b97f4a7c15ull) ^ c->attempts;
 
 	if (o->reconnect_ivl_max_ms > 0) {
-		for (uint32_t i = 0; i < c->attempts && base < (uint64_t)o->reconnect_ivl_max_ms; i++)
+		for (uint32_t i = 0; i < c->attempts && base < (uint64_t)o->reconnect_ivl_max_ms;
+		     i++)
 			base *= 2;
 		if (base > (uint64_t)o->reconnect_ivl_max_ms)
 			base = (uint64_t)o->reconnect_ivl_max_ms;
@@ -256,8 +259,8 @@ zr__conn_start_connect(struct zr__conn *c)
 	int fd = zr__endpoint_socket(&c->ep);
 
 	c->attempts++;
-	if (fd < 0 || zr__op_connect(conn_loop(c), &c->connect_op, fd, (struct sockaddr *)&c->ep.addr,
-	                             c->ep.addrlen) < 0) {
+	if (fd < 0 || zr__op_connect(conn_loop(c), &c->connect_op, fd,
+	                             (struct sockaddr *)&c->ep.addr, c->ep.addrlen) < 0) {
 		if (fd >= 0)
 			close(fd);
 		conn_retry(c);
@@ -311,7 +314,8 @@ conn_rx_arm(struct zr__conn *c)
 	}
 	if (c->in_len == c->in_cap)
 		return; /* cannot happen: commands are bounded below in_cap */
-	if (zr__op_recv(conn_loop(c), &c->rx_op, c->fd, c->in + c->in_len, c->in_cap - c->in_len, 0) == 0)
+	if (zr__op_recv(conn_loop(c), &c->rx_op, c->fd, c->in + c->in_len, c->in_cap - c->in_len,
+	                0) == 0)
 		c->rx_armed = true;
 }
 
@@ -507,7 +511,8 @@ conn_decode(struct zr__conn *c)
 			c->state = ZR__CONN_ACTIVE;
 			c->attempts = 0;
 			c->rid_len = 0;
-			if (ev.peer_identity != NULL && ev.peer_identity_len > 0 && ev.peer_identity[0] != 0) {
+			if (ev.peer_identity != NULL && ev.peer_identity_len > 0 &&
+			    ev.peer_identity[0] != 0) {
 				memcpy(c->rid, ev.peer_identity, ev.peer_identity_len);
 				c->rid_len = ev.peer_identity_len;
 			}
@@ -539,9 +544,10 @@ conn_decode(struct zr__conn *c)
 			conn_keep_reason(c, ev.data, ev.len);
 			/* A three-digit reason is a ZAP status (RFC 27): an auth refusal. */
 			if (ev.len == 3 && ev.data[0] >= '1' && ev.data[0] <= '5' &&
-			    ev.data[1] >= '0' && ev.data[1] <= '9' && ev.data[2] >= '0' && ev.data[2] <= '9')
-				c->peer_status = (ev.data[0] - '0') * 100 + (ev.data[1] - '0') * 10 +
-				                 (ev.data[2] - '0');
+			    ev.data[1] >= '0' && ev.data[1] <= '9' && ev.data[2] >= '0' &&
+			    ev.data[2] <= '9')
+				c->peer_status = (ev.data[0] - '0') * 100 +
+				                 (ev.data[1] - '0') * 10 + (ev.data[2] - '0');
 			break;
 		default:
 			break;
@@ -574,14 +580,16 @@ conn_handshake_failed(struct zr__conn *c, int err)
 		status = zr_zmtp_auth_status(&c->z, &text);
 		snprintf(why, sizeof why, "%s refused by the authenticator (%d)%s%s", peer, status,
 		         text[0] ? ": " : "", text);
-		zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_AUTH, status, c->endpoint, why);
+		zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_AUTH, status, c->endpoint,
+		                   why);
 	} else if (err == -ZR_EPEERERROR && c->peer_status > 0) {
 		snprintf(why, sizeof why, "%s refused us: status %d", peer, c->peer_status);
-		zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_AUTH, c->peer_status, c->endpoint,
-		                   why);
+		zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_AUTH, c->peer_status,
+		                   c->endpoint, why);
 	} else if (err == -ZR_EPEERERROR) {
 		snprintf(why, sizeof why, "%s sent ERROR: %s", peer, c->peer_reason);
-		zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, err, c->endpoint, why);
+		zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, err, c->endpoint,
+		                   why);
 	} else if (err == -ZR_ESIGNATURE && c->tls == NULL &&
 	           zr__tls_sniff(c->in, c->in_len) == 1) {
 		/* The codec consumes nothing of a greeting it refuses: c->in
@@ -592,7 +600,8 @@ conn_handshake_failed(struct zr__conn *c, int err)
 		                   why);
 	} else {
 		snprintf(why, sizeof why, "%s: %s", peer, zr_strerror(err));
-		zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, err, c->endpoint, why);
+		zr__sock_event_why(c->sock, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, err, c->endpoint,
+		                   why);
 	}
 }
 
@@ -876,7 +885,8 @@ zr__conn_drop_oldest(struct zr__conn *c)
 		return false;
 	m = c->outq[(c->out_head + k) % c->out_cap];
 	for (size_t i = k; i + 1 < c->out_n; i++)
-		c->outq[(c->out_head + i) % c->out_cap] = c->outq[(c->out_head + i + 1) % c->out_cap];
+		c->outq[(c->out_head + i) % c->out_cap] =
+			c->outq[(c->out_head + i + 1) % c->out_cap];
 	c->out_n--;
 	c->out_bytes -= zr__msg_cost(m);
 	zr__msg_unref(m);
@@ -1006,8 +1016,8 @@ conn_tx_encrypt(struct zr__conn *c, uint32_t *f, size_t *nmsg, size_t *used)
 			need = zr_zmtp_frame_wire_size(&c->z, len);
 			if (conn_buf_room(c, *used, need) < 0)
 				return -ENOMEM;
-			n = zr_zmtp_encode_frame(&c->z, flags, data, len,
-			                         c->tx_buf + *used, c->tx_buf_cap - *used);
+			n = zr_zmtp_encode_frame(&c->z, flags, data, len, c->tx_buf + *used,
+			                         c->tx_buf_cap - *used);
 			if (n < 0)
 				return n;
 			*used += (size_t)n;
@@ -1058,7 +1068,8 @@ conn_tx_kick(struct zr__conn *c)
 		}
 	} else if (c->state == ZR__CONN_ACTIVE && zr_zmtp_state(&c->z) == ZR_ZMTP_TRAFFIC) {
 		/* Without the packing buffer (no memory) every frame goes by reference. */
-		uint8_t *pack = c->out_n > 0 && conn_buf_room(c, 0, ZR__CONN_PACK) == 0 ? c->tx_buf : NULL;
+		uint8_t *pack =
+			c->out_n > 0 && conn_buf_room(c, 0, ZR__CONN_PACK) == 0 ? c->tx_buf : NULL;
 		size_t packed = 0;
 		size_t pack_iov = SIZE_MAX;
 
@@ -1089,7 +1100,8 @@ conn_tx_kick(struct zr__conn *c)
 						break;
 					h = zr_zmtp_frame_header(pack + packed, len, more);
 					if (len > 0)
-						memcpy(pack + packed + h, m->data + m->frames[f].off, len);
+						memcpy(pack + packed + h,
+						       m->data + m->frames[f].off, len);
 					if (extend) {
 						c->tx_iov[pack_iov].iov_len += (size_t)h + len;
 					} else {
@@ -1109,13 +1121,15 @@ conn_tx_kick(struct zr__conn *c)
 				c->tx_iov[niov].iov_len = (size_t)h;
 				niov++;
 				/* A message of empty frames may have no buffer at all. */
-				c->tx_iov[niov].iov_base = len > 0 ? m->data + m->frames[f].off : NULL;
+				c->tx_iov[niov].iov_base =
+					len > 0 ? m->data + m->frames[f].off : NULL;
 				c->tx_iov[niov].iov_len = len;
 				niov++;
 				bytes += (size_t)h + len;
 			}
 			if (f < m->nframes) {
-				c->tx_end_frame = f; /* the iovec is full: go on from here next time */
+				c->tx_end_frame =
+					f; /* the iovec is full: go on from here next time */
 				break;
 			}
 			f = 0;
@@ -1135,7 +1149,8 @@ conn_tx_kick(struct zr__conn *c)
 		conn_tls_pump(c);
 		return;
 	}
-	if (zr__op_sendmsg(conn_loop(c), &c->tx_op, c->fd, &c->tx_mh, MSG_NOSIGNAL | MSG_WAITALL) == 0)
+	if (zr__op_sendmsg(conn_loop(c), &c->tx_op, c->fd, &c->tx_mh, MSG_NOSIGNAL | MSG_WAITALL) ==
+	    0)
 		c->tx_busy = true;
 }
 
@@ -1406,8 +1421,8 @@ conn_reset_buffers(struct zr__conn *c)
 	/* A batch still counted here was cut off: its whole messages and the one
 	 * it stopped inside are lost. Otherwise only a half-written head is. */
 	size_t lost = c->tx_msgs > 0 || c->tx_end_frame > 0
-	                  ? c->tx_msgs + (c->tx_end_frame > 0 ? 1u : 0u)
-	                  : (c->tx_frame > 0 ? 1u : 0u);
+	                      ? c->tx_msgs + (c->tx_end_frame > 0 ? 1u : 0u)
+	                      : (c->tx_frame > 0 ? 1u : 0u);
 
 	for (size_t i = 0; i < lost && c->out_n > 0; i++)
 		conn_outq_pop(c);

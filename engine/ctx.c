@@ -136,7 +136,7 @@ zr_ctx_new(zr_ctx **out)
 	 * before it frees a socket (socket.c, sock_call_enter). Registering is
 	 * per process and may be repeated; without it, the locked counter. */
 	ctx->membarrier =
-	        syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+		syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 	{
 		cpu_set_t cpus;
 

@@ -52,8 +52,8 @@ struct zr_msg {
 	struct zr__span inl[ZR__MSG_INLINE_FRAMES];
 	uint8_t *data;
 	size_t len, cap;
-	uint32_t refs; /* io thread only: a fan-out shares one message */
-	bool raw;      /* io thread only: data is wire bytes (a subscription) */
+	uint32_t refs;         /* io thread only: a fan-out shares one message */
+	bool raw;              /* io thread only: data is wire bytes (a subscription) */
 	struct zr__meta *meta; /* received: its connection's properties (zr_msg_gets) */
 	/* No inline bytes: at 120 octets the struct stays in glibc's fast bins,
 	 * which matters when the other thread frees it (measured). */
@@ -168,7 +168,7 @@ struct zr__options {
 	bool as_server;
 	bool curve_public_set, curve_secret_set, curve_server_set;
 	uint8_t curve_public[ZR_CURVE_KEY_LEN], curve_secret[ZR_CURVE_KEY_LEN],
-	        curve_server[ZR_CURVE_KEY_LEN];
+		curve_server[ZR_CURVE_KEY_LEN];
 	uint8_t routing_id[ZR__SUB_MAX];
 	size_t routing_id_len;
 	uint8_t username[ZR__SUB_MAX], password[ZR__SUB_MAX];
@@ -217,7 +217,7 @@ struct zr__conn {
 	struct zr_zmtp z;
 	struct zr_zmtp_config zcfg;
 	struct zr__op connect_op, rx_op, tx_op;
-	struct zr__timer timer;     /* codec deadline, or the reconnect delay */
+	struct zr__timer timer; /* codec deadline, or the reconnect delay */
 	uint64_t timer_deadline;
 
 	/* receive */
@@ -235,8 +235,8 @@ struct zr__conn {
 	int fin_outq;          /* FINISHING: unacknowledged bytes at the last look */
 	uint64_t fin_moved_ms; /* FINISHING: when they last changed */
 	bool tx_busy;
-	bool tls_tx_busy; /* tls://: a send of the session's ciphertext in flight */
-	bool tls_pumping; /* tls://: in conn_tls_pump, a nested call only marks work */
+	bool tls_tx_busy;      /* tls://: a send of the session's ciphertext in flight */
+	bool tls_pumping;      /* tls://: in conn_tls_pump, a nested call only marks work */
 	size_t tx_msgs;        /* whole messages at the head of outq the batch finishes */
 	uint32_t tx_frame;     /* next frame of the head message to write (a message
 	                          with more frames than an iovec spans batches) */
@@ -245,15 +245,15 @@ struct zr__conn {
 	struct msghdr tx_mh;
 	struct iovec tx_iov[ZR__CONN_IOV_MAX];
 	uint8_t tx_hdr[ZR__CONN_IOV_MAX][ZR_ZMTP_HEADER_MAX];
-	size_t tx_iov_start;   /* first iovec not yet fully written */
+	size_t tx_iov_start; /* first iovec not yet fully written */
 
-	char endpoint[ZR__ENDPOINT_TEXT_MAX]; /* for monitor events */
+	char endpoint[ZR__ENDPOINT_TEXT_MAX];  /* for monitor events */
 	char peer_addr[ZR__ENDPOINT_TEXT_MAX]; /* the other end (auth, Peer-Address) */
-	int peer_status;                      /* ZAP status from the peer's ERROR */
-	char peer_reason[128];                /* the peer's ERROR reason, as text */
-	uint64_t rx_total;                    /* octets received on this connection */
-	struct zr__meta *meta;                /* set once READY: shared with messages */
-	uint32_t meta_credit;                 /* references to meta taken ahead, unspent */
+	int peer_status;                       /* ZAP status from the peer's ERROR */
+	char peer_reason[128];                 /* the peer's ERROR reason, as text */
+	uint64_t rx_total;                     /* octets received on this connection */
+	struct zr__meta *meta;                 /* set once READY: shared with messages */
+	uint32_t meta_credit;                  /* references to meta taken ahead, unspent */
 
 	/* The batch's copied bytes: small frames packed header and body
 	 * together, or (CURVE) every frame encrypted. Grows to the largest
@@ -348,33 +348,33 @@ struct zr_socket {
 	 * budget is reached.
 	 */
 	/* the app thread writes */
-	_Alignas(64) atomic_int calls; /* app calls in progress: the io thread frees the
+	_Alignas(64) atomic_int calls;  /* app calls in progress: the io thread frees the
 	                                  socket only when none is (a thread blocked in
 	                                  zr_recv while the context terminates) */
 	atomic_uint calls_tx, calls_rx; /* the same for sends and receives, each made by
 	                                   one thread at a time: plain stores when the
 	                                   context has membarrier (socket.c) */
-	atomic_size_t rx_taken;        /* bytes the app has taken out of rx, ever */
-	size_t tx_given;               /* bytes the app has put into tx, ever */
-	size_t tx_taken_seen;          /* the app's copy of tx_taken */
+	atomic_size_t rx_taken;         /* bytes the app has taken out of rx, ever */
+	size_t tx_given;                /* bytes the app has put into tx, ever */
+	size_t tx_taken_seen;           /* the app's copy of tx_taken */
 	/* the io thread writes */
 	_Alignas(64) atomic_size_t tx_taken; /* bytes the io thread took out of tx, ever */
-	atomic_size_t rx_peak;         /* the most messages rx ever held */
-	size_t rx_given;               /* bytes the io thread has put into rx, ever */
-	size_t rx_taken_seen;          /* the io thread's copy of rx_taken */
-	bool rx_unsignalled; /* rx got messages the app was not told of yet */
+	atomic_size_t rx_peak;               /* the most messages rx ever held */
+	size_t rx_given;                     /* bytes the io thread has put into rx, ever */
+	size_t rx_taken_seen;                /* the io thread's copy of rx_taken */
+	bool rx_unsignalled;                 /* rx got messages the app was not told of yet */
 	/* either side, now and then */
 	_Alignas(64) atomic_int rx_armed, tx_armed; /* the app waits: signal its eventfd */
-	atomic_int dirty;              /* queued on the ctx's dirty stack */
-	atomic_int rx_paused;          /* some connection waits for room in rx */
-	atomic_int closed;             /* the app closed it (io frees it later) */
-	atomic_int npipes;             /* peers a send could go to, counted as libzmq
+	atomic_int dirty;                           /* queued on the ctx's dirty stack */
+	atomic_int rx_paused;                       /* some connection waits for room in rx */
+	atomic_int closed;                          /* the app closed it (io frees it later) */
+	atomic_int npipes;                          /* peers a send could go to, counted as libzmq
 	                                  counts pipes: a connecter from zr_connect on,
 	                                  an accepted peer once its handshake is done */
-	atomic_int nready;             /* connections past their handshake */
-	atomic_int listen_fds;         /* listening fds not yet closed */
-	atomic_int rx_hold;            /* the owner stopped reading: rx takes nothing */
-	_Atomic uint64_t unmatched;    /* PUB/XPUB: messages no subscriber matched */
+	atomic_int nready;                          /* connections past their handshake */
+	atomic_int listen_fds;                      /* listening fds not yet closed */
+	atomic_int rx_hold;         /* the owner stopped reading: rx takes nothing */
+	_Atomic uint64_t unmatched; /* PUB/XPUB: messages no subscriber matched */
 	struct zr_socket *dirty_next;
 
 	struct zr__monitor mon;
@@ -393,10 +393,10 @@ struct zr_socket {
 	struct zr_socket *next, *prev; /* the ctx's list */
 	struct zr__conn *conns;
 	size_t nconns_active;
-	zr_msg *pending;           /* taken from tx but not yet routed */
+	zr_msg *pending; /* taken from tx but not yet routed */
 	struct zr__listener **listeners;
 	size_t nlisten;
-	size_t naccepted;          /* accepted connections not yet freed (CONNS_MAX) */
+	size_t naccepted; /* accepted connections not yet freed (CONNS_MAX) */
 	bool io_closing;
 	struct zr__timer linger_timer; /* LINGER ran out: close everything */
 	struct zr__timer close_timer;  /* re-check close progress, outside any callback */

@@ -62,7 +62,8 @@ meta_put(char *kv, size_t *off, const char *name, size_t nlen, const void *value
 static bool
 meta_reserved(const uint8_t *name, size_t nlen)
 {
-	return (nlen == strlen("User-Id") && strncasecmp((const char *)name, "User-Id", nlen) == 0) ||
+	return (nlen == strlen("User-Id") &&
+	        strncasecmp((const char *)name, "User-Id", nlen) == 0) ||
 	       (nlen == strlen("Peer-Address") &&
 	        strncasecmp((const char *)name, "Peer-Address", nlen) == 0);
 }

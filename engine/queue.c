@@ -79,7 +79,8 @@ zr__spsc_pop(struct zr__spsc *q)
 	void *p = zr__spsc_peek(q);
 
 	if (p != NULL)
-		atomic_store_explicit(&q->head, atomic_load_explicit(&q->head, memory_order_relaxed) + 1,
+		atomic_store_explicit(&q->head,
+		                      atomic_load_explicit(&q->head, memory_order_relaxed) + 1,
 		                      memory_order_release);
 	return p;
 }

@@ -247,14 +247,22 @@ zr_socket_open(zr_ctx *ctx, int type, zr_socket **out)
 	s->ops = ops;
 	s->type = (enum zr_socktype)type;
 	s->opt = (struct zr__options){
-		.sndhwm = 1000, .rcvhwm = 1000, .linger_ms = -1, .sndtimeo_ms = -1, .rcvtimeo_ms = -1,
-		.reconnect_ivl_ms = 100, .handshake_ivl_ms = 30000,
+		.sndhwm = 1000,
+		.rcvhwm = 1000,
+		.linger_ms = -1,
+		.sndtimeo_ms = -1,
+		.rcvtimeo_ms = -1,
+		.reconnect_ivl_ms = 100,
+		.handshake_ivl_ms = 30000,
 		.maxmsgsize = (int64_t)ZR_ZMTP_DEFAULT_MAX_MSG_SIZE,
-		.sndbytes = SOCK_BYTES_DEFAULT, .rcvbytes = SOCK_BYTES_DEFAULT,
+		.sndbytes = SOCK_BYTES_DEFAULT,
+		.rcvbytes = SOCK_BYTES_DEFAULT,
 		.conns_max = ZR_CONNS_MAX_DEFAULT,
-		.subs_max = SOCK_SUBS_MAX_DEFAULT, .subs_maxbytes = SOCK_SUBS_MAXBYTES_DEFAULT,
+		.subs_max = SOCK_SUBS_MAX_DEFAULT,
+		.subs_maxbytes = SOCK_SUBS_MAXBYTES_DEFAULT,
 		.maxframes = (int)ZR_ZMTP_DEFAULT_MAX_MSG_FRAMES,
-		.tls_verify = 1, .tls_version_min = ZR_TLS_V13,
+		.tls_verify = 1,
+		.tls_version_min = ZR_TLS_V13,
 	};
 	s->efd_rx = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->efd_tx = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -719,9 +727,10 @@ sock_recv(zr_socket *s, zr_msg **msg, int flags, bool own)
 		if (m != NULL) {
 			size_t cost = zr__msg_cost(m);
 
-			atomic_store_explicit(&s->rx_taken,
-			                      atomic_load_explicit(&s->rx_taken, memory_order_relaxed) + cost,
-			                      memory_order_release);
+			atomic_store_explicit(
+				&s->rx_taken,
+				atomic_load_explicit(&s->rx_taken, memory_order_relaxed) + cost,
+				memory_order_release);
 			/* A paused connection goes on once half of rx is free. */
 			if (atomic_load_explicit(&s->rx_paused, memory_order_relaxed) &&
 			    zr__spsc_count(&s->rx) <= s->rx_resume_at)
@@ -754,7 +763,11 @@ sock_recv(zr_socket *s, zr_msg **msg, int flags, bool own)
  * of a 1 B sender's samples (perf), each a full barrier. Other calls, and
  * every call without membarrier, count on the locked counter.
  */
-enum sock_role { SOCK_CALL_OTHER, SOCK_CALL_TX, SOCK_CALL_RX };
+enum sock_role {
+	SOCK_CALL_OTHER,
+	SOCK_CALL_TX,
+	SOCK_CALL_RX
+};
 
 static atomic_uint *
 sock_role_count(zr_socket *s, enum sock_role role)
@@ -956,7 +969,8 @@ sock_route_pending(struct zr_socket *s)
 	zr__inproc_route_end(s->ctx); /* inproc receivers: one wake for the pass */
 	if (taken > 0)
 		atomic_store_explicit(&s->tx_taken,
-		                      atomic_load_explicit(&s->tx_taken, memory_order_relaxed) + taken,
+		                      atomic_load_explicit(&s->tx_taken, memory_order_relaxed) +
+		                              taken,
 		                      memory_order_release);
 	/* A sender blocked on a full handoff sleeps until it is half empty,
 	 * not until one slot frees: ~8k sleep/wake rounds per million 64 B
@@ -1411,7 +1425,8 @@ sock_io_close(struct zr_socket *s)
 		return;
 	}
 	if (s->opt.linger_ms > 0)
-		zr__timer_start(sock_loop(s), &s->linger_timer, zr__now_ms() + (uint64_t)s->opt.linger_ms);
+		zr__timer_start(sock_loop(s), &s->linger_timer,
+		                zr__now_ms() + (uint64_t)s->opt.linger_ms);
 	zr__sock_close_kick(s);
 }
 

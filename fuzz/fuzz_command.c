@@ -26,8 +26,8 @@
 static bool
 ref_name_char(uint8_t c)
 {
-	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
-	       c == '_' || c == '.' || c == '+';
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+	       c == '-' || c == '_' || c == '.' || c == '+';
 }
 
 static uint8_t
@@ -84,7 +84,8 @@ ref_props(const uint8_t *p, size_t len)
 		if (bad)
 			return bad;
 		vlen = fz_get32(p + off + 1 + nlen);
-		if (vlen > 0x7fffffffu || (ref_name_eq(p + off + 1, nlen, "Identity") && vlen > 255))
+		if (vlen > 0x7fffffffu ||
+		    (ref_name_eq(p + off + 1, nlen, "Identity") && vlen > 255))
 			bad |= REF_VALUE;
 		if (vlen > len - off - 1 - nlen - 4)
 			bad |= REF_TRUNC;
@@ -144,7 +145,8 @@ check_props_block(const uint8_t *p, size_t len)
 		n = zr_zmtp_prop_encode(re + off, len - off, cname, value, value_len);
 		FZ_CHECK(n > 0 && (size_t)n == 1 + name_len + 4 + value_len);
 		/* Not enough room is refused, never overrun. */
-		FZ_CHECK(zr_zmtp_prop_encode(re + off, (size_t)n - 1, cname, value, value_len) == -ENOBUFS);
+		FZ_CHECK(zr_zmtp_prop_encode(re + off, (size_t)n - 1, cname, value, value_len) ==
+		         -ENOBUFS);
 		off += (size_t)n;
 
 		/* props_find: the first property of that name, any case. */
@@ -174,8 +176,9 @@ check_props_block(const uint8_t *p, size_t len)
 /* ------------------------------------------------------------------------ */
 
 static const char *const socktype_names[ZR_SOCKTYPE_COUNT] = {
-	"PAIR", "PUB", "SUB", "REQ", "REP", "DEALER", "ROUTER", "PULL", "PUSH", "XPUB", "XSUB",
-	"STREAM", "SERVER", "CLIENT", "RADIO", "DISH", "GATHER", "SCATTER", "DGRAM", "PEER", "CHANNEL",
+	"PAIR",  "PUB",  "SUB",    "REQ",     "REP",    "DEALER", "ROUTER",
+	"PULL",  "PUSH", "XPUB",   "XSUB",    "STREAM", "SERVER", "CLIENT",
+	"RADIO", "DISH", "GATHER", "SCATTER", "DGRAM",  "PEER",   "CHANNEL",
 };
 
 static void
@@ -279,7 +282,8 @@ check_cmd(const uint8_t *body, size_t len, int mech)
 		FZ_CHECK(c.type == ZR_CMD_ERROR && c.data_len >= 1 && c.value == c.data + 1 &&
 		         c.value_len == c.data[0]);
 	} else if (name_is(&c, "SUBSCRIBE")) {
-		FZ_CHECK(c.type == ZR_CMD_SUBSCRIBE && c.value == c.data && c.value_len == c.data_len);
+		FZ_CHECK(c.type == ZR_CMD_SUBSCRIBE && c.value == c.data &&
+		         c.value_len == c.data_len);
 	} else if (name_is(&c, "CANCEL")) {
 		FZ_CHECK(c.type == ZR_CMD_CANCEL && c.value == c.data && c.value_len == c.data_len);
 	} else if (name_is(&c, "PING")) {
@@ -292,7 +296,8 @@ check_cmd(const uint8_t *body, size_t len, int mech)
 		FZ_CHECK(c.value_len <= ZR_ZMTP_PING_CONTEXT_MAX);
 	} else if (mech == ZR_MECH_PLAIN && name_is(&c, "HELLO")) {
 		FZ_CHECK(c.type == ZR_CMD_HELLO);
-		FZ_CHECK(c.data_len >= 2 && c.username == c.data + 1 && c.username_len == c.data[0]);
+		FZ_CHECK(c.data_len >= 2 && c.username == c.data + 1 &&
+		         c.username_len == c.data[0]);
 		FZ_CHECK(c.username_len + 2 <= c.data_len);
 		FZ_CHECK(c.password == c.data + 2 + c.username_len &&
 		         c.password_len == c.data[1 + c.username_len]);
@@ -301,7 +306,8 @@ check_cmd(const uint8_t *body, size_t len, int mech)
 	} else if (mech == ZR_MECH_PLAIN && name_is(&c, "WELCOME")) {
 		FZ_CHECK(c.type == ZR_CMD_WELCOME && c.data_len == 0);
 	} else if (mech == ZR_MECH_PLAIN && name_is(&c, "INITIATE")) {
-		FZ_CHECK(c.type == ZR_CMD_INITIATE && c.value == c.data && c.value_len == c.data_len);
+		FZ_CHECK(c.type == ZR_CMD_INITIATE && c.value == c.data &&
+		         c.value_len == c.data_len);
 	} else if (mech == ZR_MECH_NULL ||
 	           !(name_is(&c, "HELLO") || name_is(&c, "WELCOME") || name_is(&c, "INITIATE"))) {
 		FZ_CHECK(c.type == ZR_CMD_UNKNOWN);

@@ -41,10 +41,10 @@ fz_frame_limit(uint32_t configured)
 	return configured != 0 ? configured : 65536u; /* ZR_ZMTP_DEFAULT_MAX_MSG_FRAMES */
 }
 
-#define FZ_CHECK(cond)                                                                             \
-	do {                                                                                       \
-		if (!(cond))                                                                       \
-			fz_fail(#cond, __FILE__, __LINE__);                                        \
+#define FZ_CHECK(cond)                                      \
+	do {                                                \
+		if (!(cond))                                \
+			fz_fail(#cond, __FILE__, __LINE__); \
 	} while (0)
 
 _Noreturn static inline void
@@ -170,12 +170,12 @@ fz_log_diff(const char *what, const struct fz_log *a, const struct fz_log *b)
 
 	while (i < a->len && i < b->len && a->p[i] == b->p[i])
 		i++;
-	fprintf(stderr, "%s: logs differ at byte %zu (one-shot %zu bytes, chunked %zu bytes)\n", what,
-	        i, a->len, b->len);
+	fprintf(stderr, "%s: logs differ at byte %zu (one-shot %zu bytes, chunked %zu bytes)\n",
+	        what, i, a->len, b->len);
 #ifdef FZ_TRACE
 	for (size_t k = 0; k < a->len || k < b->len; k++)
-		fprintf(stderr, "%4zu %c %02x %02x\n", k, k == i ? '*' : ' ', k < a->len ? a->p[k] : 0,
-		        k < b->len ? b->p[k] : 0);
+		fprintf(stderr, "%4zu %c %02x %02x\n", k, k == i ? '*' : ' ',
+		        k < a->len ? a->p[k] : 0, k < b->len ? b->p[k] : 0);
 #endif
 }
 
@@ -192,7 +192,8 @@ struct fz_buf {
 };
 
 static inline void
-fz_buf_set(struct fz_buf *b, const uint8_t *keep, size_t keep_len, const uint8_t *add, size_t add_len)
+fz_buf_set(struct fz_buf *b, const uint8_t *keep, size_t keep_len, const uint8_t *add,
+           size_t add_len)
 {
 	uint8_t *q = fz_alloc(keep_len + add_len);
 

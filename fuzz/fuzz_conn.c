@@ -37,7 +37,7 @@ static const uint32_t conn_hb_timeout[4] = {0, 1, 1000, 50000};
 static const uint32_t conn_hs_ivl[4] = {30000, 0, 1, 100};
 static const uint64_t conn_now0[4] = {0, 1000, (uint64_t)1 << 40, (uint64_t)1 << 62};
 static const int conn_mechs[8] = {
-	ZR_MECH_NULL, ZR_MECH_NULL, ZR_MECH_NULL, ZR_MECH_PLAIN,
+	ZR_MECH_NULL,  ZR_MECH_NULL,  ZR_MECH_NULL,  ZR_MECH_PLAIN,
 	ZR_MECH_PLAIN, ZR_MECH_PLAIN, ZR_MECH_CURVE, 5,
 };
 static const uint8_t conn_minors[4] = {1, 1, 0, 2};

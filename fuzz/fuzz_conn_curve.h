@@ -77,7 +77,6 @@
 #define FCS_MAX_UNITS 256
 #define FCS_NOW0 1000u
 
-
 struct fcs_in {
 	const uint8_t *p;
 	size_t n;
@@ -115,9 +114,9 @@ fcs_bytes(struct fcs_in *in, uint8_t *out, size_t n)
 }
 
 static const uint64_t fcs_dt[32] = {
-	0,    0,    0,    0,     0,     0,     0,     0,     1,     10,    99,
-	100,  500,  999,  1000,  1001,  1999,  2000,  4999,  5000,  10000, 29999,
-	30000, 59999, 60000, 60001, 61000, 100000, 0,    0,     0,     0,
+	0,     0,     0,     0,     0,     0,      0,    0,    1,    10,    99,
+	100,   500,   999,   1000,  1001,  1999,   2000, 4999, 5000, 10000, 29999,
+	30000, 59999, 60000, 60001, 61000, 100000, 0,    0,    0,    0,
 };
 
 static const int fcs_types[4][2] = {
@@ -184,8 +183,8 @@ struct fcs_plan {
 	bool server; /* the codec under test is the server */
 	uint8_t client_pk[32], client_sk[32], server_pk[32], server_sk[32];
 	struct zr_zmtp_config ccfg, scfg;
-	struct zr_zmtp *peer;  /* the other role, in traffic after the reference handshake */
-	bool peer_in_traffic;  /* not when the reference server refused the client */
+	struct zr_zmtp *peer;         /* the other role, in traffic after the reference handshake */
+	bool peer_in_traffic;         /* not when the reference server refused the client */
 	struct fz_log c_sent, s_sent; /* the reference transcripts */
 	struct fz_log ready_meta;     /* what the codec under test's READY must carry */
 	size_t c_hs[3], s_hs[3];      /* unit ends: greeting, HELLO/WELCOME, INITIATE/READY */
@@ -351,7 +350,8 @@ fcs_exp_add(struct fcs_plan *pl, uint8_t flags, const uint8_t *data, size_t len)
 /* The peer encrypts one frame (zr_zmtp_encode_frame) or one MESSAGE with
  * any flags octet (the core under it); send: whether it goes on the wire. */
 static void
-fcs_encrypt(struct fcs_plan *pl, bool raw, uint8_t flags, const uint8_t *data, size_t len, bool send)
+fcs_encrypt(struct fcs_plan *pl, bool raw, uint8_t flags, const uint8_t *data, size_t len,
+            bool send)
 {
 	size_t need = 9 + ZR__CURVE_MESSAGE_MIN + len;
 	uint8_t *w;
@@ -571,7 +571,7 @@ struct fcs_run {
 	bool ready;
 	int err;
 	uint32_t msg_frames; /* frames of the message so far (MORE frames ended) */
-	size_t next_exp; /* events must match plan->exp from here on */
+	size_t next_exp;     /* events must match plan->exp from here on */
 	uint64_t now;
 };
 
@@ -639,7 +639,8 @@ fcs_event(struct fcs_run *r, const struct zr_zmtp_event *ev, size_t consumed)
 	case ZR_ZMTP_EV_FRAME:
 		FZ_CHECK(r->ready);
 		FZ_CHECK((ev->flags & ~(ZR_ZMTP_MORE | ZR_ZMTP_FRAME_END)) == 0);
-		FZ_CHECK((ev->flags & ZR_ZMTP_FRAME_END) && ev->offset == 0 && ev->frame_size == ev->len);
+		FZ_CHECK((ev->flags & ZR_ZMTP_FRAME_END) && ev->offset == 0 &&
+		         ev->frame_size == ev->len);
 		FZ_CHECK(ev->len <= r->pl->scfg.max_msg_size);
 		FZ_CHECK(r->msg_frames < fz_frame_limit(fcs_tested_cfg(r->pl)->max_msg_frames));
 		r->msg_frames = (ev->flags & ZR_ZMTP_MORE) ? r->msg_frames + 1 : 0;
@@ -684,7 +685,8 @@ fcs_failed(struct fcs_run *r, int rc)
 	if (rc == -ZR_EAUTH)
 		FZ_CHECK(r->pl->server && r->pl->refuse && r->auth.calls == 1 && r->auth.key_ok);
 	if (rc == -ZR_ETOOMANYFRAMES) /* only at exactly the limit */
-		FZ_CHECK(r->ready && r->msg_frames == fz_frame_limit(fcs_tested_cfg(r->pl)->max_msg_frames));
+		FZ_CHECK(r->ready &&
+		         r->msg_frames == fz_frame_limit(fcs_tested_cfg(r->pl)->max_msg_frames));
 	if (rc == -ZR_ECURVECOOKIE) /* HELLO came at NOW0 at the earliest */
 		FZ_CHECK(r->pl->server && r->now > FCS_NOW0 + ZR__CURVE_COOKIE_TTL_MS);
 	/* Every key is gone once the connection failed. */
@@ -821,7 +823,10 @@ fcs_check_output(const struct fcs_run *r, struct zr_zmtp *peer)
 		size_t len = hs[k] - hs[k - 1];
 
 		if (o[off] == ZR_ZMTP_COMMAND && off + 8 <= n &&
-		    memcmp(o + off + 2, "\x05" "ERROR", 6) == 0)
+		    memcmp(o + off + 2,
+		           "\x05"
+		           "ERROR",
+		           6) == 0)
 			break;
 		if (k == 2 && pl->server)
 			FZ_CHECK(r->ready);
@@ -851,7 +856,10 @@ traffic:
 		size_t h = (o[at] & ZR_ZMTP_LONG) ? 9 : 2;
 
 		FZ_CHECK((o[at] & ~ZR_ZMTP_LONG) == 0);
-		FZ_CHECK(memcmp(o + at + h, "\x07" "MESSAGE", 8) == 0);
+		FZ_CHECK(memcmp(o + at + h,
+		                "\x07"
+		                "MESSAGE",
+		                8) == 0);
 		at += h + (size_t)(h == 9 ? fz_get64(o + at + 1) : o[at + 1]);
 		FZ_CHECK(at <= n);
 	}
@@ -894,7 +902,9 @@ fcs_fuzz(const uint8_t *data, size_t size, bool server)
 	fcs_check_output(one, pl->peer);
 #ifdef FZ_TRACE
 	/* -DFZ_TRACE: one line per input, to see what a seed reaches. */
-	fprintf(stderr, "curve %s: ready %d, err %d (%s), %zu of %zu encrypted units delivered, wrote %zu\n",
+	fprintf(stderr,
+	        "curve %s: ready %d, err %d (%s), %zu of %zu encrypted units delivered, wrote "
+	        "%zu\n",
 	        server ? "server" : "client", one->ready, one->err,
 	        one->err ? zr_strerror(one->err) : "-", one->next_exp, pl->nexp, one->out.len);
 #endif

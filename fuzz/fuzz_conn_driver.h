@@ -121,7 +121,8 @@ cd_auth_cb(void *arg, struct zr_zmtp_auth_req *req)
 	a->inside = true;
 	FZ_CHECK(req->mechanism == ZR_MECH_PLAIN);
 	FZ_CHECK(req->username_len <= 255 && req->password_len <= 255);
-	*a->sum += fz_touch(req->username, req->username_len) + fz_touch(req->password, req->password_len);
+	*a->sum += fz_touch(req->username, req->username_len) +
+	           fz_touch(req->password, req->password_len);
 	fz_log_u8(a->log, 'A');
 	fz_log_u64(a->log, req->username_len);
 	fz_log_bytes(a->log, req->username, req->username_len);
@@ -227,10 +228,12 @@ cd_on_frame(struct cd_run *r, const struct zr_zmtp_event *ev, size_t consumed)
 	FZ_CHECK(ev->len <= ev->frame_size && ev->offset <= ev->frame_size - ev->len);
 	FZ_CHECK(ev->frame_size <= r->cfg.max_msg_size);
 	FZ_CHECK(ev->len > 0 || ev->frame_size == 0);
-	FZ_CHECK(((ev->flags & ZR_ZMTP_FRAME_END) != 0) == (ev->offset + ev->len == ev->frame_size));
+	FZ_CHECK(((ev->flags & ZR_ZMTP_FRAME_END) != 0) ==
+	         (ev->offset + ev->len == ev->frame_size));
 	FZ_CHECK(fz_within(ev->data, ev->len, r->in.p, consumed));
 	if (r->in_frame) {
-		FZ_CHECK(ev->offset == r->cur.len && ev->frame_size == r->cur_size && more == r->cur_flags);
+		FZ_CHECK(ev->offset == r->cur.len && ev->frame_size == r->cur_size &&
+		         more == r->cur_flags);
 	} else {
 		FZ_CHECK(ev->offset == 0);
 		FZ_CHECK(ev->frame_size <= r->cfg.max_msg_size - r->msg_total);
@@ -462,13 +465,13 @@ cd_data(struct cd_run *r, const uint8_t *p, size_t n)
 }
 
 static const uint32_t cd_seg_len[32] = {
-	0, 1, 2, 3, 5, 8, 9, 10, 11, 12, 16, 17, 31, 32, 63, 64,
+	0,  1,  2,  3,  5,   8,   9,   10,  11,  12,  16,  17,  31,  32,  63,   64,
 	65, 66, 73, 74, 100, 127, 128, 200, 255, 256, 257, 258, 265, 511, 1024, 4096,
 };
 static const uint64_t cd_dt[32] = {
-	0, 1, 2, 9, 10, 50, 99, 100, 101, 199, 200, 250, 500, 999, 1000, 1001,
-	1999, 2000, 2500, 4999, 5000, 9999, 10000, 10001, 29999, 30000, 30001, 60000,
-	100000, 6553500, 6553600, 86400000,
+	0,     1,     2,     9,     10,    50,    99,     100,     101,     199,      200,
+	250,   500,   999,   1000,  1001,  1999,  2000,   2500,    4999,    5000,     9999,
+	10000, 10001, 29999, 30000, 30001, 60000, 100000, 6553500, 6553600, 86400000,
 };
 
 static void
@@ -495,7 +498,7 @@ cd_run_init(struct cd_run *r, const struct cd_params *p, bool chunked)
 	fz_buf_init(&r->in);
 	r->now = r->now_init = p->now0;
 	cmdmax = r->cfg.max_cmd_size > r->cfg.max_handshake_cmd ? r->cfg.max_cmd_size
-	                                                         : r->cfg.max_handshake_cmd;
+	                                                        : r->cfg.max_handshake_cmd;
 	r->want_bound = cmdmax + ZR_ZMTP_HEADER_MAX;
 	if (r->want_bound < ZR_ZMTP_GREETING_SIZE)
 		r->want_bound = ZR_ZMTP_GREETING_SIZE;
@@ -554,7 +557,8 @@ cd_check_our_metadata(const struct cd_run *r, const struct zr_zmtp_cmd *c)
 		         (vl == 0 || memcmp(v, r->cfg.routing_id, vl) == 0));
 	}
 	for (i = 0; i < r->cfg.props_count; i++) {
-		FZ_CHECK(zr_zmtp_props_find(c->value, c->value_len, r->cfg.props[i].name, &v, &vl) == 0);
+		FZ_CHECK(zr_zmtp_props_find(c->value, c->value_len, r->cfg.props[i].name, &v,
+		                            &vl) == 0);
 		FZ_CHECK(vl == r->cfg.props[i].value_len);
 	}
 }
@@ -622,9 +626,12 @@ cd_check_output(struct cd_run *r, bool drained)
 			break;
 		case ZR_CMD_HELLO:
 			FZ_CHECK(plain && !server && ncmd == 1);
-			FZ_CHECK(c.username_len == r->cfg.username_len && c.password_len == r->cfg.password_len);
-			FZ_CHECK(c.username_len == 0 || memcmp(c.username, r->cfg.username, c.username_len) == 0);
-			FZ_CHECK(c.password_len == 0 || memcmp(c.password, r->cfg.password, c.password_len) == 0);
+			FZ_CHECK(c.username_len == r->cfg.username_len &&
+			         c.password_len == r->cfg.password_len);
+			FZ_CHECK(c.username_len == 0 ||
+			         memcmp(c.username, r->cfg.username, c.username_len) == 0);
+			FZ_CHECK(c.password_len == 0 ||
+			         memcmp(c.password, r->cfg.password, c.password_len) == 0);
 			break;
 		case ZR_CMD_WELCOME:
 			FZ_CHECK(server && ncmd == 1);
@@ -635,8 +642,9 @@ cd_check_output(struct cd_run *r, bool drained)
 			break;
 		case ZR_CMD_PING:
 			FZ_CHECK(r->ready);
-			FZ_CHECK(c.ttl == (r->cfg.heartbeat_ttl_ms / 100 > 0xffff ? 0xffff
-			                                                          : r->cfg.heartbeat_ttl_ms / 100));
+			FZ_CHECK(c.ttl == (r->cfg.heartbeat_ttl_ms / 100 > 0xffff
+			                           ? 0xffff
+			                           : r->cfg.heartbeat_ttl_ms / 100));
 			break;
 		case ZR_CMD_PONG:
 			FZ_CHECK(r->ready);
@@ -670,7 +678,9 @@ cd_run_script(struct cd_run *r)
 		case 0:
 		case 1:
 		case 2:
-			n = op == 0 ? param + 1u : op == 1 ? cd_seg_len[param] : p->data_len - data_off;
+			n = op == 0   ? param + 1u
+			    : op == 1 ? cd_seg_len[param]
+			              : p->data_len - data_off;
 			if (n > p->data_len - data_off)
 				n = p->data_len - data_off;
 			cd_data(r, p->data + data_off, n);
@@ -678,7 +688,8 @@ cd_run_script(struct cd_run *r)
 			break;
 		case 3:
 		case 5:
-			r->now = UINT64_MAX - r->now < cd_dt[param] ? UINT64_MAX : r->now + cd_dt[param];
+			r->now = UINT64_MAX - r->now < cd_dt[param] ? UINT64_MAX
+			                                            : r->now + cd_dt[param];
 			if (op == 5)
 				cd_tick(r);
 			break;
@@ -699,7 +710,7 @@ cd_run_script(struct cd_run *r)
 					FZ_CHECK(rc == -ECONNRESET);
 					r->err = rc;
 					r->abort_wants_error =
-					    st == ZR_ZMTP_HANDSHAKE || st == ZR_ZMTP_TRAFFIC;
+						st == ZR_ZMTP_HANDSHAKE || st == ZR_ZMTP_TRAFFIC;
 					fz_log_u8(&r->log, 'B');
 					cd_check_consistent(r);
 					cd_check_sticky(r);

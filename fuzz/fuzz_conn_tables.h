@@ -10,8 +10,10 @@
 #include <zring/zmtp.h>
 
 #define CT_LONG_A                                                                                  \
-	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
-	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
+	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
+	"aaaa"                                                                                     \
+	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
+	"aaaa"                                                                                     \
 	"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 
 /* 255 octets. */
@@ -70,8 +72,9 @@ static const struct ct_creds ct_cred_sets[4] = {
 
 /* Socket types a handshake can carry (not STREAM, not DGRAM). */
 static const int ct_socktypes[19] = {
-	ZR_PAIR, ZR_PUB, ZR_SUB, ZR_REQ, ZR_REP, ZR_DEALER, ZR_ROUTER, ZR_PULL, ZR_PUSH, ZR_XPUB,
-	ZR_XSUB, ZR_SERVER, ZR_CLIENT, ZR_RADIO, ZR_DISH, ZR_GATHER, ZR_SCATTER, ZR_PEER, ZR_CHANNEL,
+	ZR_PAIR, ZR_PUB,    ZR_SUB,     ZR_REQ,  ZR_REP,     ZR_DEALER, ZR_ROUTER,
+	ZR_PULL, ZR_PUSH,   ZR_XPUB,    ZR_XSUB, ZR_SERVER,  ZR_CLIENT, ZR_RADIO,
+	ZR_DISH, ZR_GATHER, ZR_SCATTER, ZR_PEER, ZR_CHANNEL,
 };
 
 #endif /* ZR_FUZZ_FUZZ_CONN_TABLES_H */

@@ -29,7 +29,8 @@ static const uint64_t frame_max_msg[8] = {
 	ZR_ZMTP_DEFAULT_MAX_MSG_SIZE, 0, 1, 255, 256, 1000, 65536, UINT64_MAX,
 };
 static const uint32_t frame_max_cmd[8] = {
-	ZR_ZMTP_DEFAULT_MAX_CMD_SIZE, 0, 1, 255, 256, 1000, ZR_ZMTP_DEFAULT_MAX_HANDSHAKE_CMD, UINT32_MAX,
+	ZR_ZMTP_DEFAULT_MAX_CMD_SIZE,      0,          1, 255, 256, 1000,
+	ZR_ZMTP_DEFAULT_MAX_HANDSHAKE_CMD, UINT32_MAX,
 };
 
 struct frame_run {
@@ -158,8 +159,9 @@ frame_on_piece(struct frame_run *r, const struct zr_zmtp_frame *f, size_t consum
 static bool
 frame_err_known(int rc)
 {
-	return rc == -ZR_EFLAGS || rc == -ZR_ECMDMORE || rc == -ZR_EFRAMESIZE || rc == -ZR_ETOOLARGE ||
-	       rc == -ZR_ECMDSIZE || rc == -ZR_ECMDINMSG || rc == -ZR_ETOOMANYFRAMES;
+	return rc == -ZR_EFLAGS || rc == -ZR_ECMDMORE || rc == -ZR_EFRAMESIZE ||
+	       rc == -ZR_ETOOLARGE || rc == -ZR_ECMDSIZE || rc == -ZR_ECMDINMSG ||
+	       rc == -ZR_ETOOMANYFRAMES;
 }
 
 /* Decodes from what r->in holds until the decoder needs more or fails. */
@@ -183,7 +185,8 @@ frame_run_pump(struct frame_run *r)
 			/* Refused for its frame count only at exactly the limit,
 			 * between frames. */
 			if (rc == -ZR_ETOOMANYFRAMES)
-				FZ_CHECK(!r->in_frame && r->in_msg && r->msg_frames == r->max_frames);
+				FZ_CHECK(!r->in_frame && r->in_msg &&
+				         r->msg_frames == r->max_frames);
 			r->err = rc;
 			r->consumed_total += consumed;
 			fz_buf_drop(&r->in, consumed);
@@ -191,7 +194,8 @@ frame_run_pump(struct frame_run *r)
 			fz_log_int(&r->log, rc);
 			fz_log_u64(&r->log, r->consumed_total);
 			/* Sticky, whatever comes next. */
-			FZ_CHECK(zr_zmtp_dec_feed(&r->dec, r->in.p, r->in.len, &consumed, &f) == rc);
+			FZ_CHECK(zr_zmtp_dec_feed(&r->dec, r->in.p, r->in.len, &consumed, &f) ==
+			         rc);
 			FZ_CHECK(zr_zmtp_dec_feed(&r->dec, r->in.p, 0, &consumed, &f) == rc);
 			return;
 		}
@@ -205,7 +209,8 @@ frame_run_pump(struct frame_run *r)
 			FZ_CHECK((uint64_t)want <= (uint64_t)r->cmd_limit + ZR_ZMTP_HEADER_MAX);
 			/* A second call with nothing new changes nothing. */
 			consumed = 0;
-			FZ_CHECK(zr_zmtp_dec_feed(&r->dec, r->in.p, r->in.len, &consumed, &f) == ZR_NEED_MORE);
+			FZ_CHECK(zr_zmtp_dec_feed(&r->dec, r->in.p, r->in.len, &consumed, &f) ==
+			         ZR_NEED_MORE);
 			FZ_CHECK(consumed == 0);
 			return;
 		}

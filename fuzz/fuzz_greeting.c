@@ -24,8 +24,8 @@
 static bool
 ref_mech_char(uint8_t c)
 {
-	return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' || c == '.' ||
-	       c == '+';
+	return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+	       c == '.' || c == '+';
 }
 
 /* The reference verdict on the octets 0..64 of a full greeting. */
@@ -140,8 +140,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		int early = ref_early(data, k);
 
 		rc = parse_exact(data, k, &g);
-		FZ_CHECK(rc == ZR_OK || rc == ZR_NEED_MORE || rc == -ZR_ESIGNATURE || rc == -ZR_EVERSION ||
-		         rc == -ZR_EMECHANISM);
+		FZ_CHECK(rc == ZR_OK || rc == ZR_NEED_MORE || rc == -ZR_ESIGNATURE ||
+		         rc == -ZR_EVERSION || rc == -ZR_EMECHANISM);
 		if (first_err != 0)
 			FZ_CHECK(rc == first_err);
 		if (k < ZR_ZMTP_GREETING_SIZE) {
@@ -149,7 +149,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (early < 0)
 				FZ_CHECK(rc == early);
 			else /* the mechanism may be judged early, never wrongly */
-				FZ_CHECK(rc == ZR_NEED_MORE || (rc == -ZR_EMECHANISM && full == -ZR_EMECHANISM));
+				FZ_CHECK(rc == ZR_NEED_MORE ||
+				         (rc == -ZR_EMECHANISM && full == -ZR_EMECHANISM));
 		} else {
 			FZ_CHECK(rc == (full < 0 ? full : ZR_OK));
 			if (rc == ZR_OK)
@@ -177,8 +178,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		memcpy(copy, data, kmax);
 		rc = zr_zmtp_greeting_parse(copy, kmax, NULL);
-		FZ_CHECK(rc == (kmax < ZR_ZMTP_GREETING_SIZE ? (first_err ? first_err : ZR_NEED_MORE)
-		                                              : (full < 0 ? full : ZR_OK)));
+		FZ_CHECK(rc == (kmax < ZR_ZMTP_GREETING_SIZE
+		                        ? (first_err ? first_err : ZR_NEED_MORE)
+		                        : (full < 0 ? full : ZR_OK)));
 		free(copy);
 		check_encode_roundtrip(data[0]);
 	}

@@ -225,7 +225,8 @@ zr__endpoint_listen(const struct zr__endpoint *ep, int backlog)
 		if (a->sun_path[0] != '\0' && stat(a->sun_path, &st) == 0 && S_ISSOCK(st.st_mode))
 			unlink(a->sun_path);
 	}
-	if (bind(fd, (const struct sockaddr *)&ep->addr, ep->addrlen) < 0 || listen(fd, backlog) < 0) {
+	if (bind(fd, (const struct sockaddr *)&ep->addr, ep->addrlen) < 0 ||
+	    listen(fd, backlog) < 0) {
 		rc = -errno;
 		close(fd);
 		return rc;
@@ -246,13 +247,14 @@ endpoint_format_addr(int transport, const struct sockaddr_storage *ss, socklen_t
 	} else if (transport == ZR__IPC) {
 		const struct sockaddr_un *a = (const struct sockaddr_un *)ss;
 		size_t plen = len > offsetof(struct sockaddr_un, sun_path)
-		                  ? len - offsetof(struct sockaddr_un, sun_path)
-		                  : 0;
+		                      ? len - offsetof(struct sockaddr_un, sun_path)
+		                      : 0;
 
 		if (plen > 0 && a->sun_path[0] == '\0')
 			n = snprintf(buf, cap, "ipc://@%.*s", (int)(plen - 1), a->sun_path + 1);
 		else
-			n = snprintf(buf, cap, "ipc://%.*s", (int)strnlen(a->sun_path, plen), a->sun_path);
+			n = snprintf(buf, cap, "ipc://%.*s", (int)strnlen(a->sun_path, plen),
+			             a->sun_path);
 	} else if (ss->ss_family == AF_INET6) {
 		struct sockaddr_in6 a;
 

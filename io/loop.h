@@ -132,7 +132,8 @@ void zr__timer_stop(struct zr__loop *l, struct zr__timer *t);
 /* ---- operations: each returns 0 or -errno (-EBUSY: the ring is full) ---- */
 
 int zr__op_recv(struct zr__loop *l, struct zr__op *op, int fd, void *buf, size_t len, int flags);
-int zr__op_sendmsg(struct zr__loop *l, struct zr__op *op, int fd, const struct msghdr *msg, int flags);
+int zr__op_sendmsg(struct zr__loop *l, struct zr__op *op, int fd, const struct msghdr *msg,
+                   int flags);
 /* Multishot accept: one callback per accepted connection (res = the new fd). */
 int zr__op_accept(struct zr__loop *l, struct zr__op *op, int fd);
 int zr__op_connect(struct zr__loop *l, struct zr__op *op, int fd, const struct sockaddr *addr,

@@ -240,7 +240,7 @@ struct bench_opts {
 	char dropin_dir[PATH_MAX]; /* the drop-in's folder, resolved; "" if none */
 	const char *dropin_arg;    /* --dropin */
 	const char *python;        /* runs bench_zmqapi.py */
-	const char *only; /* run only scenarios whose name contains this (any case) */
+	const char *only;          /* run only scenarios whose name contains this (any case) */
 	int pairs;
 };
 
@@ -566,8 +566,9 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 				growth += g;
 		}
 		if (!bad && nsend > 1)
-			snprintf(tx_line, sizeof tx_line, "RESULT senders=%d kb_per_conn=%.2f growth_mb=%.2f",
-			         nsend, growth * 1024 / (double)count, growth);
+			snprintf(tx_line, sizeof tx_line,
+			         "RESULT senders=%d kb_per_conn=%.2f growth_mb=%.2f", nsend,
+			         growth * 1024 / (double)count, growth);
 	} else {
 		/* The sender finishes first: in throughput runs its context waits
 		 * for delivery, then the receiver still counts the last ones; a
@@ -718,8 +719,8 @@ write_svg(const char *path, const struct bench_bar *bars, int n, const char *sub
 		        "<rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"%.1f\" fill=\"#aaa\"/>\n"
 		        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" "
 		        "font-weight=\"bold\">%.2f</text>\n",
-		        gx, y0 - hz, SVG_BAR_W, hz, bars[i].ratio, gx + SVG_BAR_W, y0 - hq, SVG_BAR_W,
-		        hq, gx + SVG_BAR_W / 2.0, y0 - hz - 4, bars[i].ratio);
+		        gx, y0 - hz, SVG_BAR_W, hz, bars[i].ratio, gx + SVG_BAR_W, y0 - hq,
+		        SVG_BAR_W, hq, gx + SVG_BAR_W / 2.0, y0 - hz - 4, bars[i].ratio);
 		double lx = SVG_LEFT + i * SVG_GROUP_W + SVG_GROUP_W / 2.0;
 		fprintf(f,
 		        "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\" "
@@ -1213,12 +1214,16 @@ zl_bench_main(int argc, char **argv)
 	if (nbars) {
 		char sub[128];
 		snprintf(sub, sizeof sub, "medians of %d pair%s%s, %s UTC", o.pairs,
-		         o.pairs == 1 ? "" : "s", o.smoke ? " (smoke: tiny counts)" : o.quick ? " (quick)" : "",
+		         o.pairs == 1 ? "" : "s",
+		         o.smoke   ? " (smoke: tiny counts)"
+		         : o.quick ? " (quick)"
+		                   : "",
 		         stamp);
 		if (write_svg(svg_path, bars, nbars, sub) == 0)
 			printf("SVG: %s (msgs/s, libzmq = 1)\n", svg_path);
 		else
-			fprintf(stderr, "zring bench: cannot write %s: %s\n", svg_path, strerror(errno));
+			fprintf(stderr, "zring bench: cannot write %s: %s\n", svg_path,
+			        strerror(errno));
 	}
 	if (failures)
 		printf("FAILED: %d run(s) failed (lost or wrong messages, a crash or a hang): see "

@@ -226,7 +226,7 @@ struct cat_args {
 	const char **props; /* -P */
 	size_t nprops;
 	struct zl_auth auth; /* --allow-plain, --allow-curve */
-	bool raw; /* --raw: peer data unescaped (zl_text.h) */
+	bool raw;            /* --raw: peer data unescaped (zl_text.h) */
 	bool help;
 };
 

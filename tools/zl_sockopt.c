@@ -127,8 +127,8 @@ zl_sockopt_parse(const char *arg, struct zl_sockopt *o, char *err, size_t cap)
 		} else if (strcmp(o->value, "1.3") == 0) {
 			o->inumber = ZR_TLS_V13;
 		} else {
-			snprintf(err, cap, "socket option %s wants 1.2 or 1.3, not '%s'", o->def->name,
-			         o->value);
+			snprintf(err, cap, "socket option %s wants 1.2 or 1.3, not '%s'",
+			         o->def->name, o->value);
 			return -EINVAL;
 		}
 		o->number = o->inumber;

@@ -15,10 +15,10 @@
 #include <zring.h>
 
 enum zl_optkind {
-	ZL_OPT_INT,   /* C int */
-	ZL_OPT_INT64, /* int64_t */
-	ZL_OPT_BYTES, /* the value's bytes */
-	ZL_OPT_KEY,   /* a CURVE key in Z85, passed on as its 32 octets */
+	ZL_OPT_INT,    /* C int */
+	ZL_OPT_INT64,  /* int64_t */
+	ZL_OPT_BYTES,  /* the value's bytes */
+	ZL_OPT_KEY,    /* a CURVE key in Z85, passed on as its 32 octets */
 	ZL_OPT_TLSVER, /* "1.2" or "1.3", passed on as ZR_TLS_V12 / ZR_TLS_V13 (an int) */
 };
 

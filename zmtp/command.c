@@ -163,7 +163,8 @@ prop_name_ok(const uint8_t *name, size_t len)
 
 /* see zmtp.h */
 int
-zr_zmtp_prop_encode(uint8_t *out, size_t cap, const char *name, const uint8_t *value, size_t value_len)
+zr_zmtp_prop_encode(uint8_t *out, size_t cap, const char *name, const uint8_t *value,
+                    size_t value_len)
 {
 	size_t nlen = strlen(name), total;
 

@@ -165,8 +165,9 @@ conn_out_worst(const struct zr_zmtp_config *cfg, size_t meta)
 	size_t n = ZR_ZMTP_GREETING_SIZE + ZR_ZMTP_HEADER_MAX + 1 + 8 + meta;
 
 	if (cfg->mechanism == ZR_MECH_PLAIN)
-		n += ZR_ZMTP_HEADER_MAX + 1 + 5 + 2 + cfg->username_len + cfg->password_len /* HELLO */
-		     + 2 + 1 + 7; /* WELCOME */
+		n += ZR_ZMTP_HEADER_MAX + 1 + 5 + 2 + cfg->username_len +
+		     cfg->password_len       /* HELLO */
+		     + 2 + 1 + 7;            /* WELCOME */
 	if (cfg->mechanism == ZR_MECH_CURVE) /* HELLO (or WELCOME), INITIATE (or READY) boxes */
 		return n + 2 + ZR__CURVE_HELLO_SIZE + ZR__CURVE_INITIATE_MIN + CONN_ERROR_CMD_MAX +
 		       CONN_CURVE_WRAP + CONN_PING_CMD_MAX + CONN_CURVE_WRAP + CONN_PONG_CMD_MAX;
@@ -273,8 +274,8 @@ conn_metadata_write(const struct zr_zmtp_config *cfg, uint8_t *p)
 	size_t meta = conn_metadata_size(cfg), off = 0;
 
 	/* Exact casing: libzmq matches these two names case-sensitively. */
-	off += (size_t)zr_zmtp_prop_encode(p + off, meta - off, "Socket-Type", (const uint8_t *)type,
-	                                   strlen(type));
+	off += (size_t)zr_zmtp_prop_encode(p + off, meta - off, "Socket-Type",
+	                                   (const uint8_t *)type, strlen(type));
 	if (conn_sends_identity(cfg->socket_type))
 		off += (size_t)zr_zmtp_prop_encode(p + off, meta - off, "Identity", cfg->routing_id,
 		                                   cfg->routing_id_len);
@@ -490,8 +491,9 @@ conn_enter_traffic(struct zr_zmtp *z, uint64_t now_ms)
 		uint64_t max = z->cfg.max_msg_size;
 
 		zr_zmtp_dec_init(&z->dec,
-		                 max > UINT64_MAX - ZR__CURVE_MESSAGE_MIN ? UINT64_MAX
-		                                                          : max + ZR__CURVE_MESSAGE_MIN,
+		                 max > UINT64_MAX - ZR__CURVE_MESSAGE_MIN
+		                         ? UINT64_MAX
+		                         : max + ZR__CURVE_MESSAGE_MIN,
 		                 z->cfg.max_cmd_size);
 		zr_zmtp_dec_set_whole(&z->dec, true);
 		/* dec_init put back the default. Each box is one frame on the wire
@@ -775,7 +777,8 @@ conn_curve_handshake(struct zr_zmtp *z, uint8_t *body, size_t len, struct zr_zmt
 	case ZR__ZMTP_CURVE_S_WAIT_INITIATE: {
 		struct zr_zmtp_auth_req req = {.mechanism = ZR_MECH_CURVE};
 
-		rc = zr__curve_server_on_initiate(c, body, len, now_ms, body, len, &meta, &meta_len);
+		rc = zr__curve_server_on_initiate(c, body, len, now_ms, body, len, &meta,
+		                                  &meta_len);
 		if (rc < 0)
 			return conn_curve_fail(z, rc, body, len, ev);
 		/* Authenticate first, as libzmq does (its ZAP request goes out on
@@ -910,8 +913,8 @@ conn_on_frame(struct zr_zmtp *z, const struct zr_zmtp_frame *f, struct zr_zmtp_e
 }
 
 static int
-conn_feed(struct zr_zmtp *z, uint8_t *buf, size_t len, size_t *consumed,
-          struct zr_zmtp_event *ev, uint64_t now_ms)
+conn_feed(struct zr_zmtp *z, uint8_t *buf, size_t len, size_t *consumed, struct zr_zmtp_event *ev,
+          uint64_t now_ms)
 {
 	struct zr_zmtp_greeting g;
 	struct zr_zmtp_frame f;

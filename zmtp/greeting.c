@@ -31,7 +31,8 @@ static const char *const greeting_mech_names[] = {
 
 /* see zmtp.h */
 int
-zr_zmtp_greeting_encode(uint8_t out[ZR_ZMTP_GREETING_SIZE], uint8_t minor, int mechanism, bool as_server)
+zr_zmtp_greeting_encode(uint8_t out[ZR_ZMTP_GREETING_SIZE], uint8_t minor, int mechanism,
+                        bool as_server)
 {
 	const char *name;
 
@@ -61,8 +62,8 @@ greeting_mechanism_check(const uint8_t *m)
 	while (n < GREETING_MECH_LEN && m[n] != 0) {
 		uint8_t c = m[n];
 
-		if (!((c >= 'A' && c <= 'Z') || wire_is_digit(c) || c == '-' || c == '_' || c == '.' ||
-		      c == '+'))
+		if (!((c >= 'A' && c <= 'Z') || wire_is_digit(c) || c == '-' || c == '_' ||
+		      c == '.' || c == '+'))
 			return -ZR_EMECHANISM;
 		n++;
 	}

@@ -8,13 +8,13 @@
 #include <zring/zmtp.h>
 
 static const char *const socktype_names[ZR_SOCKTYPE_COUNT] = {
-	[ZR_PAIR] = "PAIR",       [ZR_PUB] = "PUB",         [ZR_SUB] = "SUB",
-	[ZR_REQ] = "REQ",         [ZR_REP] = "REP",         [ZR_DEALER] = "DEALER",
-	[ZR_ROUTER] = "ROUTER",   [ZR_PULL] = "PULL",       [ZR_PUSH] = "PUSH",
-	[ZR_XPUB] = "XPUB",       [ZR_XSUB] = "XSUB",       [ZR_STREAM] = "STREAM",
-	[ZR_SERVER] = "SERVER",   [ZR_CLIENT] = "CLIENT",   [ZR_RADIO] = "RADIO",
-	[ZR_DISH] = "DISH",       [ZR_GATHER] = "GATHER",   [ZR_SCATTER] = "SCATTER",
-	[ZR_DGRAM] = "DGRAM",     [ZR_PEER] = "PEER",       [ZR_CHANNEL] = "CHANNEL",
+	[ZR_PAIR] = "PAIR",     [ZR_PUB] = "PUB",       [ZR_SUB] = "SUB",
+	[ZR_REQ] = "REQ",       [ZR_REP] = "REP",       [ZR_DEALER] = "DEALER",
+	[ZR_ROUTER] = "ROUTER", [ZR_PULL] = "PULL",     [ZR_PUSH] = "PUSH",
+	[ZR_XPUB] = "XPUB",     [ZR_XSUB] = "XSUB",     [ZR_STREAM] = "STREAM",
+	[ZR_SERVER] = "SERVER", [ZR_CLIENT] = "CLIENT", [ZR_RADIO] = "RADIO",
+	[ZR_DISH] = "DISH",     [ZR_GATHER] = "GATHER", [ZR_SCATTER] = "SCATTER",
+	[ZR_DGRAM] = "DGRAM",   [ZR_PEER] = "PEER",     [ZR_CHANNEL] = "CHANNEL",
 };
 
 #define SOCKTYPE_BIT(t) (1u << (t))

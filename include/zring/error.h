@@ -70,9 +70,9 @@ enum zr_err {
 	ZR_ESUBSCRIBE,    /* malformed SUBSCRIBE / CANCEL */
 
 	/* mechanisms (RFC 23 NULL, RFC 24 PLAIN) */
-	ZR_EPLAIN,        /* malformed PLAIN command (credential lengths, extra bytes) */
-	ZR_EAUTH,         /* our authenticator refused the peer */
-	ZR_EPEERERROR,    /* the peer sent ERROR: fatal, do not reconnect with these credentials */
+	ZR_EPLAIN,     /* malformed PLAIN command (credential lengths, extra bytes) */
+	ZR_EAUTH,      /* our authenticator refused the peer */
+	ZR_EPEERERROR, /* the peer sent ERROR: fatal, do not reconnect with these credentials */
 
 	/* timers */
 	ZR_EHANDSHAKE_TIMEOUT, /* greeting + handshake not done within handshake_ivl */

@@ -106,7 +106,7 @@ enum zr_mechanism {
 struct zr_zmtp_greeting {
 	uint8_t major;
 	uint8_t minor;
-	int mechanism;      /* enum zr_mechanism; -1 for a well-formed name we do not know */
+	int mechanism;           /* enum zr_mechanism; -1 for a well-formed name we do not know */
 	char mechanism_name[21]; /* NUL-terminated copy of the 20 octets */
 	bool as_server;
 };
@@ -116,8 +116,8 @@ struct zr_zmtp_greeting {
  * mechanism name NUL-padded to 20, as_server, 31 zero octets. Returns 64, or
  * -EINVAL for a mechanism it does not know.
  */
-ZR_API int zr_zmtp_greeting_encode(uint8_t out[ZR_ZMTP_GREETING_SIZE], uint8_t minor,
-                                   int mechanism, bool as_server);
+ZR_API int zr_zmtp_greeting_encode(uint8_t out[ZR_ZMTP_GREETING_SIZE], uint8_t minor, int mechanism,
+                                   bool as_server);
 
 /*
  * Checks the first len octets (len may be below 64) of a peer's greeting.
@@ -137,16 +137,16 @@ ZR_API int zr_zmtp_greeting_parse(const uint8_t *buf, size_t len, struct zr_zmtp
 /* ---------------------------------------------------------------------- */
 /* Frames (RFC 23 "Framing"). */
 
-#define ZR_ZMTP_MORE 0x01u    /* flag octet: more frames follow in this message */
-#define ZR_ZMTP_LONG 0x02u    /* flag octet: 8-octet size */
-#define ZR_ZMTP_COMMAND 0x04u /* flag octet: a command frame */
+#define ZR_ZMTP_MORE 0x01u       /* flag octet: more frames follow in this message */
+#define ZR_ZMTP_LONG 0x02u       /* flag octet: 8-octet size */
+#define ZR_ZMTP_COMMAND 0x04u    /* flag octet: a command frame */
 #define ZR_ZMTP_FRAME_END 0x100u /* event flag only: this piece completes its frame */
 
 #define ZR_ZMTP_HEADER_MAX 9 /* flags + 8-octet size */
 
 #define ZR_ZMTP_DEFAULT_MAX_MSG_SIZE ((uint64_t)64 * 1024 * 1024)
-#define ZR_ZMTP_DEFAULT_MAX_CMD_SIZE (64u * 1024u)      /* after the handshake */
-#define ZR_ZMTP_DEFAULT_MAX_HANDSHAKE_CMD (8u * 1024u)  /* before it completes */
+#define ZR_ZMTP_DEFAULT_MAX_CMD_SIZE (64u * 1024u)     /* after the handshake */
+#define ZR_ZMTP_DEFAULT_MAX_HANDSHAKE_CMD (8u * 1024u) /* before it completes */
 /* Frames in one message. MAXMSGSIZE counts only frame bodies, so without
  * this a peer could send empty MORE frames (2 octets each on the wire) for
  * ever and a caller that keeps one record per frame would grow without
@@ -182,12 +182,12 @@ enum zr__zmtp_dec_state {
 /* The frame decoder. Caller storage; initialise with zr_zmtp_dec_init. The
  * members are private: do not rely on their names or layout. */
 struct zr_zmtp_dec {
-	uint64_t max_msg_size; /* limit on the sum of a message's frame sizes */
-	uint32_t max_cmd_size; /* limit on one command frame's body */
-	uint64_t msg_total;    /* bytes of the current message so far */
+	uint64_t max_msg_size;   /* limit on the sum of a message's frame sizes */
+	uint32_t max_cmd_size;   /* limit on one command frame's body */
+	uint64_t msg_total;      /* bytes of the current message so far */
 	uint32_t max_msg_frames; /* limit on the frames of one message */
 	uint32_t msg_frames;     /* frames of the current message so far */
-	uint64_t body_size;    /* the frame whose body is being handed out */
+	uint64_t body_size;      /* the frame whose body is being handed out */
 	uint64_t body_off;
 	unsigned body_flags;
 	enum zr__zmtp_dec_state state;
@@ -224,8 +224,8 @@ ZR_API void zr_zmtp_dec_set_whole(struct zr_zmtp_dec *d, bool whole);
  *                 are checked against the limits as soon as the header is
  *                 there, before any body byte is taken.
  */
-ZR_API int zr_zmtp_dec_feed(struct zr_zmtp_dec *d, const uint8_t *buf, size_t len,
-                            size_t *consumed, struct zr_zmtp_frame *f);
+ZR_API int zr_zmtp_dec_feed(struct zr_zmtp_dec *d, const uint8_t *buf, size_t len, size_t *consumed,
+                            struct zr_zmtp_frame *f);
 
 /* How many contiguous bytes, from the first unconsumed one, the next call
  * needs at least to make progress (1 while in a message body). */
@@ -275,20 +275,22 @@ struct zr_zmtp_cmd {
  * -ZR_ECMDNAME, -ZR_EERRORCMD, -ZR_EPING, -ZR_EPONG, -ZR_EPLAIN,
  * -ZR_EPROPNAME, -ZR_EPROPTRUNC, -ZR_EPROPVALUE.
  */
-ZR_API int zr_zmtp_cmd_parse(const uint8_t *body, size_t len, int mechanism, struct zr_zmtp_cmd *cmd);
+ZR_API int zr_zmtp_cmd_parse(const uint8_t *body, size_t len, int mechanism,
+                             struct zr_zmtp_cmd *cmd);
 
 /*
  * Writes a whole command frame (header, name, data) into out. Returns the
  * number of octets written, -ENOBUFS if cap is too small, -EINVAL for a name
  * of 0 or more than 255 octets.
  */
-ZR_API int zr_zmtp_cmd_encode(uint8_t *out, size_t cap, const char *name, const uint8_t *data, size_t len);
+ZR_API int zr_zmtp_cmd_encode(uint8_t *out, size_t cap, const char *name, const uint8_t *data,
+                              size_t len);
 
 /* Metadata: name-length(1) name value-length(4, network order) value, repeated. */
 struct zr_zmtp_prop {
-	const char *name;     /* 1..255 characters from A-Z a-z 0-9 - _ . + */
+	const char *name; /* 1..255 characters from A-Z a-z 0-9 - _ . + */
 	const uint8_t *value;
-	size_t value_len;     /* < 2^31 */
+	size_t value_len; /* < 2^31 */
 };
 
 /* Appends one property to out. Returns octets written, -ENOBUFS or -EINVAL. */
@@ -325,8 +327,8 @@ ZR_API int zr_zmtp_props_next(struct zr_zmtp_prop_iter *it, const uint8_t **name
  * it on the wire. Returns the prefix length.
  */
 #define ZR_ZMTP_SUB_PREFIX_MAX (ZR_ZMTP_HEADER_MAX + 10)
-ZR_API int zr_zmtp_sub_prefix(uint8_t out[ZR_ZMTP_SUB_PREFIX_MAX], uint8_t peer_minor, bool subscribe,
-                              size_t topic_len);
+ZR_API int zr_zmtp_sub_prefix(uint8_t out[ZR_ZMTP_SUB_PREFIX_MAX], uint8_t peer_minor,
+                              bool subscribe, size_t topic_len);
 
 /* ---------------------------------------------------------------------- */
 /* The connection: greeting -> mechanism handshake -> traffic. */
@@ -425,7 +427,7 @@ struct zr_zmtp_config {
 	 * done). Borrowed; NULL: none. */
 	const char *tls_subject;
 
-	uint64_t max_msg_size;      /* MAXMSGSIZE: default 64 MiB */
+	uint64_t max_msg_size; /* MAXMSGSIZE: default 64 MiB */
 	/* Frames in one message (MAXFRAMES): default 65536; 0 means the default,
 	 * UINT32_MAX in effect none. The frame that would be one more fails the
 	 * connection with -ZR_ETOOMANYFRAMES as soon as its header is in, with
@@ -452,11 +454,11 @@ enum zr_zmtp_state {
 };
 
 enum zr_zmtp_ev_type {
-	ZR_ZMTP_EV_READY = 1, /* handshake complete; peer_* fields and the metadata */
-	ZR_ZMTP_EV_FRAME,     /* a message frame, or a piece of one */
-	ZR_ZMTP_EV_SUBSCRIBE, /* a SUBSCRIBE command (ZMTP 3.1 form); data = topic */
-	ZR_ZMTP_EV_CANCEL,    /* a CANCEL command; data = topic */
-	ZR_ZMTP_EV_PEER_ERROR,/* the peer sent ERROR; data = reason. The connection is
+	ZR_ZMTP_EV_READY = 1,  /* handshake complete; peer_* fields and the metadata */
+	ZR_ZMTP_EV_FRAME,      /* a message frame, or a piece of one */
+	ZR_ZMTP_EV_SUBSCRIBE,  /* a SUBSCRIBE command (ZMTP 3.1 form); data = topic */
+	ZR_ZMTP_EV_CANCEL,     /* a CANCEL command; data = topic */
+	ZR_ZMTP_EV_PEER_ERROR, /* the peer sent ERROR; data = reason. The connection is
 	                         now failed with -ZR_EPEERERROR: do not reconnect with
 	                         the same credentials. */
 };
@@ -470,7 +472,7 @@ struct zr_zmtp_event {
 	uint64_t offset;
 	unsigned flags; /* ZR_ZMTP_MORE, ZR_ZMTP_FRAME_END */
 	/* READY */
-	int peer_type; /* enum zr_socktype */
+	int peer_type;                /* enum zr_socktype */
 	const uint8_t *peer_identity; /* the Identity property, or NULL */
 	size_t peer_identity_len;
 	const char *user_id; /* server: what the authenticator gave ("" if none) */
@@ -510,7 +512,7 @@ struct zr_zmtp {
 	int err;                 /* sticky */
 	uint8_t peer_major, peer_minor;
 	int peer_type;
-	uint64_t hs_deadline;   /* UINT64_MAX when none */
+	uint64_t hs_deadline; /* UINT64_MAX when none */
 	uint64_t last_rx;
 	uint64_t next_ping;     /* UINT64_MAX when none */
 	uint64_t ping_deadline; /* UINT64_MAX unless a PING waits for traffic */
@@ -519,11 +521,11 @@ struct zr_zmtp {
 	uint8_t pong_ctx_len;
 	uint8_t pong_ctx[ZR_ZMTP_PING_CONTEXT_MAX];
 	bool ping_pending;
-	size_t unconsumed; /* what the last feed left: re-presented bytes are not traffic */
-	uint64_t msg_total; /* CURVE: plaintext octets of the message so far */
+	size_t unconsumed;   /* what the last feed left: re-presented bytes are not traffic */
+	uint64_t msg_total;  /* CURVE: plaintext octets of the message so far */
 	uint32_t msg_frames; /* CURVE: frames of the message so far */
-	bool msg_more;      /* CURVE: the last frame had MORE */
-	int auth_status;    /* server: the authenticator's answer (0: not asked) */
+	bool msg_more;       /* CURVE: the last frame had MORE */
+	int auth_status;     /* server: the authenticator's answer (0: not asked) */
 	char user_id[ZR_ZMTP_USER_ID_MAX + 1];
 	char auth_text[ZR_ZMTP_AUTH_TEXT_MAX + 1];
 	size_t out_head, out_len;
@@ -640,8 +642,8 @@ ZR_API uint64_t zr_zmtp_deadline(const struct zr_zmtp *z);
  */
 ZR_API int zr_zmtp_abort(struct zr_zmtp *z, int err, const char *reason);
 
-ZR_API int zr_zmtp_state(const struct zr_zmtp *z);     /* enum zr_zmtp_state */
-ZR_API int zr_zmtp_error(const struct zr_zmtp *z);     /* the sticky error, or 0 */
+ZR_API int zr_zmtp_state(const struct zr_zmtp *z); /* enum zr_zmtp_state */
+ZR_API int zr_zmtp_error(const struct zr_zmtp *z); /* the sticky error, or 0 */
 /* The minor version in effect once the greeting is in: the lower of ours
  * and the peer's (a peer with a major above 3 counts as ours). Pass it to
  * zr_zmtp_sub_prefix. */
@@ -708,7 +710,8 @@ ZR_API int zr_curve_public(char public_z85[ZR_CURVE_KEY_Z85_LEN + 1], const char
 ZR_API int zr_curve_key_decode(uint8_t key[ZR_CURVE_KEY_LEN], const char *z85);
 
 /* A key's Z85 text: 40 characters and a NUL. Returns 0, or -EINVAL (NULL). */
-ZR_API int zr_curve_key_encode(char z85[ZR_CURVE_KEY_Z85_LEN + 1], const uint8_t key[ZR_CURVE_KEY_LEN]);
+ZR_API int zr_curve_key_encode(char z85[ZR_CURVE_KEY_Z85_LEN + 1],
+                               const uint8_t key[ZR_CURVE_KEY_LEN]);
 
 #ifdef __cplusplus
 }

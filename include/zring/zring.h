@@ -36,7 +36,6 @@ typedef struct zr_ctx zr_ctx;
 typedef struct zr_socket zr_socket;
 typedef struct zr_msg zr_msg;
 
-
 /* ---- messages: multipart, each frame a byte string ---------------------- */
 
 /* A new empty message. Returns 0 or -ENOMEM. */
@@ -153,13 +152,13 @@ ZR_API int zr_socket_fd(zr_socket *s);
 /* ---- monitoring: libzmq's event names and numbers ------------------------ */
 
 enum zr_event_type {
-	ZR_EVENT_CONNECTED = 0x0001,        /* value: the fd */
-	ZR_EVENT_CONNECT_RETRIED = 0x0004,  /* value: the delay before the next try, ms */
-	ZR_EVENT_LISTENING = 0x0008,        /* value: the fd */
-	ZR_EVENT_ACCEPTED = 0x0020,         /* value: the fd */
-	ZR_EVENT_ACCEPT_FAILED = 0x0040,    /* value: the negative errno */
-	ZR_EVENT_CLOSED = 0x0080,           /* value: the fd */
-	ZR_EVENT_DISCONNECTED = 0x0200,     /* value: the fd */
+	ZR_EVENT_CONNECTED = 0x0001,       /* value: the fd */
+	ZR_EVENT_CONNECT_RETRIED = 0x0004, /* value: the delay before the next try, ms */
+	ZR_EVENT_LISTENING = 0x0008,       /* value: the fd */
+	ZR_EVENT_ACCEPTED = 0x0020,        /* value: the fd */
+	ZR_EVENT_ACCEPT_FAILED = 0x0040,   /* value: the negative errno */
+	ZR_EVENT_CLOSED = 0x0080,          /* value: the fd */
+	ZR_EVENT_DISCONNECTED = 0x0200,    /* value: the fd */
 	ZR_EVENT_HANDSHAKE_SUCCEEDED = 0x1000,
 	ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL = 0x2000, /* value: the negative zring code */
 	ZR_EVENT_HANDSHAKE_FAILED_AUTH = 0x4000,     /* value: the ZAP status (e.g. 400);
@@ -171,8 +170,8 @@ enum zr_event_type {
 #define ZR_EVENT_REASON_MAX 256
 
 struct zr_event {
-	int type;  /* one enum zr_event_type */
-	int value; /* see the type */
+	int type;                             /* one enum zr_event_type */
+	int value;                            /* see the type */
 	char endpoint[ZR_EVENT_ENDPOINT_MAX]; /* the connected-to or listening endpoint */
 	/*
 	 * HANDSHAKE_FAILED_*: why, in words, so that a wrong key does not look
@@ -225,8 +224,8 @@ enum zr_option {
 	ZR_RCVTIMEO = 27,          /* int, ms: -1 */
 	ZR_SNDTIMEO = 28,          /* int, ms: -1 */
 	ZR_LAST_ENDPOINT = 32,     /* string, read only: the last bound endpoint */
-	ZR_XPUB_VERBOSE = 40,      /* int 0/1: XPUB hands over every subscribe (default 0: new ones) */
-	ZR_IPV6 = 42,              /* int 0/1: "*" binds dual-stack "::", names may resolve to IPv6 */
+	ZR_XPUB_VERBOSE = 40, /* int 0/1: XPUB hands over every subscribe (default 0: new ones) */
+	ZR_IPV6 = 42,         /* int 0/1: "*" binds dual-stack "::", names may resolve to IPv6 */
 	ZR_ROUTER_MANDATORY = 33,  /* int 0/1: unknown peer -> -EHOSTUNREACH */
 	ZR_MECHANISM = 43,         /* int, read only: ZR_MECH_NULL, _PLAIN or _CURVE */
 	ZR_PLAIN_SERVER = 44,      /* int 0/1: be a PLAIN server */
@@ -240,17 +239,19 @@ enum zr_option {
 	ZR_HEARTBEAT_IVL = 75,     /* int, ms: 0 */
 	ZR_HEARTBEAT_TTL = 76,     /* int, ms: 0 */
 	ZR_HEARTBEAT_TIMEOUT = 77, /* int, ms: 0 = HEARTBEAT_IVL */
-	ZR_XPUB_VERBOSER = 78,     /* int 0/1: XPUB_VERBOSE, and every cancel of a held subscription */
+	ZR_XPUB_VERBOSER = 78, /* int 0/1: XPUB_VERBOSE, and every cancel of a held subscription */
 
 	/* zring's own (no libzmq equivalent) */
-	ZR_SNDBYTES = 1001,   /* int64, bytes per peer's send queue and in the socket's own send queue: 8 MiB */
+	ZR_SNDBYTES =
+		1001, /* int64, bytes per peer's send queue and in the socket's own send queue: 8 MiB */
 	ZR_RCVBYTES = 1002,   /* int64, bytes in the receive queue: 8 MiB */
 	ZR_PUB_POLICY = 1003, /* int: what PUB/XPUB do with a subscriber whose queue is full */
 	ZR_MAXFRAMES = 1004,  /* int, frames per received message: 65536; -1 = no limit */
-	ZR_SUBS_MAX = 1005,      /* int: subscriptions one PUB/XPUB peer may hold: 100000 (-1: no limit) */
+	ZR_SUBS_MAX =
+		1005, /* int: subscriptions one PUB/XPUB peer may hold: 100000 (-1: no limit) */
 	ZR_SUBS_MAXBYTES = 1006, /* int64, bytes: what they may cost: 16 MiB (-1: no limit) */
-	ZR_CONNS_MAX = 1007,  /* int, connections: ZR_CONNS_MAX_DEFAULT; -1 = no limit */
-	ZR_BUSY_POLL = 1008,  /* int, microseconds of busy-polling before a wait sleeps: 0 (off) */
+	ZR_CONNS_MAX = 1007,     /* int, connections: ZR_CONNS_MAX_DEFAULT; -1 = no limit */
+	ZR_BUSY_POLL = 1008, /* int, microseconds of busy-polling before a wait sleeps: 0 (off) */
 	/* tls:// endpoints (see below) */
 	ZR_TLS_CERT = 1010,   /* string: our certificate chain, a PEM path or PEM text */
 	ZR_TLS_KEY = 1011,    /* string: its private key, likewise (set only) */
@@ -504,10 +505,10 @@ enum zr_side {
 };
 
 #define ZR_READ_AHEAD_DEFAULT 1000
-#define ZR_BATCH_WAIT_MS 20       /* a batch closes this long after its first message */
+#define ZR_BATCH_WAIT_MS 20          /* a batch closes this long after its first message */
 #define ZR_SEND_RETRY_WINDOW_MS 5000 /* "no peer yet": how long a send keeps trying */
 #define ZR_SEND_RETRY_STEP_MS 50
-#define ZR_DRAIN_DEFAULT_MS 5000  /* shutdown: how long in-flight handlers get */
+#define ZR_DRAIN_DEFAULT_MS 5000 /* shutdown: how long in-flight handlers get */
 #define ZR_ERRTEXT_MAX 512
 
 /* One header: name and value, NUL-terminated UTF-8. */
@@ -527,12 +528,12 @@ struct zr_delivery {
 	size_t nheaders;
 	const void *payload;
 	size_t payload_len;
-	const char *reply_to;            /* RPC requests: "zmq-reply:<hex>"; else NULL */
-	uint64_t seq;                    /* arrival order in the subscription, from 1 */
-	unsigned lane;                   /* the worker or lane running the handler */
-	int error;                       /* 0, or an error item: -EPROTO (malformed
+	const char *reply_to;   /* RPC requests: "zmq-reply:<hex>"; else NULL */
+	uint64_t seq;           /* arrival order in the subscription, from 1 */
+	unsigned lane;          /* the worker or lane running the handler */
+	int error;              /* 0, or an error item: -EPROTO (malformed
 	                                    wire layout; the subscription keeps going) */
-	const char *error_text;          /* what was wrong, when error != 0 */
+	const char *error_text; /* what was wrong, when error != 0 */
 };
 
 /* The value of the first header called name (ASCII case-insensitive), or NULL. */
@@ -547,8 +548,7 @@ ZR_API void zr_delivery_free(struct zr_delivery *d);
  * bound or connected. Records the configuration only: no socket is opened and
  * the endpoint is checked at zr_broker_start. Returns 0, -EINVAL, -ENOMEM.
  */
-ZR_API int zr_broker_new(zr_ctx *ctx, int pattern, const char *endpoint, int side,
-                         zr_broker **out);
+ZR_API int zr_broker_new(zr_ctx *ctx, int pattern, const char *endpoint, int side, zr_broker **out);
 /* Sets read_ahead (>= 1) for subscriptions opened afterwards. 0 or -EINVAL. */
 ZR_API int zr_broker_set_read_ahead(zr_broker *b, unsigned read_ahead);
 /* Sets the byte budget beside read_ahead (default 8 MiB, ZR_RCVBYTES's): a
@@ -677,13 +677,13 @@ ZR_API int zr_subscribe(zr_broker *b, const char *name, const struct zr_sub_opts
 ZR_API void zr_unsubscribe(zr_subscription *sub);
 
 struct zr_sub_stats {
-	uint64_t received;   /* messages taken off the channel (errors included) */
-	uint64_t handled;    /* handler calls returned (a batch counts its size) */
-	uint64_t errors;     /* error items delivered */
-	uint64_t discarded;  /* accepted but dropped by unsubscribe or shutdown */
-	size_t depth;        /* messages in the channel now */
-	size_t peak_depth;   /* the most it ever held (<= read_ahead) */
-	size_t in_flight;    /* taken off the channel, handler not yet returned */
+	uint64_t received;  /* messages taken off the channel (errors included) */
+	uint64_t handled;   /* handler calls returned (a batch counts its size) */
+	uint64_t errors;    /* error items delivered */
+	uint64_t discarded; /* accepted but dropped by unsubscribe or shutdown */
+	size_t depth;       /* messages in the channel now */
+	size_t peak_depth;  /* the most it ever held (<= read_ahead) */
+	size_t in_flight;   /* taken off the channel, handler not yet returned */
 	size_t read_ahead;
 };
 ZR_API void zr_subscription_stats(zr_subscription *sub, struct zr_sub_stats *st);
@@ -737,11 +737,11 @@ ZR_API int zr_reply(zr_publisher *p, const struct zr_delivery *request,
 ZR_API const char *zr_publisher_error(const zr_publisher *p);
 
 struct zr_pub_stats {
-	uint64_t published;  /* publishes that succeeded */
-	uint64_t unmatched;  /* fan-out: messages no subscriber matched (dropped);
+	uint64_t published;      /* publishes that succeeded */
+	uint64_t unmatched;      /* fan-out: messages no subscriber matched (dropped);
 	                        counted when the io thread routes them, a moment
 	                        after zr_publish returned */
-	uint64_t blocked_ms; /* total time publishes waited for room */
+	uint64_t blocked_ms;     /* total time publishes waited for room */
 	uint64_t blocked_now_ms; /* > 0: a publish is waiting, for this many ms so far */
 };
 ZR_API void zr_publisher_stats(zr_publisher *p, struct zr_pub_stats *st);

@@ -274,11 +274,16 @@ static inline uint64_t
 bu_stat_of(const struct zr_sub_stats *st, enum bu_stat what)
 {
 	switch (what) {
-	case BU_DEPTH: return st->depth;
-	case BU_RECEIVED: return st->received;
-	case BU_ACCEPTED: return st->received + st->depth;
-	case BU_HANDLED: return st->handled;
-	case BU_DISCARDED: return st->discarded;
+	case BU_DEPTH:
+		return st->depth;
+	case BU_RECEIVED:
+		return st->received;
+	case BU_ACCEPTED:
+		return st->received + st->depth;
+	case BU_HANDLED:
+		return st->handled;
+	case BU_DISCARDED:
+		return st->discarded;
 	}
 	return 0;
 }

@@ -21,8 +21,8 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pipe2, vasprintf; first, before any system header */
 #endif
-#include "zt_clock.h"
 #include "tools/zl_proc.c"
+#include "zt_clock.h"
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
 

@@ -307,7 +307,8 @@ bp_42(bool ipc)
 		/* "SENT" is libzmq's send returning; its io thread writes after. */
 		int now = kp_inq(fd);
 
-		for (uint64_t end = zt_now_ms() + 10000; now < inq + 8 * 1024 && zt_now_ms() < end;) {
+		for (uint64_t end = zt_now_ms() + 10000;
+		     now < inq + 8 * 1024 && zt_now_ms() < end;) {
 			sleep_ms(10);
 			now = kp_inq(fd);
 		}

@@ -10,8 +10,8 @@
  * batcher reads them, it holds the handler on a first batch (bu_log_hold) and
  * waits until the subscription has taken the rest off the wire.
  */
-#include "engine/engine_util.h"
 #include "broker/broker_util.h"
+#include "engine/engine_util.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -31,7 +31,8 @@ struct bt {
 static void
 bt_open(struct bt *t, unsigned batch)
 {
-	struct zr_sub_opts o = {.batch_handler = bu_log_batch_handler, .arg = &t->log, .batch = batch};
+	struct zr_sub_opts o = {
+		.batch_handler = bu_log_batch_handler, .arg = &t->log, .batch = batch};
 	int rc;
 
 	memset(t, 0, sizeof *t);
@@ -97,10 +98,11 @@ bt_check_order(struct bt *t, const char *const *payloads, size_t n, size_t max_b
 		const struct bu_item *first = bu_log_at(&t->log, i);
 
 		batch++;
-		cr_assert_eq(first->batch, batch, "item %zu is in batch %zu, want %zu", i, first->batch,
-		             batch);
+		cr_assert_eq(first->batch, batch, "item %zu is in batch %zu, want %zu", i,
+		             first->batch, batch);
 		cr_assert(first->batch_size >= 1 && first->batch_size <= max_batch,
-		          "batch %zu has %zu messages (1..%zu)", batch, first->batch_size, max_batch);
+		          "batch %zu has %zu messages (1..%zu)", batch, first->batch_size,
+		          max_batch);
 		for (size_t k = 0; k < first->batch_size; k++, i++) {
 			const struct bu_item *it = bu_log_at(&t->log, i);
 
@@ -166,7 +168,8 @@ Test(batches, size_1_delivers_each_message_at_once_without_the_batch_wait)
 	bt_pub(&t, "warm");
 	cr_assert(bu_log_wait(&t.log, 1, BU_WAIT_MS));
 	n = 1;
-	for (uint64_t end = zt_now_ms() + BU_WAIT_MS; best >= ZR_BATCH_WAIT_MS && zt_now_ms() < end;) {
+	for (uint64_t end = zt_now_ms() + BU_WAIT_MS;
+	     best >= ZR_BATCH_WAIT_MS && zt_now_ms() < end;) {
 		uint64_t t0 = zt_now_ms();
 
 		bt_pub(&t, "x");
@@ -242,18 +245,21 @@ Test(batches, an_error_item_while_filling_closes_the_batch_goes_alone_and_batchi
 
 	for (size_t i = 0; i < 6; i++) {
 		it = bu_log_at(&t.log, i);
-		cr_assert_eq(it->batch, batch_of[i], "item %zu in batch %zu, want %zu", i, it->batch,
-		             batch_of[i]);
+		cr_assert_eq(it->batch, batch_of[i], "item %zu in batch %zu, want %zu", i,
+		             it->batch, batch_of[i]);
 		cr_assert_eq(it->batch_size, size_of[i], "item %zu: batch of %zu, want %zu", i,
 		             it->batch_size, size_of[i]);
 		if (pl[i] != NULL) {
-			cr_assert_eq(it->error, 0, "item %zu: error %d %s", i, it->error, it->error_text);
+			cr_assert_eq(it->error, 0, "item %zu: error %d %s", i, it->error,
+			             it->error_text);
 			cr_assert_str_eq(it->payload, pl[i]);
 		} else {
-			cr_assert_eq(it->error, -EPROTO, "the malformed message was not an error item");
+			cr_assert_eq(it->error, -EPROTO,
+			             "the malformed message was not an error item");
 			cr_assert_not_null(it->error_text);
 			cr_assert_not_null(strstr(it->error_text, "content-type application/json"),
-			                   "error text \"%s\" does not quote the line", it->error_text);
+			                   "error text \"%s\" does not quote the line",
+			                   it->error_text);
 		}
 	}
 	free(h_jobs);

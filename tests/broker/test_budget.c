@@ -52,10 +52,12 @@ Test(budget, a_channel_holds_no_more_bytes_than_its_budget_and_loses_nothing)
 	cr_assert_geq(st.peak_depth, 1);
 	cr_assert_leq(st.peak_depth, B_BUDGET / B_MSG, "the channel held %zu messages of 64 KiB",
 	              st.peak_depth);
-	cr_assert_eq(st.received, 1, "taken off the channel: %llu", (unsigned long long)st.received);
+	cr_assert_eq(st.received, 1, "taken off the channel: %llu",
+	             (unsigned long long)st.received);
 	/* Reading resumes: every accepted message arrives once, in order. */
 	bu_log_hold(&log, false);
-	cr_assert(bu_log_wait(&log, (size_t)sent, 30000), "got %zu of %d", bu_log_count(&log), sent);
+	cr_assert(bu_log_wait(&log, (size_t)sent, 30000), "got %zu of %d", bu_log_count(&log),
+	          sent);
 	zt_sleep_ms(BU_QUIET_MS);
 	cr_assert_eq(bu_log_count(&log), (size_t)sent);
 	for (int i = 0; i < sent; i++) {

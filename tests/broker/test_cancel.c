@@ -18,8 +18,8 @@
  * it every 50 ms until the publishing thread returns (bounded), which cannot
  * race with the thread's start.
  */
-#include "engine/engine_util.h"
 #include "broker/broker_util.h"
+#include "engine/engine_util.h"
 #include "engine/sock_helpers.h"
 
 #include <errno.h>
@@ -39,8 +39,8 @@ struct pub_loop {
 	size_t len;   /* payload length */
 	unsigned max; /* messages to send */
 	char *payload;
-	unsigned ok;  /* publishes that returned 0 */
-	int rc;       /* the failing publish's code, 0 if all succeeded */
+	unsigned ok; /* publishes that returned 0 */
+	int rc;      /* the failing publish's code, 0 if all succeeded */
 	char err[ZR_ERRTEXT_MAX];
 	atomic_bool done;
 	pthread_t th;
@@ -133,7 +133,8 @@ wait_blocked(struct pub_loop *l, uint64_t ms)
 }
 
 /* §20 44 */
-Test(cancel, a_publish_cancelled_during_the_no_peer_retry_wait_returns_ECANCELED_and_is_never_delivered)
+Test(cancel,
+     a_publish_cancelled_during_the_no_peer_retry_wait_returns_ECANCELED_and_is_never_delivered)
 {
 	zr_ctx *ctx;
 	zr_broker *b, *peer;
@@ -154,7 +155,8 @@ Test(cancel, a_publish_cancelled_during_the_no_peer_retry_wait_returns_ECANCELED
 	cr_assert(cancel_until_done(&l, 4000), "a cancelled publish still waits after 4 s");
 	cr_assert_eq(l.ok, 0);
 	cr_assert_eq(l.rc, -ECANCELED, "cancelled publish: %d %s", l.rc, l.err);
-	cr_assert_not_null(strstr(l.err, "jobs"), "text \"%s\" does not name the destination", l.err);
+	cr_assert_not_null(strstr(l.err, "jobs"), "text \"%s\" does not name the destination",
+	                   l.err);
 
 	/* A peer shows up: the cancelled message never reaches it. */
 	peer = bu_broker(ctx, ZR_QUEUE, ep, ZR_BIND);
@@ -175,7 +177,8 @@ Test(cancel, a_publish_cancelled_during_the_no_peer_retry_wait_returns_ECANCELED
 }
 
 /* §20 45 against a zring subscription whose handler is stalled. */
-Test(cancel, a_publish_cancelled_under_backpressure_returns_ECANCELED_and_only_the_accepted_ones_arrive_in_order)
+Test(cancel,
+     a_publish_cancelled_under_backpressure_returns_ECANCELED_and_only_the_accepted_ones_arrive_in_order)
 {
 	zr_ctx *ctx;
 	zr_broker *b;
@@ -216,7 +219,8 @@ Test(cancel, a_publish_cancelled_under_backpressure_returns_ECANCELED_and_only_t
 		cr_assert_not_null(seq, "delivery %u has no seq", i);
 		cr_assert_str_eq(seq, want, "delivery %u is seq %s", i, seq);
 		cr_assert_eq(it->payload_len, BIG);
-		cr_assert(memcmp(it->payload, l.payload, BIG) == 0, "delivery %u: payload differs", i);
+		cr_assert(memcmp(it->payload, l.payload, BIG) == 0, "delivery %u: payload differs",
+		          i);
 	}
 	cr_assert_str_eq(bu_log_at(&log, l.ok)->payload, "last");
 	free(l.payload);
@@ -314,8 +318,8 @@ Test(cancel, a_publish_cancelled_while_a_libzmq_pull_peer_stopped_reading_sends_
 	cr_assert_eq(pthread_create(&next.th, NULL, one_pub_main, &next), 0);
 	for (unsigned i = 0; i < l.ok; i++) {
 		ans = et_peer_ask(pull, BU_WAIT_MS, "recv %d", BU_WAIT_MS);
-		cr_assert_neq(strcmp(ans, "TIMEOUT"), 0, "only %u of %u accepted messages arrived", i,
-		              l.ok);
+		cr_assert_neq(strcmp(ans, "TIMEOUT"), 0, "only %u of %u accepted messages arrived",
+		              i, l.ok);
 		cr_assert_eq(peer_seq(ans, &last), i, "message %u out of order", i);
 		cr_assert(!last, "\"last\" overtook accepted message %u of %u", i, l.ok);
 	}

@@ -9,8 +9,8 @@
  * Handlers wrap bu_log_handler (tests/broker/broker_util.h) to count how many
  * run at once, in all and per lane; bu_log_hold stalls them.
  */
-#include "engine/engine_util.h"
 #include "broker/broker_util.h"
+#include "engine/engine_util.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -83,8 +83,8 @@ struct dt {
 static void
 dt_open(struct dt *t, unsigned read_ahead, unsigned workers, int by_key)
 {
-	struct zr_sub_opts o = {.handler = conc_handler, .arg = &t->c, .workers = workers,
-	                        .by_key = by_key};
+	struct zr_sub_opts o = {
+		.handler = conc_handler, .arg = &t->c, .workers = workers, .by_key = by_key};
 	int rc;
 
 	memset(t, 0, sizeof *t);
@@ -153,11 +153,10 @@ dt_index(struct dt *t, const char *s)
 
 /* Waits until the stats count what reaches n, or fails saying what. */
 static void
-wait_stats(struct dt *t, struct zr_sub_stats *st, enum bu_stat what, uint64_t n,
-           const char *why)
+wait_stats(struct dt *t, struct zr_sub_stats *st, enum bu_stat what, uint64_t n, const char *why)
 {
-	cr_assert(bu_stats_wait(t->sub, what, n, st), "%s: received %llu depth %zu in_flight %zu", why,
-	          (unsigned long long)st->received, st->depth, st->in_flight);
+	cr_assert(bu_stats_wait(t->sub, what, n, st), "%s: received %llu depth %zu in_flight %zu",
+	          why, (unsigned long long)st->received, st->depth, st->in_flight);
 }
 
 /* §20 70 */
@@ -228,8 +227,8 @@ Test(dispatch, workers_3_by_key_assign_lanes_1_2_0_1_2_0_and_each_lane_runs_in_o
 		snprintf(buf, sizeof buf, "m%d", i);
 		it = dt_find(&t, buf);
 		cr_assert_not_null(it, "%s never handled", buf);
-		cr_assert_eq(it->lane, (unsigned)(i + 1) % 3, "%s ran on lane %u, want %d", buf, it->lane,
-		             (i + 1) % 3);
+		cr_assert_eq(it->lane, (unsigned)(i + 1) % 3, "%s ran on lane %u, want %d", buf,
+		             it->lane, (i + 1) % 3);
 		cr_assert_eq(it->seq, (uint64_t)i + 1, "%s has seq %llu", buf,
 		             (unsigned long long)it->seq);
 	}
@@ -239,8 +238,8 @@ Test(dispatch, workers_3_by_key_assign_lanes_1_2_0_1_2_0_and_each_lane_runs_in_o
 
 		snprintf(prev, sizeof prev, "m%d", i - 3);
 		snprintf(buf, sizeof buf, "m%d", i);
-		cr_assert_lt(dt_index(&t, prev), dt_index(&t, buf), "%s ran before %s on one lane", buf,
-		             prev);
+		cr_assert_lt(dt_index(&t, prev), dt_index(&t, buf), "%s ran before %s on one lane",
+		             buf, prev);
 	}
 	cr_assert_eq(atomic_load(&t.c.lane_overlap), 0, "a lane ran two handlers at once");
 	cr_assert_eq(atomic_load(&t.c.bad_lane), 0);
@@ -263,7 +262,8 @@ Test(dispatch, a_busy_lane_blocks_the_dispatch_rather_than_reorder)
 	}
 	cr_assert(bu_log_wait(&t.c.log, 2, BU_WAIT_MS), "lane 0 did not run m1 and m3: %zu handled",
 	          bu_log_count(&t.c.log));
-	cr_assert(!bu_log_wait(&t.c.log, 3, BU_QUIET_MS), "\"%s\" ran while its lane's dispatch was blocked",
+	cr_assert(!bu_log_wait(&t.c.log, 3, BU_QUIET_MS),
+	          "\"%s\" ran while its lane's dispatch was blocked",
 	          bu_log_at(&t.c.log, 2)->payload);
 	cr_assert_str_eq(bu_log_at(&t.c.log, 0)->payload, "m1");
 	cr_assert_str_eq(bu_log_at(&t.c.log, 1)->payload, "m3");
@@ -360,7 +360,8 @@ Test(dispatch, shutdown_with_busy_workers_reads_no_more_lets_the_handlers_finish
 	cr_assert(shutdown_join(&sc, BU_WAIT_MS), "shutdown never returned after the handlers did");
 	cr_assert_eq(sc.rc, 0, "shutdown: %d", sc.rc);
 	/* The two in flight and the two queued were all handled; "late" never. */
-	cr_assert_eq(bu_log_count(&t.c.log), 5, "%zu handled, want warm + 4", bu_log_count(&t.c.log));
+	cr_assert_eq(bu_log_count(&t.c.log), 5, "%zu handled, want warm + 4",
+	             bu_log_count(&t.c.log));
 	for (int i = 0; i < 4; i++) {
 		snprintf(buf, sizeof buf, "m%d", i);
 		cr_assert_not_null(dt_find(&t, buf), "%s was accepted but never handled", buf);
@@ -396,17 +397,20 @@ Test(dispatch, shutdown_returns_ETIMEDOUT_when_a_handler_outlives_the_drain_time
 	wait_stats(&t, &st, BU_ACCEPTED, 2, "the second message never reached the subscription");
 	shutdown_start(&sc, t.b);
 	cr_assert(shutdown_join(&sc, BU_WAIT_MS), "shutdown with a 300 ms drain still waits");
-	cr_assert_eq(sc.rc, -ETIMEDOUT, "shutdown with a handler past the drain timeout: %d", sc.rc);
+	cr_assert_eq(sc.rc, -ETIMEDOUT, "shutdown with a handler past the drain timeout: %d",
+	             sc.rc);
 	cr_assert_geq(sc.t1 - sc.t0, 250, "shutdown gave up after %llu ms of 300",
 	              (unsigned long long)(sc.t1 - sc.t0));
 	cr_assert_eq(bu_log_count(&t.c.log), 0);
 	bu_log_hold(&t.c.log, false); /* the handler returns; "queued" is discarded */
 	cr_assert(bu_log_wait(&t.c.log, 1, BU_WAIT_MS));
-	cr_assert(!bu_log_wait(&t.c.log, 2, BU_QUIET_MS), "a message was handled after the drain timeout");
+	cr_assert(!bu_log_wait(&t.c.log, 2, BU_QUIET_MS),
+	          "a message was handled after the drain timeout");
 	cr_assert_str_eq(bu_log_at(&t.c.log, 0)->payload, "stuck");
 	/* "messages still queued are discarded and counted" (zring.h) */
 	bu_stats_wait(t.sub, BU_DISCARDED, 1, &st);
-	cr_assert_eq(st.discarded, 1, "discarded %llu (depth %zu, handled %llu), want the queued one",
+	cr_assert_eq(st.discarded, 1,
+	             "discarded %llu (depth %zu, handled %llu), want the queued one",
 	             (unsigned long long)st.discarded, st.depth, (unsigned long long)st.handled);
 	dt_close(&t);
 }

@@ -410,8 +410,9 @@ Test(fanout, an_unread_matching_subscriber_holds_the_publisher_back_until_it_rea
 	cr_assert_eq(disorder, 0);
 	zt_sleep_ms(1000);
 	f_count_get(&fast, &n_later, &others, &disorder);
-	cr_assert_eq(n_later, n, "the fast subscriber went on (%zu -> %zu) while the publisher was held",
-	             n, n_later);
+	cr_assert_eq(n_later, n,
+	             "the fast subscriber went on (%zu -> %zu) while the publisher was held", n,
+	             n_later);
 	/* The slow one reads again: the publisher resumes. */
 	bu_log_hold(&slow.gate, false);
 	for (long k = 0; k < 3; k++, sent++) {
@@ -488,4 +489,3 @@ Test(fanout, an_unread_subscriber_never_holds_back_messages_it_does_not_match)
 	et_peers_stop();
 	free(payload);
 }
-

@@ -450,7 +450,9 @@ Test(queue, two_dialling_consumers_split_a_binding_producers_jobs_each_exactly_o
 	}
 	/* Jobs until both consumers have had one (at least six): the producer's
 	 * side of the second handshake may end after the consumer's did. */
-	enum { JOBS_MAX = 500 };
+	enum {
+		JOBS_MAX = 500
+	};
 	static int seen[JOBS_MAX];
 	int sent = 1;
 	uint64_t until = zt_now_ms() + BU_WAIT_MS;

@@ -15,8 +15,8 @@
  * Criterion asserts only on the test's own thread: request threads and
  * handlers record what happened and the test checks it.
  */
-#include "engine/engine_util.h"
 #include "broker/broker_util.h"
+#include "engine/engine_util.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -35,9 +35,9 @@
 /* ---- the responder ---------------------------------------------------------- */
 
 enum rs_mode {
-	RS_ECHO = 0,    /* answer "re:<payload>" at once */
-	RS_SILENT = 1,  /* log, never answer */
-	RS_REVERSE = 2, /* "first" waits until "second" was answered */
+	RS_ECHO = 0,      /* answer "re:<payload>" at once */
+	RS_SILENT = 1,    /* log, never answer */
+	RS_REVERSE = 2,   /* "first" waits until "second" was answered */
 	RS_BY_HEADER = 3, /* answer "re:<payload>" to the address zr_delivery_header
 	                     finds under "reply-to", as an app routing by headers */
 };
@@ -130,7 +130,8 @@ rpc_open(struct rpc *t, unsigned workers, int mode)
 	rc = zr_subscribe(t->srv, "greeter", &o, &t->sub);
 	cr_assert_eq(rc, 0, "zr_subscribe: %d %s", rc, zr_broker_error(t->srv));
 	bu_bound(t->srv, t->addr, sizeof t->addr);
-	cr_assert(strncmp(t->addr, "tcp://127.0.0.1:", 16) == 0 && strcmp(t->addr, RPC_ENDPOINT) != 0,
+	cr_assert(strncmp(t->addr, "tcp://127.0.0.1:", 16) == 0 &&
+	                  strcmp(t->addr, RPC_ENDPOINT) != 0,
 	          "bound address \"%s\"", t->addr);
 	t->cli = bu_broker(t->ctx, ZR_RPC, t->addr, ZR_CONNECT);
 	cr_assert_eq(zr_publisher_new(t->cli, &t->req), 0);
@@ -206,8 +207,7 @@ req_main(void *arg)
 }
 
 static void
-req_start(struct req_call *c, zr_publisher *p, const char *payload, const char *cid,
-          int timeout_ms)
+req_start(struct req_call *c, zr_publisher *p, const char *payload, const char *cid, int timeout_ms)
 {
 	memset(c, 0, sizeof *c);
 	c->p = p;
@@ -381,7 +381,8 @@ late_reply_case(bool by_cancel)
 		cr_assert(req_join(&one, 1000), "a cancelled request still waits after 5 s");
 		cr_assert_eq(one.rc, -ECANCELED, "cancelled request: %d %s", one.rc, one.err);
 	} else {
-		cr_assert(req_join(&one, BU_WAIT_MS), "a %d ms request still waits after 10 s", RPC_GIVE_UP_MS);
+		cr_assert(req_join(&one, BU_WAIT_MS), "a %d ms request still waits after 10 s",
+		          RPC_GIVE_UP_MS);
 		cr_assert_eq(one.rc, -ETIMEDOUT, "unanswered request: %d %s", one.rc, one.err);
 	}
 	cr_assert_null(one.reply);
@@ -562,7 +563,8 @@ raw_request_case(bool wrong_first)
 	if (wrong_first) {
 		raw_reply(&r, id, "other", "wrong");
 		zt_sleep_ms(300);
-		cr_assert(!atomic_load(&c.done), "a reply with another correlation-id ended the wait");
+		cr_assert(!atomic_load(&c.done),
+		          "a reply with another correlation-id ended the wait");
 	}
 	raw_reply(&r, id, "abc", "right");
 	cr_assert(req_join(&c, BU_WAIT_MS + 5000), "the request never returned");
@@ -600,10 +602,11 @@ Test(rpc, a_request_without_correlation_id_gets_req_pid_16_lowercase_hex)
 		assert_reply(&c, i == 0 ? "re:a" : "re:b", NULL);
 		ids[i] = bu_item_header(bu_log_at(&t.rs.log, (size_t)i), "correlation-id");
 		cr_assert_not_null(ids[i]);
-		cr_assert(strncmp(ids[i], prefix, strlen(prefix)) == 0, "correlation-id \"%s\", want %s...",
-		          ids[i], prefix);
+		cr_assert(strncmp(ids[i], prefix, strlen(prefix)) == 0,
+		          "correlation-id \"%s\", want %s...", ids[i], prefix);
 		cr_assert_eq(strlen(ids[i]), strlen(prefix) + 16, "correlation-id \"%s\"", ids[i]);
-		cr_assert(is_lower_hex(ids[i] + strlen(prefix), 16), "correlation-id \"%s\"", ids[i]);
+		cr_assert(is_lower_hex(ids[i] + strlen(prefix), 16), "correlation-id \"%s\"",
+		          ids[i]);
 		cr_assert_str_eq(zr_delivery_header(c.reply, "correlation-id"), ids[i]);
 		zr_delivery_free(c.reply);
 	}
@@ -647,7 +650,8 @@ Test(rpc, a_request_nobody_answers_fails_with_ETIMEDOUT_after_its_timeout)
 
 	rpc_open(&t, 1, RS_SILENT);
 	req_start(&c, t.req, "ping", NULL, RPC_GIVE_UP_MS);
-	cr_assert(req_join(&c, BU_WAIT_MS), "a %d ms request still waits after 10 s", RPC_GIVE_UP_MS);
+	cr_assert(req_join(&c, BU_WAIT_MS), "a %d ms request still waits after 10 s",
+	          RPC_GIVE_UP_MS);
 	cr_assert_eq(c.rc, -ETIMEDOUT, "unanswered request: %d %s", c.rc, c.err);
 	cr_assert_null(c.reply);
 	cr_assert_geq(c.t1 - c.t0, RPC_GIVE_UP_MS - 10, "timed out after %llu ms of %d",
@@ -663,7 +667,8 @@ Test(rpc, a_request_nobody_answers_fails_with_ETIMEDOUT_after_its_timeout)
 /* ---- 55-58: the RPC publisher's refusals ----------------------------------- */
 
 /* §20 55 */
-Test(rpc, publishing_to_a_plain_name_on_an_rpc_publisher_is_refused_pointing_at_zmq_reply_and_request)
+Test(rpc,
+     publishing_to_a_plain_name_on_an_rpc_publisher_is_refused_pointing_at_zmq_reply_and_request)
 {
 	struct rpc t;
 	const char *e;
@@ -679,7 +684,8 @@ Test(rpc, publishing_to_a_plain_name_on_an_rpc_publisher_is_refused_pointing_at_
 	/* The requester's publisher refuses it the same way. */
 	rc = zr_publish(t.req, "greeter", NULL, 0, "x", 1, 1000);
 	cr_assert_eq(rc, -EINVAL, "requester publish: %d %s", rc, zr_publisher_error(t.req));
-	cr_assert(bu_log_wait(&t.rs.log, 1, BU_QUIET_MS) == false, "a refused publish was delivered");
+	cr_assert(bu_log_wait(&t.rs.log, 1, BU_QUIET_MS) == false,
+	          "a refused publish was delivered");
 	rpc_close(&t);
 }
 
@@ -725,7 +731,8 @@ Test(rpc, a_reply_to_zmq_reply_zz_is_refused_as_a_malformed_reply_address)
 		const char *e = zr_publisher_error(t.rs.pub[0]);
 
 		cr_assert_eq(rc, -EINVAL, "publish to \"%s\": %d %s", bad[i], rc, e);
-		cr_assert_not_null(strstr(e, "malformed reply address"), "%s: text \"%s\"", bad[i], e);
+		cr_assert_not_null(strstr(e, "malformed reply address"), "%s: text \"%s\"", bad[i],
+		                   e);
 		cr_assert_not_null(strstr(e, bad[i]), "text \"%s\" does not name %s", e, bad[i]);
 	}
 	rpc_close(&t);
@@ -865,8 +872,10 @@ Test(rpc, a_batch_mount_on_an_rpc_responder_is_refused)
 	bu_log_init(&log);
 	cr_assert_eq(zr_ctx_new(&ctx), 0);
 	for (int side = ZR_BIND; side <= ZR_CONNECT; side++) {
-		b = bu_broker(ctx, ZR_RPC, side == ZR_BIND ? RPC_ENDPOINT : "tcp://127.0.0.1:9", side);
-		o = (struct zr_sub_opts){.batch_handler = bu_log_batch_handler, .arg = &log, .batch = 4};
+		b = bu_broker(ctx, ZR_RPC, side == ZR_BIND ? RPC_ENDPOINT : "tcp://127.0.0.1:9",
+		              side);
+		o = (struct zr_sub_opts){
+			.batch_handler = bu_log_batch_handler, .arg = &log, .batch = 4};
 		rc = zr_subscribe(b, "greeter", &o, &sub);
 		cr_assert_eq(rc, -EINVAL, "a batch responder (side %d): %d", side, rc);
 		cr_assert_null(sub);
@@ -874,9 +883,11 @@ Test(rpc, a_batch_mount_on_an_rpc_responder_is_refused)
 		cr_assert_not_null(strstr(zr_broker_error(b), "greeter"), "text \"%s\"",
 		                   zr_broker_error(b));
 		/* The endpoint stays free for a plain responder. */
-		rc = zr_subscribe(b, "greeter", &(struct zr_sub_opts){.handler = bu_log_handler, .arg = &log},
+		rc = zr_subscribe(b, "greeter",
+		                  &(struct zr_sub_opts){.handler = bu_log_handler, .arg = &log},
 		                  &sub);
-		cr_assert_eq(rc, 0, "a plain responder after the refusal: %d %s", rc, zr_broker_error(b));
+		cr_assert_eq(rc, 0, "a plain responder after the refusal: %d %s", rc,
+		             zr_broker_error(b));
 		zr_broker_free(b);
 		sub = NULL;
 	}

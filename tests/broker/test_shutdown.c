@@ -99,7 +99,8 @@ shutdown_case(int pattern)
 	t0 = zt_now_ms();
 	if (pattern == ZR_RPC) {
 		rc = zr_request(t.p, "jobs", NULL, 0, "ping", 4, 30000, &reply);
-		cr_assert_eq(rc, -ENOTCONN, "request after shutdown: %d %s", rc, zr_publisher_error(t.p));
+		cr_assert_eq(rc, -ENOTCONN, "request after shutdown: %d %s", rc,
+		             zr_publisher_error(t.p));
 		cr_assert_null(reply);
 		rc = zr_publish(t.p, "zmq-reply:00", NULL, 0, "x", 1, 30000);
 	} else {

@@ -17,8 +17,8 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* pipe2, vasprintf; first, before any system header */
 #endif
-#include "zt_clock.h"
 #include "tools/zl_proc.c"
+#include "zt_clock.h"
 #include <criterion/criterion.h>
 
 #include <errno.h>
@@ -234,15 +234,8 @@ et_hex(const char *str)
 /* The standard payloads: multipart, empty frames first/middle/last, a lone
  * empty frame, both sides of the 255/256 octet frame-size boundary, 1 MiB. */
 static const char *const et_payloads[] = {
-	"68656c6c6f",
-	"",
-	":61:62",
-	"61::62",
-	"61:62:",
-	"g255,1:g256,2",
-	"31:32:33:34:35:36:37",
-	"g1048576,7",
-	"41:g300000,9:",
+	"68656c6c6f",           "",           ":61:62",        "61::62", "61:62:", "g255,1:g256,2",
+	"31:32:33:34:35:36:37", "g1048576,7", "41:g300000,9:",
 };
 #define ET_NPAYLOADS (sizeof et_payloads / sizeof et_payloads[0])
 
@@ -321,8 +314,8 @@ et_peer_spawn(const char *const *args)
 	cr_assert_not_null(p);
 	p->buf = malloc(ET_LINE_MAX);
 	cr_assert_not_null(p->buf);
-	cr_assert_eq(access(ZR_PYTHON, X_OK), 0, "%s not found: install python3-zmq (scripts/deps.sh)",
-	             ZR_PYTHON);
+	cr_assert_eq(access(ZR_PYTHON, X_OK), 0,
+	             "%s not found: install python3-zmq (scripts/deps.sh)", ZR_PYTHON);
 	argv[argc++] = (char *)ZR_PYTHON;
 	for (size_t i = 0; args[i] != NULL && argc < 31; i++)
 		argv[argc++] = (char *)args[i];
@@ -545,18 +538,30 @@ static inline const char *
 et_type_name(int type)
 {
 	switch (type) {
-	case ZR_PAIR: return "PAIR";
-	case ZR_PUB: return "PUB";
-	case ZR_SUB: return "SUB";
-	case ZR_REQ: return "REQ";
-	case ZR_REP: return "REP";
-	case ZR_DEALER: return "DEALER";
-	case ZR_ROUTER: return "ROUTER";
-	case ZR_PULL: return "PULL";
-	case ZR_PUSH: return "PUSH";
-	case ZR_XPUB: return "XPUB";
-	case ZR_XSUB: return "XSUB";
-	default: return "?";
+	case ZR_PAIR:
+		return "PAIR";
+	case ZR_PUB:
+		return "PUB";
+	case ZR_SUB:
+		return "SUB";
+	case ZR_REQ:
+		return "REQ";
+	case ZR_REP:
+		return "REP";
+	case ZR_DEALER:
+		return "DEALER";
+	case ZR_ROUTER:
+		return "ROUTER";
+	case ZR_PULL:
+		return "PULL";
+	case ZR_PUSH:
+		return "PUSH";
+	case ZR_XPUB:
+		return "XPUB";
+	case ZR_XSUB:
+		return "XSUB";
+	default:
+		return "?";
 	}
 }
 
@@ -651,7 +656,8 @@ et_sync2(struct et_side *a, struct et_side *b, const char *probe, const char *pr
 	bool got = false;
 
 	while (!got) {
-		cr_assert_lt(zt_now_ms(), deadline, "%s never received a probe from %s", b->name, a->name);
+		cr_assert_lt(zt_now_ms(), deadline, "%s never received a probe from %s", b->name,
+		             a->name);
 		et_send(a, probe);
 		char *r = et_recv(b, 50);
 
@@ -699,7 +705,8 @@ et_zapply(zr_socket *z, const char *const *opts)
 
 			m = et_msg_make(o + (id ? 9 : 4));
 			f = zr_msg_frame(m, 0, &len);
-			cr_assert_eq(zr_setsockopt(z, id ? ZR_ROUTING_ID : ZR_SUBSCRIBE, f, len), 0, "%s", o);
+			cr_assert_eq(zr_setsockopt(z, id ? ZR_ROUTING_ID : ZR_SUBSCRIBE, f, len), 0,
+			             "%s", o);
 			zr_msg_free(m);
 		} else if (strncmp(o, "sndhwm=", 7) == 0) {
 			et_zopt_int(z, ZR_SNDHWM, atoi(o + 7));
@@ -732,10 +739,10 @@ et_pair(struct et_side *a, int ta, bool a_py, const char *const *aopts, struct e
 	memset(b, 0, sizeof *b);
 	a->type = ta;
 	b->type = tb;
-	snprintf(names[0], sizeof names[0], "%s %s (%s)", a_py ? "libzmq" : "zring", et_type_name(ta),
-	         a_binds ? "bound" : "connected");
-	snprintf(names[1], sizeof names[1], "%s %s (%s)", b_py ? "libzmq" : "zring", et_type_name(tb),
-	         a_binds ? "connected" : "bound");
+	snprintf(names[0], sizeof names[0], "%s %s (%s)", a_py ? "libzmq" : "zring",
+	         et_type_name(ta), a_binds ? "bound" : "connected");
+	snprintf(names[1], sizeof names[1], "%s %s (%s)", b_py ? "libzmq" : "zring",
+	         et_type_name(tb), a_binds ? "connected" : "bound");
 	a->name = names[0];
 	b->name = names[1];
 	if (pybind) {

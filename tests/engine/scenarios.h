@@ -153,7 +153,8 @@ sc_router_router(struct et_side *a, struct et_side *b)
 {
 	et_sync2(a, b, "5242:70726f6265", "5241:70726f6265", "5242:66656e6365", "5241:66656e6365");
 	for (size_t i = 0; i < ET_NPAYLOADS; i++) {
-		char *to_b = et_join("5242", et_payloads[i]), *at_b = et_join("5241", et_payloads[i]);
+		char *to_b = et_join("5242", et_payloads[i]),
+		     *at_b = et_join("5241", et_payloads[i]);
 
 		et_send(a, to_b);
 		et_expect(b, at_b);
@@ -181,7 +182,7 @@ sc_pub_filtered(struct et_side *a, struct et_side *b)
 
 		et_send(a, no);
 		et_send(a, yes);
-		et_send(a, ":41");    /* empty topic frame: no match */
+		et_send(a, ":41");  /* empty topic frame: no match */
 		et_send(a, "4241"); /* "BA": no match */
 		free(yes);
 		free(no);
@@ -220,7 +221,8 @@ sc_expect_pumped(struct et_side *a, const char *want, struct et_side *pump)
 		char *got = et_recv(a, 50);
 
 		if (got != NULL) {
-			cr_assert_str_eq(got, w, "%s received [%.200s], want [%s]", a->name, got, w);
+			cr_assert_str_eq(got, w, "%s received [%.200s], want [%s]", a->name, got,
+			                 w);
 			free(got);
 			break;
 		}
@@ -255,54 +257,54 @@ static const char *const sc_opt_rb[] = {"identity=5242", NULL};
 static const char *const sc_opt_sub_a[] = {"sub=41", NULL};
 
 /* One run: connect the two sides, play the scenario. */
-#define ET_RUN(ta, apy, oa, tb, bpy, ob, abinds, ipc, sc)                        \
-	do {                                                                     \
-		struct et_side sa_, sb_;                                         \
-		et_pair(&sa_, ta, apy, oa, &sb_, tb, bpy, ob, abinds, ipc);      \
-		sc(&sa_, &sb_);                                                  \
+#define ET_RUN(ta, apy, oa, tb, bpy, ob, abinds, ipc, sc)                   \
+	do {                                                                \
+		struct et_side sa_, sb_;                                    \
+		et_pair(&sa_, ta, apy, oa, &sb_, tb, bpy, ob, abinds, ipc); \
+		sc(&sa_, &sb_);                                             \
 	} while (0)
 
 /* zring on either side, either side binding, over one transport. */
-#define ET_INTEROP_TR(suite, a, b, ta, oa, tb, ob, sc, tr, ipc)                                \
+#define ET_INTEROP_TR(suite, a, b, ta, oa, tb, ob, sc, tr, ipc)                                 \
 	Test(suite, zring_##a##_bound_libzmq_##b##_##tr, .fini = et_teardown, .timeout = 40)    \
-	{                                                                                      \
-		ET_RUN(ta, false, oa, tb, true, ob, true, ipc, sc);                            \
-	}                                                                                      \
+	{                                                                                       \
+		ET_RUN(ta, false, oa, tb, true, ob, true, ipc, sc);                             \
+	}                                                                                       \
 	Test(suite, zring_##a##_connects_libzmq_##b##_##tr, .fini = et_teardown, .timeout = 40) \
-	{                                                                                      \
-		ET_RUN(ta, false, oa, tb, true, ob, false, ipc, sc);                           \
-	}                                                                                      \
+	{                                                                                       \
+		ET_RUN(ta, false, oa, tb, true, ob, false, ipc, sc);                            \
+	}                                                                                       \
 	Test(suite, libzmq_##a##_bound_zring_##b##_##tr, .fini = et_teardown, .timeout = 40)    \
-	{                                                                                      \
-		ET_RUN(ta, true, oa, tb, false, ob, true, ipc, sc);                            \
-	}                                                                                      \
+	{                                                                                       \
+		ET_RUN(ta, true, oa, tb, false, ob, true, ipc, sc);                             \
+	}                                                                                       \
 	Test(suite, libzmq_##a##_connects_zring_##b##_##tr, .fini = et_teardown, .timeout = 40) \
-	{                                                                                      \
-		ET_RUN(ta, true, oa, tb, false, ob, false, ipc, sc);                           \
+	{                                                                                       \
+		ET_RUN(ta, true, oa, tb, false, ob, false, ipc, sc);                            \
 	}
 
 /* The 8 interop runs of a pair a/b. */
-#define ET_INTEROP(suite, a, b, ta, oa, tb, ob, sc)                    \
-	ET_INTEROP_TR(suite, a, b, ta, oa, tb, ob, sc, tcp, false)     \
+#define ET_INTEROP(suite, a, b, ta, oa, tb, ob, sc)                \
+	ET_INTEROP_TR(suite, a, b, ta, oa, tb, ob, sc, tcp, false) \
 	ET_INTEROP_TR(suite, a, b, ta, oa, tb, ob, sc, ipc, true)
 
 /* The 4 zring <-> zring runs of a pair a/b (two contexts over tcp, one over ipc). */
-#define ET_SELF(suite, a, b, ta, oa, tb, ob, sc)                                               \
-	Test(suite, zring_##a##_bound_zring_##b##_tcp, .fini = et_teardown, .timeout = 40)      \
-	{                                                                                      \
-		ET_RUN(ta, false, oa, tb, false, ob, true, false, sc);                         \
-	}                                                                                      \
-	Test(suite, zring_##a##_connects_zring_##b##_tcp, .fini = et_teardown, .timeout = 40)   \
-	{                                                                                      \
-		ET_RUN(ta, false, oa, tb, false, ob, false, false, sc);                        \
-	}                                                                                      \
-	Test(suite, zring_##a##_bound_zring_##b##_ipc, .fini = et_teardown, .timeout = 40)      \
-	{                                                                                      \
-		ET_RUN(ta, false, oa, tb, false, ob, true, true, sc);                          \
-	}                                                                                      \
-	Test(suite, zring_##a##_connects_zring_##b##_ipc, .fini = et_teardown, .timeout = 40)   \
-	{                                                                                      \
-		ET_RUN(ta, false, oa, tb, false, ob, false, true, sc);                         \
+#define ET_SELF(suite, a, b, ta, oa, tb, ob, sc)                                              \
+	Test(suite, zring_##a##_bound_zring_##b##_tcp, .fini = et_teardown, .timeout = 40)    \
+	{                                                                                     \
+		ET_RUN(ta, false, oa, tb, false, ob, true, false, sc);                        \
+	}                                                                                     \
+	Test(suite, zring_##a##_connects_zring_##b##_tcp, .fini = et_teardown, .timeout = 40) \
+	{                                                                                     \
+		ET_RUN(ta, false, oa, tb, false, ob, false, false, sc);                       \
+	}                                                                                     \
+	Test(suite, zring_##a##_bound_zring_##b##_ipc, .fini = et_teardown, .timeout = 40)    \
+	{                                                                                     \
+		ET_RUN(ta, false, oa, tb, false, ob, true, true, sc);                         \
+	}                                                                                     \
+	Test(suite, zring_##a##_connects_zring_##b##_ipc, .fini = et_teardown, .timeout = 40) \
+	{                                                                                     \
+		ET_RUN(ta, false, oa, tb, false, ob, false, true, sc);                        \
 	}
 
 #endif /* ZR_TESTS_ENGINE_SCENARIOS_H */

@@ -5,8 +5,8 @@
 #ifndef ZR_TESTS_ENGINE_SOCK_HELPERS_H
 #define ZR_TESTS_ENGINE_SOCK_HELPERS_H
 
-#include <criterion/criterion.h>
 #include <arpa/inet.h>
+#include <criterion/criterion.h>
 #include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -53,8 +53,9 @@ bp_zring_pull(bool ipc)
 	r = et_peer_ask(p, 30000, "flood %d 1000 %d", BP_LIMIT, BP_SIZE);
 
 	cr_assert_eq(sscanf(r, "FLOOD sent=%u eagain=%u", &sent, &eagain), 2, "%s", r);
-	cr_log_info("libzmq PUSH -> zring PULL (RCVHWM 10, %s): the sender blocked after %u messages",
-	            ipc ? "ipc" : "tcp", sent);
+	cr_log_info(
+		"libzmq PUSH -> zring PULL (RCVHWM 10, %s): the sender blocked after %u messages",
+		ipc ? "ipc" : "tcp", sent);
 	cr_assert_eq(eagain, 1, "the libzmq sender never blocked (%u sent)", sent);
 	cr_assert_gt(sent, 10u);
 	cr_assert_lt(sent, 100000u, "%u messages of %d octets did not make the sender wait", sent,
@@ -131,8 +132,9 @@ bp_zring_push(bool ipc)
 		stuck++;
 		zt_sleep_ms(100);
 	}
-	cr_log_info("zring PUSH (SNDHWM 10, %s) -> libzmq PULL (RCVHWM 10): -EAGAIN after %u messages",
-	            ipc ? "ipc" : "tcp", sent);
+	cr_log_info(
+		"zring PUSH (SNDHWM 10, %s) -> libzmq PULL (RCVHWM 10): -EAGAIN after %u messages",
+		ipc ? "ipc" : "tcp", sent);
 	cr_assert_lt(sent, 100000u);
 	/* The peer reads again: messages 1 .. sent-1, in order, then nothing. */
 	r = et_peer_ask(p, 20000, "drain %u 5000 1", sent - 1);

@@ -161,15 +161,20 @@ Test(engine_curve, mechanism_follows_the_last_security_option_as_libzmq)
 
 	for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
 		if (steps[i].opt == ZR_PLAIN_USERNAME || steps[i].opt == ZR_PLAIN_PASSWORD)
-			cr_assert_eq(zr_setsockopt(s, steps[i].opt, steps[i].val, strlen(steps[i].val)), 0);
+			cr_assert_eq(
+				zr_setsockopt(s, steps[i].opt, steps[i].val, strlen(steps[i].val)),
+				0);
 		else if (steps[i].val != NULL)
 			z_key(s, steps[i].opt, steps[i].val);
 		else if (steps[i].opt != 0)
 			et_zopt_int(s, steps[i].opt, steps[i].ival);
-		cr_assert_eq(z_int(s, ZR_MECHANISM), steps[i].mech, "step %zu: MECHANISM %d, want %d", i,
-		             z_int(s, ZR_MECHANISM), steps[i].mech);
-		cr_assert_eq(z_int(s, ZR_CURVE_SERVER), steps[i].curve_server, "step %zu: CURVE_SERVER", i);
-		cr_assert_eq(z_int(s, ZR_PLAIN_SERVER), steps[i].plain_server, "step %zu: PLAIN_SERVER", i);
+		cr_assert_eq(z_int(s, ZR_MECHANISM), steps[i].mech,
+		             "step %zu: MECHANISM %d, want %d", i, z_int(s, ZR_MECHANISM),
+		             steps[i].mech);
+		cr_assert_eq(z_int(s, ZR_CURVE_SERVER), steps[i].curve_server,
+		             "step %zu: CURVE_SERVER", i);
+		cr_assert_eq(z_int(s, ZR_PLAIN_SERVER), steps[i].plain_server,
+		             "step %zu: PLAIN_SERVER", i);
 	}
 	/* Read only. */
 	int v = ZR_MECH_CURVE;
@@ -348,13 +353,16 @@ Test(engine_curve, wrong_server_key_names_the_failed_box_on_both_sides)
 
 	(void)zr_send_bytes(push, "x", 1, ZR_DONTWAIT);
 	cr_assert(mon_wait(push, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, &ev, ET_WAIT_MS));
-	cr_assert_eq(ev.value, -ZR_EPEERERROR, "client value %d (%s)", ev.value, zr_strerror(ev.value));
+	cr_assert_eq(ev.value, -ZR_EPEERERROR, "client value %d (%s)", ev.value,
+	             zr_strerror(ev.value));
 	/* The server's ERROR reason, spaces sent as '-' (RFC 23: VCHAR only). */
 	for (char *c = ev.reason; *c != '\0'; c++)
 		*c = *c == '-' ? ' ' : *c;
-	cr_assert_not_null(strstr(ev.reason, "CURVE box did not open"), "client reason: %s", ev.reason);
+	cr_assert_not_null(strstr(ev.reason, "CURVE box did not open"), "client reason: %s",
+	                   ev.reason);
 	cr_assert(mon_wait(pull, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, &ev, ET_WAIT_MS));
-	cr_assert_eq(ev.value, -ZR_ECURVEBOX, "server value %d (%s)", ev.value, zr_strerror(ev.value));
+	cr_assert_eq(ev.value, -ZR_ECURVEBOX, "server value %d (%s)", ev.value,
+	             zr_strerror(ev.value));
 	cr_assert_not_null(strstr(ev.reason, "127.0.0.1"), "server reason names the peer: %s",
 	                   ev.reason);
 	cr_assert_eq(zr_recv_bytes(pull, (char[4]){0}, 4, ZR_DONTWAIT), -EAGAIN);
@@ -559,7 +567,8 @@ Test(engine_curve, altered_initiate_fails_the_handshake_on_both_sides)
 	(void)zr_send_bytes(push, "m0", 2, ZR_DONTWAIT);
 	relay_expect(r, "TAMPERED 1");
 	cr_assert(mon_wait(pull, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, &ev, ET_WAIT_MS));
-	cr_assert_eq(ev.value, -ZR_ECURVEBOX, "server value %d (%s)", ev.value, zr_strerror(ev.value));
+	cr_assert_eq(ev.value, -ZR_ECURVEBOX, "server value %d (%s)", ev.value,
+	             zr_strerror(ev.value));
 	cr_assert(mon_wait(push, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, &ev, ET_WAIT_MS));
 	cr_assert_eq(ev.value, -ZR_EPEERERROR, "client value %d (%s)", ev.value,
 	             zr_strerror(ev.value));
@@ -683,9 +692,9 @@ Test(engine_curve, zring_subscription_and_cancel_inside_message)
 	struct et_side s = {.name = "zring SUB", .type = ZR_SUB, .z = sub};
 
 	et_sync(&p, &s, "6170726f6265", "6166656e6365"); /* "aprobe", "afence" */
-	et_send(&p, "62");   /* b */
-	et_send(&p, "6131"); /* a1 */
-	et_send(&p, "73746f70"); /* stop */
+	et_send(&p, "62");                               /* b */
+	et_send(&p, "6131");                             /* a1 */
+	et_send(&p, "73746f70");                         /* stop */
 	et_expect(&s, "6131");
 	et_expect(&s, "73746f70");
 	/* Cancel "a": once "stop" arrives after an "a2", "a2" was filtered. */
@@ -762,12 +771,13 @@ Test(engine_curve, big_multipart_messages_through_a_slow_receiver)
 	cr_assert_eq(zr_connect(b.push, ep), 0);
 	for (int i = 0; i < 24; i++) {
 		if (i % 3 == 0)
-			snprintf(b.text[i], sizeof b.text[i], "g300000,%d:g70000,%d:g262144,%d:%02x", i,
-			         i + 1, i + 2, i);
+			snprintf(b.text[i], sizeof b.text[i],
+			         "g300000,%d:g70000,%d:g262144,%d:%02x", i, i + 1, i + 2, i);
 		else if (i % 3 == 1)
 			snprintf(b.text[i], sizeof b.text[i], "%02x", i);
 		else
-			snprintf(b.text[i], sizeof b.text[i], "g65536,%d:%02x:g1048576,%d", i, i, i + 3);
+			snprintf(b.text[i], sizeof b.text[i], "g65536,%d:%02x:g1048576,%d", i, i,
+			         i + 3);
 	}
 	cr_assert_eq(pthread_create(&th, NULL, big_sender_run, &b), 0);
 	et_zopt_int(pull, ZR_RCVTIMEO, 20000);
@@ -898,7 +908,8 @@ auth_status(int answer, int want)
 	snprintf(ep, sizeof ep, "%s", et_zbind(pull, false));
 	zr_socket *push = curve_push(ep, &cli, srv.pub);
 
-	cr_assert(mon_wait(push, ZR_EVENT_HANDSHAKE_FAILED_AUTH, &ev, ET_WAIT_MS), "answer %d", answer);
+	cr_assert(mon_wait(push, ZR_EVENT_HANDSHAKE_FAILED_AUTH, &ev, ET_WAIT_MS), "answer %d",
+	          answer);
 	cr_assert_eq(ev.value, want, "answer %d: the client saw %d", answer, ev.value);
 	cr_assert(mon_wait(pull, ZR_EVENT_HANDSHAKE_FAILED_AUTH, &ev, ET_WAIT_MS));
 	cr_assert_eq(ev.value, want, "answer %d: the server reported %d", answer, ev.value);
@@ -1023,7 +1034,10 @@ count_auth_cb(void *arg, struct zr_zmtp_auth_req *req)
  * messages: all 240 arrive, each with its own sender's user id. */
 Test(engine_curve, many_clients_at_once_each_with_its_user_id)
 {
-	enum { N = 24, PER = 10 };
+	enum {
+		N = 24,
+		PER = 10
+	};
 	static struct keys k[N];
 	char ep[256];
 	zr_socket *pull = et_zopen(0, ZR_PULL);
@@ -1047,7 +1061,8 @@ Test(engine_curve, many_clients_at_once_each_with_its_user_id)
 		for (int i = 0; i < N; i++) {
 			uint8_t b[2] = {(uint8_t)i, (uint8_t)j};
 
-			cr_assert_eq(zr_send_bytes(push[i], b, 2, 0), 0, "client %d message %d", i, j);
+			cr_assert_eq(zr_send_bytes(push[i], b, 2, 0), 0, "client %d message %d", i,
+			             j);
 		}
 	}
 	for (int n = 0; n < N * PER; n++) {
@@ -1058,7 +1073,8 @@ Test(engine_curve, many_clients_at_once_each_with_its_user_id)
 		const uint8_t *b = zr_msg_frame(m, 0, &len);
 
 		cr_assert(len == 2 && b[0] < N, "message %d", n);
-		cr_assert_eq(b[1], next[b[0]], "client %u: message %u, want %d", b[0], b[1], next[b[0]]);
+		cr_assert_eq(b[1], next[b[0]], "client %u: message %u, want %d", b[0], b[1],
+		             next[b[0]]);
 		next[b[0]]++;
 		char want[9];
 

@@ -18,7 +18,10 @@
 
 Test(engine_flow, a_stalled_receiver_holds_no_more_than_its_byte_budget)
 {
-	enum { SIZE = 64 * 1024, SENT = 40 };
+	enum {
+		SIZE = 64 * 1024,
+		SENT = 40
+	};
 	static char payload[SIZE];
 	zr_ctx *ctx;
 	zr_socket *push, *pull;
@@ -183,15 +186,19 @@ Test(engine_flow, block_policy_waits_for_the_slowest_matching_subscriber_and_los
 	fanout_close(&f);
 }
 
-Test(engine_flow, drop_new_policy_never_blocks_and_the_fast_subscriber_gets_everything, .timeout = 60)
+Test(engine_flow, drop_new_policy_never_blocks_and_the_fast_subscriber_gets_everything,
+     .timeout = 60)
 {
 	struct fanout f;
-	enum { N = 3000 };
+	enum {
+		N = 3000
+	};
 	int last = -1, received = 0;
 
 	fanout_open(&f, ZR_PUB_DROP_NEW);
 	for (int i = 0; i < N; i++) {
-		cr_assert_eq(publish(f.pub, i, ZR_DONTWAIT), 0, "a drop-new PUB never blocks (message %d)", i);
+		cr_assert_eq(publish(f.pub, i, ZR_DONTWAIT), 0,
+		             "a drop-new PUB never blocks (message %d)", i);
 		/* The fast subscriber keeps up (it takes each message before the
 		 * next is published); the slow one reads nothing. */
 		cr_assert_eq(seq_of(f.fast, 0), i, "the fast subscriber lost message %d", i);
@@ -207,12 +214,15 @@ Test(engine_flow, drop_new_policy_never_blocks_and_the_fast_subscriber_gets_ever
 Test(engine_flow, drop_old_policy_keeps_the_newest_messages_for_a_slow_subscriber, .timeout = 60)
 {
 	struct fanout f;
-	enum { N = 2000 };
+	enum {
+		N = 2000
+	};
 	int r, prev = -1, received = 0;
 
 	fanout_open(&f, ZR_PUB_DROP_OLD);
 	for (int i = 0; i < N; i++) {
-		cr_assert_eq(publish(f.pub, i, ZR_DONTWAIT), 0, "a drop-old PUB never blocks (message %d)", i);
+		cr_assert_eq(publish(f.pub, i, ZR_DONTWAIT), 0,
+		             "a drop-old PUB never blocks (message %d)", i);
 		cr_assert_eq(seq_of(f.fast, 0), i, "the fast subscriber lost message %d", i);
 	}
 	/* The slow subscriber's queue kept making room by dropping its oldest:
@@ -362,7 +372,8 @@ Test(engine_flow, messages_over_rcvbytes_pass_one_at_a_time_after_a_burst, .time
 	for (int i = 0; i < 20; i++) {
 		int n = zr_recv_bytes(pull, in, sizeof in, 0);
 
-		cr_assert_eq(n, (int)sizeof big, "big %d: %d (%s)", i, n, n < 0 ? zr_strerror(n) : "");
+		cr_assert_eq(n, (int)sizeof big, "big %d: %d (%s)", i, n,
+		             n < 0 ? zr_strerror(n) : "");
 		cr_assert_eq((unsigned char)in[0], (unsigned char)i);
 	}
 	sock_pair_free(ctx, push, pull);

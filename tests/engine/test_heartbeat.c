@@ -17,9 +17,9 @@
 
 #include <zring/zring.h>
 
-#include "zt_clock.h"
 #include "pyspawn.h"
 #include "sock_helpers.h"
+#include "zt_clock.h"
 
 /* A pyzmq REP on a given port that answers "pong" to anything, polling so
  * libzmq keeps processing its commands. */
@@ -53,7 +53,8 @@ next_event(zr_socket *s, int type, int timeout_ms)
 	return -ETIMEDOUT;
 }
 
-Test(engine_heartbeat, a_frozen_libzmq_peer_is_dropped_within_the_timeout_and_comes_back, .timeout = 60)
+Test(engine_heartbeat, a_frozen_libzmq_peer_is_dropped_within_the_timeout_and_comes_back,
+     .timeout = 60)
 {
 	zr_ctx *ctx;
 	zr_socket *req;
@@ -69,7 +70,8 @@ Test(engine_heartbeat, a_frozen_libzmq_peer_is_dropped_within_the_timeout_and_co
 	cr_assert_eq(zr_setsockopt(req, ZR_HEARTBEAT_IVL, &ivl, sizeof ivl), 0);
 	cr_assert_eq(zr_setsockopt(req, ZR_HEARTBEAT_TIMEOUT, &timeout, sizeof timeout), 0);
 	cr_assert_eq(zr_setsockopt(req, ZR_RCVTIMEO, &rto, sizeof rto), 0);
-	cr_assert_eq(zr_socket_monitor(req, ZR_EVENT_HANDSHAKE_SUCCEEDED | ZR_EVENT_DISCONNECTED), 0);
+	cr_assert_eq(zr_socket_monitor(req, ZR_EVENT_HANDSHAKE_SUCCEEDED | ZR_EVENT_DISCONNECTED),
+	             0);
 	snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", port);
 	cr_assert_eq(zr_connect(req, ep), 0);
 	cr_assert_eq(next_event(req, ZR_EVENT_HANDSHAKE_SUCCEEDED, 10000), 0);
@@ -81,7 +83,8 @@ Test(engine_heartbeat, a_frozen_libzmq_peer_is_dropped_within_the_timeout_and_co
 
 	cr_assert_eq(kill(peer, SIGSTOP), 0);
 	t0 = zt_now_ms();
-	cr_assert_eq(next_event(req, ZR_EVENT_DISCONNECTED, 15000), 0, "the frozen peer was never dropped");
+	cr_assert_eq(next_event(req, ZR_EVENT_DISCONNECTED, 15000), 0,
+	             "the frozen peer was never dropped");
 	dt = zt_now_ms() - t0;
 	/* Detected after the first unanswered PING times out: one interval to
 	 * send it plus the timeout, and a loaded machine may add to that; the
@@ -89,7 +92,8 @@ Test(engine_heartbeat, a_frozen_libzmq_peer_is_dropped_within_the_timeout_and_co
 	cr_assert_leq(dt, (uint64_t)(ivl + timeout + 3000), "took %llu ms", (unsigned long long)dt);
 
 	cr_assert_eq(kill(peer, SIGCONT), 0);
-	cr_assert_eq(next_event(req, ZR_EVENT_HANDSHAKE_SUCCEEDED, 10000), 0, "no reconnect after SIGCONT");
+	cr_assert_eq(next_event(req, ZR_EVENT_HANDSHAKE_SUCCEEDED, 10000), 0,
+	             "no reconnect after SIGCONT");
 
 	pykill(peer);
 	zr_setsockopt(req, ZR_LINGER, &zero, sizeof zero);

@@ -56,12 +56,12 @@ iv_control_zring(struct et_side *rcv, const char *peer_type, const char *const *
 	}
 }
 
-#define IV_CASE(name, ts, spy, so, tr, rpy, ro, sbinds)                                       \
-	Test(invalid, name)                                                                   \
-	{                                                                                     \
-		struct et_side s, r;                                                          \
-		et_pair(&s, ts, spy, so, &r, tr, rpy, ro, sbinds, false);                     \
-		iv_nothing(&s, &r);                                                           \
+#define IV_CASE(name, ts, spy, so, tr, rpy, ro, sbinds)                   \
+	Test(invalid, name)                                               \
+	{                                                                 \
+		struct et_side s, r;                                      \
+		et_pair(&s, ts, spy, so, &r, tr, rpy, ro, sbinds, false); \
+		iv_nothing(&s, &r);                                       \
 	}
 
 static const char *const iv_sub_all[] = {"sub=", NULL};
@@ -110,8 +110,8 @@ iv_push_never_drains(struct et_side *push)
 		else
 			zt_sleep_ms(20);
 	}
-	cr_assert_eq(rc, -EAGAIN, "a zring PUSH facing %s took %d messages",
-	             "an incompatible peer", n);
+	cr_assert_eq(rc, -EAGAIN, "a zring PUSH facing %s took %d messages", "an incompatible peer",
+	             n);
 	cr_assert_lt(n, 1000);
 }
 

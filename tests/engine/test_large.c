@@ -44,7 +44,8 @@ Test(large, maxmsgsize_refuses_a_message_one_octet_over_the_limit)
 	int64_t max = 1000;
 
 	cr_assert_eq(zr_setsockopt(pull, ZR_MAXMSGSIZE, &max, sizeof max), 0);
-	struct et_side z = {.name = "zring PULL (MAXMSGSIZE 1000)", .z = pull}, p = {.name = "libzmq PUSH"};
+	struct et_side z = {.name = "zring PULL (MAXMSGSIZE 1000)", .z = pull},
+		       p = {.name = "libzmq PUSH"};
 	const char *ep = et_zbind(pull, false);
 
 	p.p = et_peer_start("PUSH", "connect", ep, NULL);
@@ -62,7 +63,8 @@ Test(large, maxmsgsize_counts_every_frame_of_a_message)
 	int64_t max = 1000;
 
 	cr_assert_eq(zr_setsockopt(pull, ZR_MAXMSGSIZE, &max, sizeof max), 0);
-	struct et_side z = {.name = "zring PULL (MAXMSGSIZE 1000)", .z = pull}, p = {.name = "libzmq PUSH"};
+	struct et_side z = {.name = "zring PULL (MAXMSGSIZE 1000)", .z = pull},
+		       p = {.name = "libzmq PUSH"};
 	const char *ep = et_zbind(pull, false);
 
 	p.p = et_peer_start("PUSH", "connect", ep, NULL);

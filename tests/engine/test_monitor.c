@@ -21,12 +21,12 @@ expect_event(zr_socket *s, int type)
 	for (;;) {
 		int rc = zr_monitor_recv(s, &ev, WAIT_MS);
 
-		cr_assert_eq(rc, 0, "no event 0x%x within %d ms: %s", type, WAIT_MS, zr_strerror(rc));
+		cr_assert_eq(rc, 0, "no event 0x%x within %d ms: %s", type, WAIT_MS,
+		             zr_strerror(rc));
 		if (ev.type == type)
 			return ev;
 	}
 }
-
 
 Test(engine_monitor, reports_listening_accepted_connected_and_handshakes)
 {
@@ -91,8 +91,8 @@ Test(engine_monitor, an_incompatible_peer_fails_the_handshake_with_the_reason_on
 	cr_assert_eq(ev.value, -ZR_EINCOMPATIBLE, "got %d (%s)", ev.value, zr_strerror(ev.value));
 	ev = expect_event(b, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL);
 	/* b learns it either from its own check or from a's ERROR command. */
-	cr_assert(ev.value == -ZR_EINCOMPATIBLE || ev.value == -ZR_EPEERERROR, "got %d (%s)", ev.value,
-	          zr_strerror(ev.value));
+	cr_assert(ev.value == -ZR_EINCOMPATIBLE || ev.value == -ZR_EPEERERROR, "got %d (%s)",
+	          ev.value, zr_strerror(ev.value));
 
 	/* Nothing ever flows: a PUSH with no compatible peer cannot send. */
 	got = zr_send_bytes(a, "x", 1, ZR_DONTWAIT);

@@ -10,10 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <zring/zring.h>
 #include "sock_helpers.h"
-
-
+#include <zring/zring.h>
 
 Test(engine_options, the_socket_fd_turns_readable_when_a_message_arrives_after_eagain)
 {
@@ -139,7 +137,8 @@ Test(engine_options, reconnect_delays_grow_up_to_reconnect_ivl_max)
 	cr_assert(delays[0] >= 10 && delays[0] <= 40, "first delay %d", delays[0]);
 	cr_assert(delays[2] >= 40, "third delay %d did not grow", delays[2]);
 	for (int i = 3; i < 8; i++)
-		cr_assert(delays[i] >= 80 && delays[i] <= 160, "delay %d is %d, want 80..160", i, delays[i]);
+		cr_assert(delays[i] >= 80 && delays[i] <= 160, "delay %d is %d, want 80..160", i,
+		          delays[i]);
 	sopt_int(s, ZR_LINGER, 0);
 	zr_socket_close(s);
 	zr_ctx_free(ctx);
@@ -159,7 +158,8 @@ Test(engine_options, no_reconnect_after_the_peer_refused_the_handshake)
 	sopt_int(push, ZR_RECONNECT_IVL, 10);
 	cr_assert_eq(zr_bind(pub, "ipc://@zring-options-refused"), 0);
 	endpoint_of(pub, ep, sizeof ep);
-	cr_assert_eq(zr_socket_monitor(push, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZR_EVENT_CONNECT_RETRIED),
+	cr_assert_eq(zr_socket_monitor(push, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+	                                             ZR_EVENT_CONNECT_RETRIED),
 	             0);
 	cr_assert_eq(zr_connect(push, ep), 0);
 	/* One failed handshake (PUSH may not talk to PUB), then silence: with a
@@ -302,7 +302,8 @@ Test(engine_options, unbind_stops_listening_and_keeps_the_connections_it_made)
 	cr_assert_eq(zr_recv_bytes(pull, buf, sizeof buf, 0), 1);
 	cr_assert_eq(zr_connect(late, ep), 0);
 	sleep_ms(200);
-	cr_assert_eq(zr_monitor_recv(pull, &ev, 0), -EAGAIN, "nothing may be accepted after unbind");
+	cr_assert_eq(zr_monitor_recv(pull, &ev, 0), -EAGAIN,
+	             "nothing may be accepted after unbind");
 	sopt_int(early, ZR_LINGER, 0);
 	sopt_int(late, ZR_LINGER, 0);
 	sopt_int(pull, ZR_LINGER, 0);

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <zring/zring.h>
 #include "sock_helpers.h"
+#include <zring/zring.h>
 
 /* Frame sizes around the packing threshold (256) and the iovec / batch
  * limits; 0 for empty frames. */
@@ -63,8 +63,8 @@ Test(engine_pack, mixed_small_and_large_frames_arrive_byte_exact_through_a_slow_
 	cr_assert_eq(zr_ctx_new(&ctx), 0);
 	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
 	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
-	sopt_int(pull, ZR_RCVHWM, 4);     /* the receiver holds back: the sender's */
-	sopt_int(pull, ZR_RCVBUF, 4096);  /* batches are cut and sent short */
+	sopt_int(pull, ZR_RCVHWM, 4);    /* the receiver holds back: the sender's */
+	sopt_int(pull, ZR_RCVBUF, 4096); /* batches are cut and sent short */
 	sopt_int(push, ZR_SNDBUF, 4096);
 	sock_bind_connect(pull, "tcp://127.0.0.1:*", push, ep, sizeof ep);
 	cr_assert_eq(pthread_create(&th, NULL, pack_sender, push), 0);
@@ -82,8 +82,8 @@ Test(engine_pack, mixed_small_and_large_frames_arrive_byte_exact_through_a_slow_
 
 			cr_assert_eq(len, pack_sizes[f], "message %u frame %zu length", k, f);
 			for (size_t i = 0; i < len; i++)
-				cr_assert_eq(p[i], pack_byte(k, f, i), "message %u frame %zu octet %zu", k, f,
-				             i);
+				cr_assert_eq(p[i], pack_byte(k, f, i),
+				             "message %u frame %zu octet %zu", k, f, i);
 		}
 		zr_msg_free(m);
 	}

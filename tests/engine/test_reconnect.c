@@ -13,13 +13,13 @@
 
 TestSuite(reconnect, .fini = et_teardown, .timeout = 60);
 
-
 /* Numbered messages 0..n-1 from push must reach the peer, in order. */
 static void
 rc_numbered(zr_socket *push, struct et_peer *p, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
-		uint8_t b[4] = {(uint8_t)(i >> 24), (uint8_t)(i >> 16), (uint8_t)(i >> 8), (uint8_t)i};
+		uint8_t b[4] = {(uint8_t)(i >> 24), (uint8_t)(i >> 16), (uint8_t)(i >> 8),
+		                (uint8_t)i};
 
 		cr_assert_eq(zr_send_bytes(push, b, 4, 0), 0);
 	}
@@ -60,7 +60,8 @@ rc_kill_and_restart(bool ipc, int restarts)
 		uint64_t deadline = zt_now_ms() + ET_WAIT_MS;
 
 		for (;;) {
-			cr_assert_lt(zt_now_ms(), deadline, "no message reached the restarted peer");
+			cr_assert_lt(zt_now_ms(), deadline,
+			             "no message reached the restarted peer");
 			et_send(&push, "70726f6265");
 			const char *r = et_peer_ask(pull.p, 100, "recv 100");
 
@@ -70,7 +71,8 @@ rc_kill_and_restart(bool ipc, int restarts)
 			          "restarted peer got %s", r);
 		}
 		et_send(&push, "66656e6365");
-		const char *r = et_peer_ask(pull.p, ET_WAIT_MS, "skipuntil 66656e6365 %d", ET_WAIT_MS);
+		const char *r =
+			et_peer_ask(pull.p, ET_WAIT_MS, "skipuntil 66656e6365 %d", ET_WAIT_MS);
 
 		cr_assert(strncmp(r, "SKIPPED", 7) == 0, "%s", r);
 		rc_numbered(push.z, pull.p, 50);

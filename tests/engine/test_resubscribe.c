@@ -55,7 +55,8 @@ Test(engine_resubscribe, a_sub_resubscribes_after_its_libzmq_pub_is_killed_and_r
 	sopt_int(sub, ZR_RECONNECT_IVL, 50);
 	sopt_int(sub, ZR_RCVTIMEO, 10000);
 	cr_assert_eq(zr_setsockopt(sub, ZR_SUBSCRIBE, "A", 1), 0);
-	cr_assert_eq(zr_socket_monitor(sub, ZR_EVENT_DISCONNECTED | ZR_EVENT_HANDSHAKE_SUCCEEDED), 0);
+	cr_assert_eq(zr_socket_monitor(sub, ZR_EVENT_DISCONNECTED | ZR_EVENT_HANDSHAKE_SUCCEEDED),
+	             0);
 	cr_assert_eq(zr_connect(sub, ep), 0);
 	expect_a(sub, 20);
 
@@ -65,14 +66,16 @@ Test(engine_resubscribe, a_sub_resubscribes_after_its_libzmq_pub_is_killed_and_r
 
 		pykill(pub);
 		do
-			cr_assert_eq(zr_monitor_recv(sub, &ev, 5000), 0, "the SUB never saw its PUB go");
+			cr_assert_eq(zr_monitor_recv(sub, &ev, 5000), 0,
+			             "the SUB never saw its PUB go");
 		while (ev.type != ZR_EVENT_DISCONNECTED);
 		/* Whatever was queued before the kill may still be read: drain. */
 		while (zr_recv_bytes(sub, buf, sizeof buf, ZR_DONTWAIT) > 0)
 			;
 		pub = pyspawn(pub_script, port);
 		do
-			cr_assert_eq(zr_monitor_recv(sub, &ev, 10000), 0, "the SUB never came back");
+			cr_assert_eq(zr_monitor_recv(sub, &ev, 10000), 0,
+			             "the SUB never came back");
 		while (ev.type != ZR_EVENT_HANDSHAKE_SUCCEEDED);
 		/* The new PUB knows nothing of the old subscription: messages that
 		 * arrive now arrive because the SUB sent it again. */

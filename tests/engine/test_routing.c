@@ -69,7 +69,7 @@ Test(router, routes_each_reply_to_the_peer_it_names)
 
 	cr_assert(x != NULL && y != NULL);
 	cr_assert((strcmp(x, "4431:31") == 0 && strcmp(y, "4432:32") == 0) ||
-	              (strcmp(x, "4432:32") == 0 && strcmp(y, "4431:31") == 0),
+	                  (strcmp(x, "4432:32") == 0 && strcmp(y, "4431:31") == 0),
 	          "ROUTER got [%s] and [%s]", x, y);
 	free(x);
 	free(y);

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <zring/zring.h>
 #include "sock_helpers.h"
+#include <zring/zring.h>
 
 #define S_MSG (256 * 1024)
 

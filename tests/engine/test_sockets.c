@@ -20,7 +20,6 @@
 
 TestSuite(sockets, .fini = et_teardown, .timeout = 40);
 
-
 static int
 so_raw_connect(const char *ep)
 {
@@ -45,7 +44,8 @@ so_wait_closed(int fd, int limit_ms)
 	struct pollfd p = {.fd = fd, .events = POLLIN};
 
 	for (;;) {
-		cr_assert_lt(zt_now_ms() - t0, (uint64_t)limit_ms, "zring did not drop the connection");
+		cr_assert_lt(zt_now_ms() - t0, (uint64_t)limit_ms,
+		             "zring did not drop the connection");
 		if (poll(&p, 1, 100) > 0 && read(fd, buf, sizeof buf) <= 0)
 			return zt_now_ms() - t0;
 	}
@@ -69,7 +69,7 @@ Test(sockets, a_bound_pair_ignores_a_second_peer)
 
 	snprintf(ep, sizeof ep, "%s", et_zbind(pr, false));
 	struct et_side z = {.name = "zring PAIR", .z = pr}, p1 = {.name = "libzmq PAIR 1"},
-	               p2 = {.name = "libzmq PAIR 2"};
+		       p2 = {.name = "libzmq PAIR 2"};
 
 	p1.p = et_peer_start("PAIR", "connect", ep, NULL);
 	et_send(&p1, "31");
@@ -226,7 +226,8 @@ Test(sockets, a_push_connected_before_the_peer_binds_delivers_when_it_does)
 	snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", free_tcp_port());
 	push.z = et_zopen(0, ZR_PUSH);
 	cr_assert_eq(zr_connect(push.z, ep), 0);
-	cr_assert_eq(zr_send_bytes(push.z, "early", 5, 0), 0); /* queued: a connecter has its pipe */
+	cr_assert_eq(zr_send_bytes(push.z, "early", 5, 0),
+	             0); /* queued: a connecter has its pipe */
 	zt_sleep_ms(400);
 	pull.p = et_peer_start("PULL", "bind", ep, NULL);
 	et_expect(&pull, "6561726c79");
@@ -245,7 +246,8 @@ Test(sockets, a_silent_client_is_dropped_after_the_handshake_interval)
 	uint64_t dt = so_wait_closed(fd, 5000);
 
 	close(fd);
-	cr_assert_geq(dt, 250, "dropped after %llu ms, HANDSHAKE_IVL is 300", (unsigned long long)dt);
+	cr_assert_geq(dt, 250, "dropped after %llu ms, HANDSHAKE_IVL is 300",
+	              (unsigned long long)dt);
 	struct et_side z = {.name = "zring PULL", .z = pull}, q = {.name = "libzmq PUSH"};
 
 	q.p = et_peer_start("PUSH", "connect", ep, NULL);
@@ -286,7 +288,7 @@ Test(sockets, a_dealer_alternates_between_its_peers)
 
 	snprintf(ep, sizeof ep, "%s", et_zbind(d, false));
 	struct et_side z = {.name = "zring DEALER", .z = d}, b = {.name = "libzmq DEALER b"},
-	               c = {.name = "libzmq DEALER c"};
+		       c = {.name = "libzmq DEALER c"};
 	struct et_peer *bad = et_peer_start("PULL", "connect", ep, NULL);
 
 	b.p = et_peer_start("DEALER", "connect", ep, NULL);
@@ -318,7 +320,7 @@ Test(sockets, a_rep_answers_each_of_two_clients)
 
 	snprintf(ep, sizeof ep, "%s", et_zbind(rep, false));
 	struct et_side z = {.name = "zring REP", .z = rep}, q1 = {.name = "libzmq REQ 1"},
-	               q2 = {.name = "libzmq REQ 2"};
+		       q2 = {.name = "libzmq REQ 2"};
 
 	q1.p = et_peer_start("REQ", "connect", ep, NULL);
 	q2.p = et_peer_start("REQ", "connect", ep, NULL);
@@ -371,7 +373,8 @@ Test(sockets, a_hundred_thousand_small_messages_from_libzmq_arrive_in_order)
 		const uint8_t *f = zr_msg_frame(m, 0, &len);
 
 		cr_assert_eq(len, 4);
-		uint32_t seq = (uint32_t)f[0] << 24 | (uint32_t)f[1] << 16 | (uint32_t)f[2] << 8 | f[3];
+		uint32_t seq =
+			(uint32_t)f[0] << 24 | (uint32_t)f[1] << 16 | (uint32_t)f[2] << 8 | f[3];
 
 		zr_msg_free(m);
 		cr_assert_eq(seq, i);
@@ -432,7 +435,8 @@ Test(sockets, a_dontwait_send_right_after_connect_is_queued)
 	cr_assert_eq(zr_connect(s, "tcp://127.0.0.1:1"), 0);
 	int rc = zr_send_bytes(s, "x", 1, ZR_DONTWAIT);
 
-	cr_assert_eq(rc, 0, "zr_send(ZR_DONTWAIT) right after zr_connect: %d (%s)", rc, zr_strerror(rc));
+	cr_assert_eq(rc, 0, "zr_send(ZR_DONTWAIT) right after zr_connect: %d (%s)", rc,
+	             zr_strerror(rc));
 }
 
 /* A call made in another thread; started is set right before it. */
@@ -545,7 +549,8 @@ so_eterm_send_and_receive(bool membarrier)
 
 	cr_assert_eq(zr_ctx_new(&c), 0);
 	if (!membarrier)
-		c->membarrier = false; /* before any socket: the io thread reads it only to free one */
+		c->membarrier =
+			false; /* before any socket: the io thread reads it only to free one */
 	cr_assert_eq(zr_socket_open(c, ZR_PUSH, &push), 0);
 	cr_assert_eq(zr_socket_open(c, ZR_DEALER, &dealer), 0);
 	cr_assert_eq(zr_bind(push, "tcp://127.0.0.1:0"), 0);

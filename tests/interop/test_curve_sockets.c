@@ -29,8 +29,7 @@ TestSuite(curve_sockets, .init = cu_setup, .fini = teardown);
 /* ---- peer processes ----------------------------------------------------------- */
 
 /* Writes a command line without waiting for its answer. */
-static void __attribute__((format(printf, 2, 3)))
-peer_tell(struct et_peer *p, const char *fmt, ...)
+static void __attribute__((format(printf, 2, 3))) peer_tell(struct et_peer *p, const char *fmt, ...)
 {
 	char line[512];
 	va_list ap;
@@ -137,7 +136,8 @@ push_pull(bool zring_server, bool zring_pushes)
 		for (size_t i = 0; i < sizeof msgs / sizeof msgs[0]; i++)
 			et_expect(rx, msgs[i]);
 		for (uint32_t i = 0; i < 1000; i++) {
-			uint8_t b[4] = {(uint8_t)(i >> 24), (uint8_t)(i >> 16), (uint8_t)(i >> 8), (uint8_t)i};
+			uint8_t b[4] = {(uint8_t)(i >> 24), (uint8_t)(i >> 16), (uint8_t)(i >> 8),
+			                (uint8_t)i};
 
 			cr_assert_eq(zr_send_bytes(zs, b, 4, 0), 0, "send %u", i);
 		}
@@ -162,8 +162,10 @@ push_pull(bool zring_server, bool zring_pushes)
 			uint8_t b[8];
 			int n = zr_recv_bytes(zs, b, sizeof b, 0);
 
-			cr_assert_eq(n, 4, "message %u: %s", i, n < 0 ? zr_strerror(n) : "not 4 octets");
-			uint32_t seq = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+			cr_assert_eq(n, 4, "message %u: %s", i,
+			             n < 0 ? zr_strerror(n) : "not 4 octets");
+			uint32_t seq = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
+			               (uint32_t)b[2] << 8 | b[3];
 
 			cr_assert_eq(seq, i, "message %u carries %u", i, seq);
 		}
@@ -229,12 +231,12 @@ pub_sub(bool zring_pub_server)
 
 	/* "news-probe" until the subscription is in, then "news-fence". */
 	et_sync(pub, sub, "6e6577732d70726f6265", "6e6577732d66656e6365");
-	et_send(pub, "77656174686572:31");     /* weather:1 */
-	et_send(pub, "6e65777331");            /* news1 */
-	et_send(pub, "776561746865723332");    /* weather2 */
-	et_send(pub, "6e65777332:6d6f7265");   /* news2:more */
-	et_send(pub, "6e6f6e6577733a");        /* nonews: (prefix mismatch) */
-	et_send(pub, "6e6577732d656e64");      /* news-end */
+	et_send(pub, "77656174686572:31");   /* weather:1 */
+	et_send(pub, "6e65777331");          /* news1 */
+	et_send(pub, "776561746865723332");  /* weather2 */
+	et_send(pub, "6e65777332:6d6f7265"); /* news2:more */
+	et_send(pub, "6e6f6e6577733a");      /* nonews: (prefix mismatch) */
+	et_send(pub, "6e6577732d656e64");    /* news-end */
 	et_expect(sub, "6e65777331");
 	et_expect(sub, "6e65777332:6d6f7265");
 	et_expect(sub, "6e6577732d656e64");
@@ -668,7 +670,8 @@ hostile_hello(const char *kind, int want_err)
 	cr_assert_str_eq(peer_answer(h, 15000), "GREETING CURVE");
 	const char *r = peer_answer(h, 15000);
 
-	cr_assert(strncmp(r, "CLOSED ", 7) == 0, "%s HELLO: the server did not close (%s)", kind, r);
+	cr_assert(strncmp(r, "CLOSED ", 7) == 0, "%s HELLO: the server did not close (%s)", kind,
+	          r);
 	cr_assert(mon_wait(zs, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, &ev, ET_WAIT_MS));
 	cr_assert_eq(ev.value, want_err, "%s HELLO: value %d (%s), want %s", kind, ev.value,
 	             zr_strerror(ev.value), zr_strerror(want_err));
@@ -836,7 +839,8 @@ Test(curve_sockets, router_tells_three_libzmq_clients_apart_by_user_id)
 			char want[16];
 
 			snprintf(want, sizeof want, "MSG %02x%02x", i, round);
-			cr_assert_str_eq(et_peer_ask(pp[i], ET_WAIT_MS, "recv %d", ET_WAIT_MS), want);
+			cr_assert_str_eq(et_peer_ask(pp[i], ET_WAIT_MS, "recv %d", ET_WAIT_MS),
+			                 want);
 		}
 	}
 }

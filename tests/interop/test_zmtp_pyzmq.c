@@ -759,8 +759,9 @@ pings_answered(void)
 
 		if (sscanf(p, "[%2s %zu]", dir, &n) == 2) {
 			if (strcmp(dir, "rx") == 0) {
-				cr_assert(!owed, "read %d came before our PONG to the PING(s) of the "
-				                 "read before it",
+				cr_assert(!owed,
+				          "read %d came before our PONG to the PING(s) of the "
+				          "read before it",
 				          reads);
 				reads++;
 				rx += n;

@@ -60,9 +60,11 @@ Test(io_endpoint, parses_and_formats_every_row_of_the_table)
 		char buf[ZR__ENDPOINT_TEXT_MAX];
 		int rc = zr__endpoint_parse(r->text, r->for_bind, false, &ep);
 
-		cr_assert_eq(rc, r->want, "line %d: %s gave %d, want %d", r->line, r->text, rc, r->want);
+		cr_assert_eq(rc, r->want, "line %d: %s gave %d, want %d", r->line, r->text, rc,
+		             r->want);
 		if (rc == 0) {
-			cr_assert_gt(zr__endpoint_format(&ep, buf, sizeof buf), 0, "line %d", r->line);
+			cr_assert_gt(zr__endpoint_format(&ep, buf, sizeof buf), 0, "line %d",
+			             r->line);
 			cr_assert_str_eq(buf, r->format, "line %d", r->line);
 		}
 	}

@@ -25,7 +25,8 @@ run_until(struct zr__loop *l, const int *flag)
 	uint64_t give_up = zr__now_ms() + RUN_LIMIT_MS;
 
 	while (!*flag) {
-		cr_assert_lt(zr__now_ms(), give_up, "loop did not reach the expected state in time");
+		cr_assert_lt(zr__now_ms(), give_up,
+		             "loop did not reach the expected state in time");
 		cr_assert_geq(zr__loop_run(l, zr__now_ms() + 100), 0);
 	}
 }
@@ -58,7 +59,8 @@ Test(io_loop, fires_timers_in_deadline_order_and_never_a_stopped_one)
 	cr_assert_eq(zr__loop_init(&l, 64, NULL, NULL), 0);
 	now = zr__now_ms();
 	for (int i = 0; i < 6; i++) {
-		tm[i] = (struct order_timer){.t = {.cb = order_timer_cb}, .id = i, .log = log, .nlog = &nlog};
+		tm[i] = (struct order_timer){
+			.t = {.cb = order_timer_cb}, .id = i, .log = log, .nlog = &nlog};
 		cr_assert_eq(zr__timer_start(&l, &tm[i].t, now + (uint64_t)delay[i]), 0);
 	}
 	zr__timer_stop(&l, &tm[2].t); /* the 40 ms one */
@@ -84,7 +86,9 @@ Test(io_loop, fires_timers_in_deadline_order_and_never_a_stopped_one)
 
 Test(io_loop, keeps_many_timers_ordered_through_random_stops)
 {
-	enum { N = 300 };
+	enum {
+		N = 300
+	};
 	static struct order_timer tm[N];
 	static int log[N];
 	struct zr__loop l;
@@ -94,7 +98,8 @@ Test(io_loop, keeps_many_timers_ordered_through_random_stops)
 
 	cr_assert_eq(zr__loop_init(&l, 8, NULL, NULL), 0);
 	for (int i = 0; i < N; i++) {
-		tm[i] = (struct order_timer){.t = {.cb = order_timer_cb}, .id = i, .log = log, .nlog = &nlog};
+		tm[i] = (struct order_timer){
+			.t = {.cb = order_timer_cb}, .id = i, .log = log, .nlog = &nlog};
 		seed = seed * 1103515245u + 12345u;
 		cr_assert_eq(zr__timer_start(&l, &tm[i].t, base + (seed >> 16) % 1000), 0);
 	}
@@ -107,7 +112,8 @@ Test(io_loop, keeps_many_timers_ordered_through_random_stops)
 		struct zr__timer *min = l.heap[0];
 
 		for (size_t k = 1; k < l.heap_len; k++)
-			cr_assert_leq(min->deadline, l.heap[k]->deadline, "heap root is not the minimum");
+			cr_assert_leq(min->deadline, l.heap[k]->deadline,
+			              "heap root is not the minimum");
 		zr__timer_stop(&l, min);
 		min->cb(min);
 	}
@@ -216,14 +222,16 @@ connect_pair(struct zr__loop *l, const char *text, int *client, int *server, int
 	cr_assert_geq(lfd, 0, "listen %s: %s", text, strerror(-lfd));
 	cr_assert_gt(zr__endpoint_local(lfd, ep.transport, bound, sizeof bound), 0);
 	if (ep.transport == ZR__TCP)
-		cr_assert_str_neq(bound, "tcp://127.0.0.1:0", "the kernel's port must be read back");
+		cr_assert_str_neq(bound, "tcp://127.0.0.1:0",
+		                  "the kernel's port must be read back");
 	cr_assert_eq(zr__endpoint_parse(bound, false, false, &dst), 0, "parse back %s", bound);
 
 	cr_assert_eq(zr__op_accept(l, &acc.op, lfd), 0);
 	*client = zr__endpoint_socket(&dst);
 	cr_assert_geq(*client, 0);
 	cr_assert_eq(zr__socket_tune(*client, dst.transport, 0, 0), 0);
-	cr_assert_eq(zr__op_connect(l, &con.op, *client, (struct sockaddr *)&dst.addr, dst.addrlen), 0);
+	cr_assert_eq(zr__op_connect(l, &con.op, *client, (struct sockaddr *)&dst.addr, dst.addrlen),
+	             0);
 	run_until(l, &con.done);
 	run_until(l, &acc.done);
 	cr_assert_eq(con.res, 0, "connect: %s", strerror(-con.res));
@@ -245,7 +253,8 @@ round_trip(const char *text)
 	struct zr__loop l;
 	int c, s, lfd;
 	char in[64] = {0};
-	struct iovec iov[2] = {{.iov_base = "hello ", .iov_len = 6}, {.iov_base = "ring", .iov_len = 4}};
+	struct iovec iov[2] = {{.iov_base = "hello ", .iov_len = 6},
+	                       {.iov_base = "ring", .iov_len = 4}};
 	struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
 	struct conn_side tx = {.op = {.cb = side_cb}}, rx = {.op = {.cb = side_cb}};
 
@@ -291,7 +300,8 @@ Test(io_loop, moves_bytes_over_tcp_ipv6_loopback)
 {
 	struct zr__endpoint ep;
 
-	if (zr__endpoint_parse("tcp://[::1]:0", true, true, &ep) != 0 || zr__endpoint_listen(&ep, 1) < 0)
+	if (zr__endpoint_parse("tcp://[::1]:0", true, true, &ep) != 0 ||
+	    zr__endpoint_listen(&ep, 1) < 0)
 		cr_skip_test("no IPv6 loopback on this machine");
 	round_trip("tcp://[::1]:0");
 }
@@ -342,7 +352,9 @@ Test(io_loop, teardown_cancels_a_pending_receive_and_runs_its_callback)
  */
 Test(io_loop, an_unarmed_receiver_stops_the_sender_through_tcp_flow_control)
 {
-	enum { CHUNK = 64 * 1024 };
+	enum {
+		CHUNK = 64 * 1024
+	};
 	static uint8_t out[CHUNK], in[CHUNK];
 	struct zr__loop l;
 	int c, s, lfd, queued = 0;
@@ -361,7 +373,8 @@ Test(io_loop, an_unarmed_receiver_stops_the_sender_through_tcp_flow_control)
 			out[i] = (uint8_t)((sent + i) * 7u);
 		n = send(c, out, CHUNK, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n < 0) {
-			cr_assert(errno == EAGAIN || errno == EWOULDBLOCK, "send: %s", strerror(errno));
+			cr_assert(errno == EAGAIN || errno == EWOULDBLOCK, "send: %s",
+			          strerror(errno));
 			break;
 		}
 		sent += (size_t)n;
@@ -379,7 +392,8 @@ Test(io_loop, an_unarmed_receiver_stops_the_sender_through_tcp_flow_control)
 		run_until(&l, &rx.done);
 		cr_assert_gt(rx.res, 0);
 		for (int i = 0; i < rx.res; i++)
-			cr_assert_eq(in[i], (uint8_t)((got + (size_t)i) * 7u), "byte %zu", got + (size_t)i);
+			cr_assert_eq(in[i], (uint8_t)((got + (size_t)i) * 7u), "byte %zu",
+			             got + (size_t)i);
 		got += (size_t)rx.res;
 	}
 	cr_assert_eq(got, sent);

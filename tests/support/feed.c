@@ -4,18 +4,19 @@
 #include <criterion/criterion.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "guard.h"
 
 /* ------------------------------------------------------------------ */
 /* Recording. */
 
-static void feed_violation(struct zt_run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void feed_violation(struct zt_run *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 static void
 feed_violation(struct zt_run *r, const char *fmt, ...)
@@ -80,12 +81,14 @@ feed_piece(struct zt_run *r, int type, const uint8_t *buf, size_t len, const uin
 	unsigned keep = flags & (ZR_ZMTP_MORE | ZR_ZMTP_COMMAND);
 
 	if (!feed_in_span(buf, len, data, dlen))
-		feed_violation(r, "frame piece (offset %" PRIu64 ", len %zu) outside the buffer", offset, dlen);
+		feed_violation(r, "frame piece (offset %" PRIu64 ", len %zu) outside the buffer",
+		               offset, dlen);
 	if (dlen > size || offset > size - dlen)
-		feed_violation(r, "piece offset %" PRIu64 " + len %zu beyond frame size %" PRIu64, offset,
-		               dlen, size);
+		feed_violation(r, "piece offset %" PRIu64 " + len %zu beyond frame size %" PRIu64,
+		               offset, dlen, size);
 	else if (end != (offset + dlen == size))
-		feed_violation(r, "FRAME_END %s on piece offset %" PRIu64 " len %zu of size %" PRIu64,
+		feed_violation(r,
+		               "FRAME_END %s on piece offset %" PRIu64 " len %zu of size %" PRIu64,
 		               end ? "set" : "missing", offset, dlen, size);
 	if (dlen == 0 && size != 0)
 		feed_violation(r, "empty piece of a %" PRIu64 "-octet frame", size);
@@ -101,9 +104,10 @@ feed_piece(struct zt_run *r, int type, const uint8_t *buf, size_t len, const uin
 		e->size = size;
 	} else {
 		e = r->nev > 0 ? &r->ev[r->nev - 1] : NULL;
-		if (e == NULL || e->type != type || e->complete || e->len != offset || e->size != size ||
-		    e->flags != keep) {
-			feed_violation(r, "piece at offset %" PRIu64 " does not continue a frame", offset);
+		if (e == NULL || e->type != type || e->complete || e->len != offset ||
+		    e->size != size || e->flags != keep) {
+			feed_violation(r, "piece at offset %" PRIu64 " does not continue a frame",
+			               offset);
 			return;
 		}
 	}
@@ -121,7 +125,8 @@ feed_conn_event(struct zt_run *r, const uint8_t *buf, size_t len, const struct z
 	struct zt_ev *e;
 
 	if (ev->type == ZR_ZMTP_EV_FRAME) {
-		feed_piece(r, ev->type, buf, len, ev->data, ev->len, ev->frame_size, ev->offset, ev->flags);
+		feed_piece(r, ev->type, buf, len, ev->data, ev->len, ev->frame_size, ev->offset,
+		           ev->flags);
 		if (ev->flags & ZR_ZMTP_COMMAND)
 			feed_violation(r, "connection frame event with COMMAND set");
 		return;
@@ -176,7 +181,8 @@ feed_call(struct feed_drv *drv, struct zt_run *r, uint8_t *buf, size_t len, size
 		memset(&f, ZT_JUNK, sizeof(f));
 		rc = zr_zmtp_dec_feed(drv->d, buf, len, consumed, &f);
 		if (rc == ZR_OK && *consumed <= len) {
-			feed_piece(r, ZT_EV_DEC_FRAME, buf, len, f.data, f.len, f.size, f.offset, f.flags);
+			feed_piece(r, ZT_EV_DEC_FRAME, buf, len, f.data, f.len, f.size, f.offset,
+			           f.flags);
 			if ((f.flags & ZR_ZMTP_COMMAND) && !(f.flags & ZR_ZMTP_FRAME_END))
 				feed_violation(r, "command frame handed out in pieces");
 		}
@@ -231,7 +237,8 @@ feed_drive(struct feed_drv *drv, const uint8_t *in, size_t n, const size_t *cuts
 			int rc;
 
 			if (r->calls >= max_calls) {
-				feed_violation(r, "no progress after %zu calls", r->calls - (max_calls - 8 * n - 64));
+				feed_violation(r, "no progress after %zu calls",
+				               r->calls - (max_calls - 8 * n - 64));
 				r->rc = -1;
 				break;
 			}
@@ -245,8 +252,9 @@ feed_drive(struct feed_drv *drv, const uint8_t *in, size_t n, const size_t *cuts
 				size_t want = feed_want(drv, buf + off, avail - off);
 
 				if (want <= avail - off)
-					feed_violation(r, "NEED_MORE with %zu bytes left but want() = %zu",
-					               avail - off, want);
+					feed_violation(
+						r, "NEED_MORE with %zu bytes left but want() = %zu",
+						avail - off, want);
 				break;
 			}
 		}
@@ -261,9 +269,11 @@ feed_drive(struct feed_drv *drv, const uint8_t *in, size_t n, const size_t *cuts
 			if (r->nev != nev)
 				feed_violation(r, "an event came after error %d", r->rc);
 			if (r->sticky_rc != r->rc)
-				feed_violation(r, "error not sticky: %d then %d", r->rc, r->sticky_rc);
+				feed_violation(r, "error not sticky: %d then %d", r->rc,
+				               r->sticky_rc);
 			if (drv->z != NULL && zr_zmtp_error(drv->z) != r->rc)
-				feed_violation(r, "zr_zmtp_error %d, feed %d", zr_zmtp_error(drv->z), r->rc);
+				feed_violation(r, "zr_zmtp_error %d, feed %d",
+				               zr_zmtp_error(drv->z), r->rc);
 			npending = left;
 			break;
 		}
@@ -293,8 +303,8 @@ zt_conn_drain(struct zr_zmtp *z, struct zt_run *r)
 }
 
 void
-zt_conn_feed_cuts(struct zr_zmtp *z, uint64_t now_ms, const uint8_t *in, size_t n, const size_t *cuts,
-                  size_t ncuts, struct zt_run *r, size_t *leftover)
+zt_conn_feed_cuts(struct zr_zmtp *z, uint64_t now_ms, const uint8_t *in, size_t n,
+                  const size_t *cuts, size_t ncuts, struct zt_run *r, size_t *leftover)
 {
 	struct feed_drv drv = {.z = z, .now_ms = now_ms};
 
@@ -336,8 +346,8 @@ zt_dec_target(uint64_t max_msg_size, uint32_t max_cmd_size)
 }
 
 void
-zt_run_cuts(const struct zt_target *t, const uint8_t *in, size_t n, const size_t *cuts, size_t ncuts,
-            struct zt_run *r)
+zt_run_cuts(const struct zt_target *t, const uint8_t *in, size_t n, const size_t *cuts,
+            size_t ncuts, struct zt_run *r)
 {
 	size_t leftover;
 
@@ -428,13 +438,14 @@ zt_run_same(const struct zt_run *a, const struct zt_run *b, char *why, size_t wh
 
 		if (x->type != y->type || x->flags != y->flags || x->size != y->size ||
 		    x->complete != y->complete || x->peer_type != y->peer_type ||
-		    x->has_identity != y->has_identity || !feed_bytes_eq(x->data, x->len, y->data, y->len) ||
+		    x->has_identity != y->has_identity ||
+		    !feed_bytes_eq(x->data, x->len, y->data, y->len) ||
 		    !feed_bytes_eq(x->identity, x->identity_len, y->identity, y->identity_len)) {
 			snprintf(why, why_len,
 			         "event %zu: type %d/%d flags %x/%x size %" PRIu64 "/%" PRIu64
 			         " len %zu/%zu complete %d/%d peer_type %d/%d",
-			         i, x->type, y->type, x->flags, y->flags, x->size, y->size, x->len, y->len,
-			         x->complete, y->complete, x->peer_type, y->peer_type);
+			         i, x->type, y->type, x->flags, y->flags, x->size, y->size, x->len,
+			         y->len, x->complete, y->complete, x->peer_type, y->peer_type);
 			return false;
 		}
 	}
@@ -512,8 +523,8 @@ feed_check_one(const struct zt_target *t, const uint8_t *in, size_t n, int line,
 	char why[256];
 	bool same;
 
-	snprintf(feed_current, sizeof(feed_current), "vector at line %d, %s chunking %s", line, label,
-	         feed_cuts_str(cuts, ncuts));
+	snprintf(feed_current, sizeof(feed_current), "vector at line %d, %s chunking %s", line,
+	         label, feed_cuts_str(cuts, ncuts));
 	zt_run_cuts(t, in, n, cuts, ncuts, &r);
 	cr_assert(r.violation[0] == '\0', "vector at line %d, %s chunking %s: %s", line, label,
 	          feed_cuts_str(cuts, ncuts), r.violation);
@@ -524,7 +535,8 @@ feed_check_one(const struct zt_target *t, const uint8_t *in, size_t n, int line,
 }
 
 void
-zt_check_splits(const struct zt_target *t, const uint8_t *in, size_t n, int line, struct zt_run *whole)
+zt_check_splits(const struct zt_target *t, const uint8_t *in, size_t n, int line,
+                struct zt_run *whole)
 {
 	size_t *cuts;
 	uint32_t seed = 0x5eed0000u ^ (uint32_t)line;
@@ -532,7 +544,8 @@ zt_check_splits(const struct zt_target *t, const uint8_t *in, size_t n, int line
 	feed_fault_arm();
 	snprintf(feed_current, sizeof(feed_current), "vector at line %d, whole", line);
 	zt_run_cuts(t, in, n, NULL, 0, whole);
-	cr_assert(whole->violation[0] == '\0', "vector at line %d, whole: %s", line, whole->violation);
+	cr_assert(whole->violation[0] == '\0', "vector at line %d, whole: %s", line,
+	          whole->violation);
 	if (n < 2)
 		return;
 
@@ -574,8 +587,8 @@ zt_check_splits(const struct zt_target *t, const uint8_t *in, size_t n, int line
 }
 
 void
-zt_assert_bytes(const char *what, const uint8_t *got, size_t got_len, const void *want, size_t want_len,
-                int line)
+zt_assert_bytes(const char *what, const uint8_t *got, size_t got_len, const void *want,
+                size_t want_len, int line)
 {
 	const uint8_t *w = want;
 	size_t i;
@@ -589,7 +602,8 @@ zt_assert_bytes(const char *what, const uint8_t *got, size_t got_len, const void
 		char g[64 * 3 + 8];
 
 		snprintf(g, sizeof(g), "%s", zt_hex(got + i, got_len - i));
-		cr_assert_fail("line %d: %s: %zu vs %zu octets, first difference at octet %zu:\n got  %s\n want %s",
+		cr_assert_fail("line %d: %s: %zu vs %zu octets, first difference at octet %zu:\n "
+		               "got  %s\n want %s",
 		               line, what, got_len, want_len, i, g, zt_hex(w + i, want_len - i));
 	}
 }

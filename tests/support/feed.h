@@ -31,12 +31,12 @@
 
 struct zt_ev {
 	int type;
-	unsigned flags;  /* ZR_ZMTP_MORE / ZR_ZMTP_COMMAND as delivered (FRAME_END dropped) */
-	uint64_t size;   /* frames: the declared body size */
-	bool complete;   /* frames: the piece flagged FRAME_END was seen */
-	uint8_t *data;   /* frames: the joined body; others: a copy of ev->data */
+	unsigned flags; /* ZR_ZMTP_MORE / ZR_ZMTP_COMMAND as delivered (FRAME_END dropped) */
+	uint64_t size;  /* frames: the declared body size */
+	bool complete;  /* frames: the piece flagged FRAME_END was seen */
+	uint8_t *data;  /* frames: the joined body; others: a copy of ev->data */
 	size_t len;
-	int peer_type;   /* READY */
+	int peer_type; /* READY */
 	bool has_identity;
 	uint8_t *identity;
 	size_t identity_len;
@@ -45,17 +45,20 @@ struct zt_ev {
 struct zt_run {
 	struct zt_ev *ev;
 	size_t nev, cap;
-	int rc;        /* the last return: ZR_NEED_MORE, or the error */
-	int sticky_rc; /* after an error: what one more call returned */
+	int rc;          /* the last return: ZR_NEED_MORE, or the error */
+	int sticky_rc;   /* after an error: what one more call returned */
 	size_t consumed; /* bytes consumed in total */
 	size_t calls;
-	uint8_t *out;  /* connection: all zr_zmtp_out bytes, drained at the end */
+	uint8_t *out; /* connection: all zr_zmtp_out bytes, drained at the end */
 	size_t out_len;
-	int state;     /* connection: zr_zmtp_state at the end */
+	int state;           /* connection: zr_zmtp_state at the end */
 	char violation[512]; /* first breach of the input contract; "" if none */
 };
 
-enum zt_kind { ZT_CONN = 1, ZT_DEC = 2 };
+enum zt_kind {
+	ZT_CONN = 1,
+	ZT_DEC = 2
+};
 
 /* What a run drives: a fresh connection codec or a fresh frame decoder. */
 struct zt_target {

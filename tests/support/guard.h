@@ -12,10 +12,10 @@
 #include <stdint.h>
 
 struct zt_guard {
-	uint8_t *map;    /* whole mapping: readable pages, then the guard page */
+	uint8_t *map; /* whole mapping: readable pages, then the guard page */
 	size_t map_len;
-	uint8_t *end;    /* first byte of the guard page */
-	size_t cap;      /* readable bytes in front of the guard page */
+	uint8_t *end; /* first byte of the guard page */
+	size_t cap;   /* readable bytes in front of the guard page */
 };
 
 /* Maps room for at least cap bytes followed by a PROT_NONE page. Aborts the

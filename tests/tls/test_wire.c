@@ -536,7 +536,9 @@ Test(tls_options, pem_text)
  * before FIN). */
 Test(tls_wire, linger_delivers_everything)
 {
-	enum { N = 5000 };
+	enum {
+		N = 5000
+	};
 	zr_socket *pull = et_zopen(0, ZR_PULL), *push = et_zopen(1, ZR_PUSH);
 	char ep[256], buf[64];
 

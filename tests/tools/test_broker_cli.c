@@ -37,8 +37,8 @@
 
 /* ---- the tool as child processes ---------------------------------------- */
 
-#include "tools/tool_proc.h"
 #include "tools/tool_peer.h"
+#include "tools/tool_proc.h"
 
 /* Per test: Criterion runs each test in its own process. */
 static struct tool tools[MAX_TOOLS];
@@ -164,7 +164,6 @@ split_lines(char *s, char **lines, size_t max)
 }
 
 /* ---- the pyzmq peer ----------------------------------------------------- */
-
 
 /* ---- queue -------------------------------------------------------------- */
 

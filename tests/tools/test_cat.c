@@ -33,8 +33,8 @@
 
 /* ---- the tool as a subprocess ------------------------------------------- */
 
-#include "tools/tool_proc.h"
 #include "tools/tool_peer.h"
+#include "tools/tool_proc.h"
 
 /* Per test: Criterion runs each test in its own process. */
 static struct tool tool;
@@ -92,8 +92,6 @@ tool_bound_endpoint(void)
 	} while (0)
 
 /* ---- the pyzmq peer ----------------------------------------------------- */
-
-
 
 /* ---- -r: receiving ------------------------------------------------------ */
 

@@ -28,8 +28,8 @@
 
 #define PEER_SCRIPT ZR_SOURCE_DIR "/tests/tools/peers/cat_curve_peer.py"
 
-#include "tools/tool_proc.h"
 #include "tools/tool_peer.h"
+#include "tools/tool_proc.h"
 
 /* Per test: Criterion runs each test in its own process. */
 static struct tool server, client, client2;
@@ -103,8 +103,6 @@ has(const char *text, const char *part)
 {
 	return strstr(text, part) != NULL;
 }
-
-
 
 /* Runs `zring cat ARGS` and expects a usage error: exit 1, nothing on
  * stdout, exactly one line on stderr. */

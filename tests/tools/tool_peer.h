@@ -4,7 +4,7 @@
  * Include after tools/zl_proc.c, with PEER_SCRIPT (the peer program),
  * WAIT_MS (every wait's bound) and ZR_PYTHON defined. The peer prints
  * "READY <endpoint>" first, then one line per event the test expects.
- * tool_peer_init/fini need struct tool: include after tools/tool_proc.h.
+ * tool_peer_init/fini need struct tool, so it includes tools/tool_proc.h.
  */
 #ifndef ZR_TESTS_TOOLS_TOOL_PEER_H
 #define ZR_TESTS_TOOLS_TOOL_PEER_H
@@ -15,6 +15,8 @@
 #include <stdarg.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "tool_proc.h"
 
 /* Per test: Criterion runs each test in its own process. */
 static struct zl_proc peer;

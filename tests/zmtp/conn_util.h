@@ -81,8 +81,8 @@ conn_ev(const struct zt_run *r, size_t i, int type)
 
 struct side {
 	struct zr_zmtp *z;
-	struct zt_run ev;  /* everything this side's codec produced */
-	uint8_t *in;       /* bytes from the other side not yet consumed */
+	struct zt_run ev; /* everything this side's codec produced */
+	uint8_t *in;      /* bytes from the other side not yet consumed */
 	size_t in_len;
 };
 

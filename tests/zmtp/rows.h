@@ -15,8 +15,14 @@ struct seg {
 	const char *lit; /* NULL for a filler */
 	size_t n;
 };
-#define L(x) {(x), sizeof(x) - 1}
-#define F(count) {NULL, (count)}
+#define L(x)                       \
+	{                          \
+		(x), sizeof(x) - 1 \
+	}
+#define F(count)              \
+	{                     \
+		NULL, (count) \
+	}
 #define MAX_SEGS 8
 
 static inline uint8_t
@@ -56,10 +62,10 @@ row_build(const struct seg *s, size_t nseg, size_t *len)
 }
 
 /* Parameter generator body for a table: one test per row, by index. */
-#define ROW_PARAMS(table)                                                                            \
-	static int idx[sizeof(table) / sizeof(table[0])];                                            \
-	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)                                \
-		idx[i] = (int)i;                                                                     \
+#define ROW_PARAMS(table)                                             \
+	static int idx[sizeof(table) / sizeof(table[0])];             \
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) \
+		idx[i] = (int)i;                                      \
 	return cr_make_param_array(int, idx, sizeof(table) / sizeof(table[0]))
 
 #endif /* ZR_TESTS_ZMTP_ROWS_H */

@@ -4,6 +4,9 @@
  * must accept), under every chunking; two codecs back to back; heartbeats,
  * TTL and the handshake deadline on a fake clock; subscriptions; ERROR.
  */
+/* Wire vectors are written as adjacent literals, one per field, the way the
+ * bytes sit on the wire; the formatter would put each on a line of its own. */
+/* clang-format off */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -1511,3 +1514,4 @@ Test(zmtp_conn, max_msg_frames_0_means_65536)
 	free(in);
 	free(z);
 }
+/* clang-format on */

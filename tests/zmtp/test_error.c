@@ -41,8 +41,9 @@ Test(zmtp_error, reads_a_positive_code_as_its_negation)
 
 Test(zmtp_error, names_errno_values_and_success)
 {
-	static const int errs[] = {EAGAIN, EINVAL, ETIMEDOUT, EPROTO, EMSGSIZE, ENOTCONN, ECANCELED,
-	                           ENOBUFS, ENOTSUP, EACCES, ECONNREFUSED, ENOENT, ENOMEM};
+	static const int errs[] = {EAGAIN,       EINVAL,    ETIMEDOUT, EPROTO,  EMSGSIZE,
+	                           ENOTCONN,     ECANCELED, ENOBUFS,   ENOTSUP, EACCES,
+	                           ECONNREFUSED, ENOENT,    ENOMEM};
 	const char *unknown = zr_strerror(-(ZR_ELAST + 1000));
 
 	cr_assert_not_null(zr_strerror(0));
@@ -93,8 +94,8 @@ Test(zmtp_error, folds_protocol_codes_into_the_documented_errno_classes)
 			want = -EPROTO; /* "the rest -> EPROTO" (error.h) */
 			break;
 		}
-		cr_expect_eq(zr_errno(-c), want, "code %d (%s): %d, want %d", c, zr_strerror(-c), zr_errno(-c),
-		             want);
+		cr_expect_eq(zr_errno(-c), want, "code %d (%s): %d, want %d", c, zr_strerror(-c),
+		             zr_errno(-c), want);
 	}
 }
 
@@ -104,5 +105,6 @@ Test(zmtp_error, passes_negative_errno_values_through)
 	cr_assert_eq(zr_errno(-ETIMEDOUT), -ETIMEDOUT);
 	cr_assert_eq(zr_errno(-EINVAL), -EINVAL);
 	cr_assert_eq(zr_errno(0), 0);
-	cr_assert_eq(zr_errno(-(ZR_ELAST)), -(ZR_ELAST), "one past the last code is not a protocol code");
+	cr_assert_eq(zr_errno(-(ZR_ELAST)), -(ZR_ELAST),
+	             "one past the last code is not a protocol code");
 }

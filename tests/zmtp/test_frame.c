@@ -4,6 +4,9 @@
  * or 8-octet network-order size, the body. Every vector runs whole, byte by
  * byte and at every split point, and must give the same joined frames.
  */
+/* Wire vectors are written as adjacent literals, one per field, the way the
+ * bytes sit on the wire; the formatter would put each on a line of its own. */
+/* clang-format off */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <errno.h>
@@ -535,3 +538,4 @@ Test(zmtp_frame, frame_limit_zero_means_the_default)
 	cr_assert_eq(feed_empty_frames(&d, 65537, false, &taken), ZR_NEED_MORE);
 	cr_assert_eq(taken, 65537, "a raised limit lets more through");
 }
+/* clang-format on */

@@ -54,7 +54,8 @@ Test(zmtp_greeting, encodes_plain_server_for_zmtp_3_0)
 
 Test(zmtp_greeting, encodes_curve_mechanism_name)
 {
-	check_encode(1, ZR_MECH_CURVE, false, ZT_LIT(GREETING("\x03\x01", MECH_CURVE, "\x00")), __LINE__);
+	check_encode(1, ZR_MECH_CURVE, false, ZT_LIT(GREETING("\x03\x01", MECH_CURVE, "\x00")),
+	             __LINE__);
 }
 
 Test(zmtp_greeting, refuses_to_encode_an_unknown_mechanism)
@@ -152,9 +153,14 @@ Test(zmtp_greeting, accepts_every_major_from_3_up_with_any_minor)
 Test(zmtp_greeting, never_judges_the_signature_padding)
 {
 	/* libzmq writes its identity length + 1 as a big-endian 64-bit value. */
-	struct zt_bytes libzmq = ZT_LIT("\xff" "\0\0\0\0\0\0\0\x01" "\x7f" "\x03\x01" MECH_NULL "\x00" Z31);
-	struct zt_bytes noise = ZT_LIT("\xff" "\xde\xad\xbe\xef\x01\x02\x03\xff" "\x7f" "\x03\x01" MECH_NULL
-	                               "\x00" Z31);
+	struct zt_bytes libzmq = ZT_LIT("\xff"
+	                                "\0\0\0\0\0\0\0\x01"
+	                                "\x7f"
+	                                "\x03\x01" MECH_NULL "\x00" Z31);
+	struct zt_bytes noise = ZT_LIT("\xff"
+	                               "\xde\xad\xbe\xef\x01\x02\x03\xff"
+	                               "\x7f"
+	                               "\x03\x01" MECH_NULL "\x00" Z31);
 
 	cr_assert_eq(libzmq.n, 64);
 	cr_assert_eq(noise.n, 64);
@@ -221,7 +227,9 @@ Test(zmtp_greeting, rejects_bad_octet_9_as_soon_as_it_arrives)
 Test(zmtp_greeting, rejects_a_zmtp_2_0_greeting_at_its_revision_octet)
 {
 	/* ZMTP 2.0: signature, revision 0x01, socket type, then frames. */
-	struct zt_bytes v = ZT_LIT(SIG "\x01" "\x05" "\x00\x00");
+	struct zt_bytes v = ZT_LIT(SIG "\x01"
+	                               "\x05"
+	                               "\x00\x00");
 
 	cr_assert_eq(parse_guarded(v.p, 10, NULL), ZR_NEED_MORE);
 	cr_assert_eq(parse_guarded(v.p, 11, NULL), -ZR_EVERSION);
@@ -259,7 +267,9 @@ Test(zmtp_greeting, rejects_a_lowercase_mechanism_name)
 Test(zmtp_greeting, rejects_junk_after_the_nul_in_the_mechanism)
 {
 	cr_assert_eq(parse_mech("NULL\0X" Z8 Z4 "\0\0"), -ZR_EMECHANISM);
-	cr_assert_eq(parse_mech("NULL" Z8 Z4 "\0\0\0" "\x01"), -ZR_EMECHANISM);
+	cr_assert_eq(parse_mech("NULL" Z8 Z4 "\0\0\0"
+	                        "\x01"),
+	             -ZR_EMECHANISM);
 }
 
 Test(zmtp_greeting, rejects_an_empty_mechanism)
@@ -271,7 +281,9 @@ Test(zmtp_greeting, rejects_characters_outside_the_mechanism_grammar)
 {
 	cr_assert_eq(parse_mech("NU LL" Z8 Z4 "\0\0\0"), -ZR_EMECHANISM);
 	cr_assert_eq(parse_mech("NULL!" Z8 Z4 "\0\0\0"), -ZR_EMECHANISM);
-	cr_assert_eq(parse_mech("\xc3\x89" "T" Z16 "\0"), -ZR_EMECHANISM);
+	cr_assert_eq(parse_mech("\xc3\x89"
+	                        "T" Z16 "\0"),
+	             -ZR_EMECHANISM);
 }
 
 Test(zmtp_greeting, accepts_a_well_formed_unknown_mechanism_as_minus_one)

@@ -9,24 +9,27 @@
 #include <zring/zmtp.h>
 
 static const char *const names[ZR_SOCKTYPE_COUNT] = {
-	"PAIR",   "PUB",    "SUB",   "REQ",  "REP",    "DEALER",  "ROUTER", "PULL",  "PUSH",    "XPUB",    "XSUB",
-	"STREAM", "SERVER", "CLIENT", "RADIO", "DISH", "GATHER", "SCATTER", "DGRAM", "PEER", "CHANNEL",
+	"PAIR",  "PUB",  "SUB",    "REQ",     "REP",    "DEALER", "ROUTER",
+	"PULL",  "PUSH", "XPUB",   "XSUB",    "STREAM", "SERVER", "CLIENT",
+	"RADIO", "DISH", "GATHER", "SCATTER", "DGRAM",  "PEER",   "CHANNEL",
 };
 
 /* The valid pairs, each listed once (the relation is symmetric). */
 static const int pairs[][2] = {
-	{ZR_PAIR, ZR_PAIR},       {ZR_PUB, ZR_SUB},        {ZR_PUB, ZR_XSUB},       {ZR_XPUB, ZR_SUB},
-	{ZR_XPUB, ZR_XSUB},       {ZR_REQ, ZR_REP},        {ZR_REQ, ZR_ROUTER},     {ZR_DEALER, ZR_REP},
-	{ZR_DEALER, ZR_DEALER},   {ZR_DEALER, ZR_ROUTER},  {ZR_ROUTER, ZR_ROUTER},  {ZR_PUSH, ZR_PULL},
-	{ZR_CLIENT, ZR_SERVER},   {ZR_RADIO, ZR_DISH},     {ZR_SCATTER, ZR_GATHER}, {ZR_PEER, ZR_PEER},
-	{ZR_CHANNEL, ZR_CHANNEL},
+	{ZR_PAIR, ZR_PAIR},     {ZR_PUB, ZR_SUB},         {ZR_PUB, ZR_XSUB},
+	{ZR_XPUB, ZR_SUB},      {ZR_XPUB, ZR_XSUB},       {ZR_REQ, ZR_REP},
+	{ZR_REQ, ZR_ROUTER},    {ZR_DEALER, ZR_REP},      {ZR_DEALER, ZR_DEALER},
+	{ZR_DEALER, ZR_ROUTER}, {ZR_ROUTER, ZR_ROUTER},   {ZR_PUSH, ZR_PULL},
+	{ZR_CLIENT, ZR_SERVER}, {ZR_RADIO, ZR_DISH},      {ZR_SCATTER, ZR_GATHER},
+	{ZR_PEER, ZR_PEER},     {ZR_CHANNEL, ZR_CHANNEL},
 };
 
 static bool
 listed(int a, int b)
 {
 	for (size_t i = 0; i < sizeof(pairs) / sizeof(pairs[0]); i++)
-		if ((pairs[i][0] == a && pairs[i][1] == b) || (pairs[i][0] == b && pairs[i][1] == a))
+		if ((pairs[i][0] == a && pairs[i][1] == b) ||
+		    (pairs[i][0] == b && pairs[i][1] == a))
 			return true;
 	return false;
 }
@@ -49,7 +52,8 @@ Test(zmtp_socktype, names_nothing_outside_the_range)
 Test(zmtp_socktype, parses_every_name_back_to_its_type)
 {
 	for (int t = 0; t < ZR_SOCKTYPE_COUNT; t++)
-		cr_assert_eq(zr_socktype_parse((const uint8_t *)names[t], strlen(names[t])), t, "%s", names[t]);
+		cr_assert_eq(zr_socktype_parse((const uint8_t *)names[t], strlen(names[t])), t,
+		             "%s", names[t]);
 }
 
 Test(zmtp_socktype, refuses_lowercase_and_mixed_case_values)
@@ -83,8 +87,8 @@ Test(zmtp_socktype, allows_exactly_the_rfc_pairs_in_both_directions)
 		for (int b = 0; b < ZR_SOCKTYPE_COUNT; b++) {
 			bool want = listed(a, b);
 
-			cr_assert_eq(zr_socktype_compatible(a, b), want, "%s with %s: want %s", names[a], names[b],
-			             want ? "compatible" : "incompatible");
+			cr_assert_eq(zr_socktype_compatible(a, b), want, "%s with %s: want %s",
+			             names[a], names[b], want ? "compatible" : "incompatible");
 			allowed += want;
 		}
 	/* 17 pairs, 5 of them with themselves: 2 * 12 + 5 ordered pairs. */

@@ -13,10 +13,11 @@
 static void
 ready_pull(struct zr_zmtp *z)
 {
-	static uint8_t greeting[64] = {0xff, 0, 0, 0, 0, 0, 0, 0, 1, 0x7f, 3, 1, 'N', 'U', 'L', 'L'};
-	static uint8_t ready[] = {0x04, 0x1a, 0x05, 'R', 'E', 'A', 'D', 'Y', 0x0b, 'S', 'o', 'c',
-	                                'k', 'e', 't', '-', 'T', 'y', 'p', 'e', 0, 0, 0, 4, 'P', 'U',
-	                                'S', 'H'};
+	static uint8_t greeting[64] = {0xff, 0,    0, 0, 0,   0,   0,   0,
+	                               1,    0x7f, 3, 1, 'N', 'U', 'L', 'L'};
+	static uint8_t ready[] = {0x04, 0x1a, 0x05, 'R', 'E', 'A', 'D', 'Y', 0x0b, 'S',
+	                          'o',  'c',  'k',  'e', 't', '-', 'T', 'y', 'p',  'e',
+	                          0,    0,    0,    4,   'P', 'U', 'S', 'H'};
 	struct zr_zmtp_config cfg;
 	struct zr_zmtp_event ev;
 	const uint8_t *out;

@@ -6,6 +6,9 @@
  * Hex escapes are always closed with a literal break ("\x05" "DEALER"), since
  * an escape swallows every hex digit that follows it.
  */
+/* Wire vectors are written as adjacent literals, one per field, the way the
+ * bytes sit on the wire; the formatter would put each on a line of its own. */
+/* clang-format off */
 #ifndef ZR_TESTS_ZMTP_VECTORS_H
 #define ZR_TESTS_ZMTP_VECTORS_H
 
@@ -62,4 +65,5 @@
 /* ERROR = %d5 "ERROR" error-reason (1-octet length + text): 1 + 5 + 1 + 3 = 10 */
 #define ERROR_400 "\x04\x0a" "\x05" "ERROR" "\x03" "400"
 
+/* clang-format on */
 #endif /* ZR_TESTS_ZMTP_VECTORS_H */
