@@ -989,7 +989,10 @@ static const char bench_usage_head[] =
 	"against zmq.h (bench_zmqapi; bench_zmqapi.py through pyzmq) on the\n"
 	"system's libzmq and, with LD_LIBRARY_PATH at it, on zring's libzmq.so.5\n"
 	"drop-in (the \"zring\" column); a run that did not load the library it\n"
-	"was meant to is refused.\n"
+	"was meant to is refused. The \"TLS\" scenarios run zring on tls:// and\n"
+	"libzmq on tcp:// through a stunnel client and server (TLS 1.3), with a\n"
+	"certificate made by the openssl CLI into DIR; without stunnel4 or\n"
+	"openssl in PATH they are not run.\n"
 	"\n"
 	"options:\n";
 
