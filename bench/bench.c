@@ -22,7 +22,11 @@
  * under CURVE, the receiver the server, the sender the client, each with a
  * key pair made for the run (zr_curve_keypair / zmq_curve_keypair). Both
  * check that the socket's mechanism option reads CURVE before the first
- * message, so neither library can quietly run in the clear.
+ * message, so neither library can quietly run in the clear. "pushpull-tls":
+ * PUSH/PULL with TLSDIR (cert.pem, key.pem) as a last argument on both sides;
+ * bench_zr runs it on a tls:// endpoint (the receiver serves the certificate,
+ * the sender verifies it), bench_zmq plainly on the tcp:// one it is given
+ * (the driver runs stunnel between them: bench/README.md).
  *
  * A binding side prints "READY <endpoint>" (the bound endpoint, so port 0
  * works) on stdout first; a CURVE receiver prints "READY <endpoint> <key>",
@@ -49,6 +53,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -282,6 +287,18 @@ bench_curve_keypair(char *public_z85, char *secret_z85)
 	return zmq_curve_keypair(public_z85, secret_z85) == 0 ? 0 : -errno;
 }
 
+/* pushpull-tls: libzmq has no TLS; its side runs plain tcp:// and the driver
+ * puts a pair of stunnel processes between sender and receiver (the way
+ * libzmq users do TLS), so the certificate folder is not ours to use. */
+static int
+bench_tls_setup(struct bench_sock *s, const char *dir, bool server)
+{
+	(void)s;
+	(void)dir;
+	(void)server;
+	return 0;
+}
+
 /* libzmq has no busy-poll mode: its "busy" scenario is its plain REQ/REP. */
 static int
 bench_busy_poll(struct bench_sock *s, int us)
@@ -472,6 +489,23 @@ bench_busy_poll(struct bench_sock *s, int us)
 	return bench_sock_setopt(s, ZR_BUSY_POLL, &us, sizeof us);
 }
 
+/* pushpull-tls on tls://: the receiver serves DIR/cert.pem with DIR/key.pem,
+ * the sender trusts DIR/cert.pem (self-signed, subjectAltName IP 127.0.0.1)
+ * and verifies it (ZR_TLS_VERIFY is on by default for clients). */
+static int
+bench_tls_setup(struct bench_sock *s, const char *dir, bool server)
+{
+	char cert[PATH_MAX], key[PATH_MAX];
+
+	if (snprintf(cert, sizeof cert, "%s/cert.pem", dir) >= (int)sizeof cert ||
+	    snprintf(key, sizeof key, "%s/key.pem", dir) >= (int)sizeof key)
+		return -ENAMETOOLONG;
+	if (!server)
+		return bench_sock_setopt(s, ZR_TLS_CA, cert, strlen(cert));
+	int rc = bench_sock_setopt(s, ZR_TLS_CERT, cert, strlen(cert));
+	return rc < 0 ? rc : bench_sock_setopt(s, ZR_TLS_KEY, key, strlen(key));
+}
+
 #define B_SNDHWM ZR_SNDHWM
 #define B_RCVHWM ZR_RCVHWM
 #define B_LINGER ZR_LINGER
@@ -496,6 +530,8 @@ struct bench_args {
 	unsigned long count;
 	size_t size;
 	bool curve;            /* pushpull-curve */
+	bool tls;              /* pushpull-tls */
+	const char *tls_dir;   /* pushpull-tls: the folder of cert.pem and key.pem */
 	bool raw;              /* raw-*: plain TCP sockets, no library */
 	const char *serverkey; /* thr-send pushpull-curve: the receiver's public key, Z85 */
 };
@@ -683,7 +719,8 @@ pattern_parse(const char *name, struct bench_pattern *p)
 	unsigned long n = 1;
 
 	*p = (struct bench_pattern){B_PULL, B_PUSH, 0, false, false, 0};
-	if (strcmp(name, "pushpull") == 0 || strcmp(name, "pushpull-curve") == 0)
+	if (strcmp(name, "pushpull") == 0 || strcmp(name, "pushpull-curve") == 0 ||
+	    strcmp(name, "pushpull-tls") == 0)
 		return 0;
 	if (strcmp(name, "dealerrouter") == 0) {
 		*p = (struct bench_pattern){B_ROUTER, B_DEALER, 0, true, false, 0};
@@ -1054,6 +1091,8 @@ thr_recv(const struct bench_args *a)
 		}
 		if (a->curve && (rc = curve_server_setup(&j->s, key)) < 0)
 			return fail("CURVE server keys", rc);
+		if (a->tls && (rc = bench_tls_setup(&j->s, a->tls_dir, true)) < 0)
+			return fail("TLS certificate", rc);
 		if ((rc = bind_endpoint(&j->s, a->endpoint, bound, sizeof bound)) < 0)
 			return fail("bind", rc);
 		if (a->curve && require_curve(&j->s) != 0)
@@ -1192,6 +1231,8 @@ thr_send(const struct bench_args *a)
 		return fail("lossless publisher", rc);
 	if (a->curve && (rc = curve_client_setup(&s, a->serverkey)) < 0)
 		return fail("CURVE client keys", rc);
+	if (a->tls && (rc = bench_tls_setup(&s, a->tls_dir, false)) < 0)
+		return fail("TLS trust anchor", rc);
 	/* Fan-out: the publisher binds, its many subscribers connect. */
 	if (pat.fanout) {
 		raise_fd_limit();
@@ -1849,6 +1890,7 @@ usage(const char *prog)
 	        "usage: %s thr-recv PATTERN ENDPOINT COUNT SIZE\n"
 	        "       %s thr-send PATTERN ENDPOINT[,ENDPOINT...] COUNT SIZE\n"
 	        "       %s thr-send pushpull-curve ENDPOINT COUNT SIZE SERVERKEY\n"
+	        "       %s thr-recv|thr-send pushpull-tls ENDPOINT COUNT SIZE TLSDIR\n"
 	        "       %s "
 	        "lat-rep|lat|lat-router|lat-dealer|busy-lat-rep|busy-lat|stall-recv|stall-send|"
 	        "idle-recv|idle-send "
@@ -1858,8 +1900,8 @@ usage(const char *prog)
 	        "PATTERN: pushpull, pushpull-curve, dealerrouter, pubsub, pubsub2 ... pubsub%d,\n"
 	        "         fanoutN (N <= %d: the publisher binds, N SUBs connect), topicsT\n"
 	        "         (%d SUBs share T distinct topics; SIZE >= %d)\n",
-	        prog, prog, prog, prog, prog, BENCH_SUBS_MAX, BENCH_FANOUT_MAX, BENCH_TOPIC_SUBS,
-	        BENCH_TOPIC_LEN);
+	        prog, prog, prog, prog, prog, prog, BENCH_SUBS_MAX, BENCH_FANOUT_MAX,
+	        BENCH_TOPIC_SUBS, BENCH_TOPIC_LEN);
 	return 2;
 }
 
@@ -1921,8 +1963,12 @@ main(int argc, char **argv)
 	a.curve = thr && strcmp(a.pattern, "pushpull-curve") == 0;
 	/* The CURVE sender takes the server's key as a last argument. */
 	bool with_key = a.curve && strcmp(a.mode, "thr-send") == 0;
-	if (argc != (thr ? 6 : 5) + (with_key ? 1 : 0))
+	/* Both TLS sides take the certificate folder as a last argument. */
+	a.tls = thr && strcmp(a.pattern, "pushpull-tls") == 0;
+	if (argc != (thr ? 6 : 5) + (with_key || a.tls ? 1 : 0))
 		return usage(argv[0]);
+	if (a.tls)
+		a.tls_dir = argv[argc - 1];
 	if (with_key) {
 		a.serverkey = argv[argc - 1];
 		if (strlen(a.serverkey) != BENCH_Z85_KEY)

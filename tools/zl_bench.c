@@ -6,10 +6,14 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,6 +28,10 @@
 #define BENCH_PAIRS_QUICK 3
 #define BENCH_METRICS_MAX 4
 #define BENCH_ENDPOINT "tcp://127.0.0.1:0"
+#define BENCH_TLS_ENDPOINT "tls://127.0.0.1:0"
+#define BENCH_TLS_PATTERN "pushpull-tls"
+#define BENCH_STUNNEL_MS 10000 /* a stunnel listening */
+#define BENCH_OPENSSL_MS 60000 /* the run's certificate made */
 
 enum bench_kind {
 	KIND_THR,   /* thr-recv / thr-send */
@@ -111,6 +119,9 @@ struct bench_scenario {
 	bool tx_binds;                 /* fan-out: the publisher binds, the SUBs connect */
 	const char *rx_mode, *tx_mode; /* the programs' modes, if not the kind's */
 	enum bench_api api;
+	/* zring rows of the same run this one's zring msgs/s is set against
+	 * (plain and CURVE beside TLS); --only picks them with this one. */
+	const char *beside[2];
 };
 #define BENCH_SENDERS_MAX 4
 
@@ -187,6 +198,13 @@ static const struct bench_scenario scenarios[] = {
          .reference = false},
 	{"CURVE PUSH/PULL 65536 B", KIND_THR, "pushpull-curve", false, 65536, 20000, 5000, 200, 1,
          0, .reference = false},
+	/* PUSH/PULL under TLS 1.3 with one certificate made per bench run: zring
+	 * on tls://, libzmq on tcp:// through a stunnel client and a stunnel
+	 * server (what libzmq users run today), so both sides pay TLS. */
+	{"TLS PUSH/PULL 64 B", KIND_THR, BENCH_TLS_PATTERN, false, 64, 1000000, 300000, 1000, 1, 0,
+         .beside = {"PUSH/PULL 64 B", "CURVE PUSH/PULL 64 B"}},
+	{"TLS PUSH/PULL 65536 B", KIND_THR, BENCH_TLS_PATTERN, false, 65536, 20000, 5000, 200, 1, 0,
+         .beside = {"PUSH/PULL 65536 B", "CURVE PUSH/PULL 65536 B"}},
 	/* A PULL that takes one message and stops reading; the PUSH sends until
 	 * a send waits 0.5 s (at most this many). Default HWMs and budgets. */
 	{"stalled PULL 64 B", KIND_STALL, "pushpull", false, 64, 2000000, 2000000, 2000, 1, 0,
@@ -242,6 +260,10 @@ struct bench_opts {
 	const char *python;        /* runs bench_zmqapi.py */
 	const char *only;          /* run only scenarios whose name contains this (any case) */
 	int pairs;
+	/* TLS scenarios: the run's certificate folder and stunnel, or why not. */
+	char tls_dir[PATH_MAX];
+	char stunnel[PATH_MAX];
+	const char *tls_missing;
 };
 
 /* Samples of one scenario, one library: [metric][pair]. */
@@ -446,6 +468,163 @@ api_check(const struct bench_opts *o, int lib, const char *who, const char *line
 	return 0;
 }
 
+/* name's first match in $PATH into out. Returns 0 or -1. */
+static int
+find_in_path(const char *name, char *out, size_t cap)
+{
+	const char *path = getenv("PATH");
+
+	for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
+		size_t n = strcspn(p, ":");
+		if (n && (size_t)snprintf(out, cap, "%.*s/%s", (int)n, p, name) < cap &&
+		    access(out, X_OK) == 0)
+			return 0;
+		p += n + (p[n] == ':');
+	}
+	return -1;
+}
+
+/* A loopback TCP port free at the moment (stunnel cannot announce one). */
+static int
+free_port(void)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof a;
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int port = -1;
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+/* Whether something listens on 127.0.0.1:port, from /proc/net/tcp: probing
+ * with a connect would start a TLS session (and a log line) in stunnel. */
+static bool
+port_listening(int port)
+{
+	char line[512];
+	unsigned long addr;
+	unsigned int lport, st;
+	bool found = false;
+	FILE *f = fopen("/proc/net/tcp", "r");
+
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof line, f))
+		if (sscanf(line, " %*d: %8lx:%4x %*8x:%*4x %2x", &addr, &lport, &st) == 3)
+			found = lport == (unsigned int)port && st == 0x0A &&
+			        (addr == 0x0100007FUL || addr == 0);
+	fclose(f);
+	return found;
+}
+
+/*
+ * Starts one stunnel (TLS 1.3, the run's certificate) in p: the server takes
+ * TLS on accept_port and passes plain TCP to connect_port; the client the
+ * reverse, verifying the server's certificate against the same file as CA
+ * and its IP address. Waits until it listens. Returns 0 or -1 (said).
+ */
+static int
+stunnel_start(struct zl_proc *p, const struct bench_opts *o, bool client, int accept_port,
+              int connect_port)
+{
+	const char *role = client ? "client" : "server";
+	char conf[PATH_MAX + 32];
+	FILE *f;
+
+	snprintf(conf, sizeof conf, "%s/stunnel-%s.conf", o->tls_dir, role);
+	f = fopen(conf, "w");
+	if (!f) {
+		fprintf(stderr, "zring bench: cannot write %s: %s\n", conf, strerror(errno));
+		return -1;
+	}
+	fprintf(f,
+	        "foreground = quiet\n"
+	        "pid =\n"
+	        "output = %s/stunnel-%s.log\n"
+	        "debug = notice\n"
+	        "[bench]\n"
+	        "accept = 127.0.0.1:%d\n"
+	        "connect = 127.0.0.1:%d\n"
+	        "sslVersionMin = TLSv1.3\n",
+	        o->tls_dir, role, accept_port, connect_port);
+	if (client)
+		fprintf(f,
+		        "client = yes\n"
+		        "CAfile = %s/cert.pem\n"
+		        "verifyChain = yes\n"
+		        "checkIP = 127.0.0.1\n",
+		        o->tls_dir);
+	else
+		fprintf(f, "cert = %s/cert.pem\nkey = %s/key.pem\n", o->tls_dir, o->tls_dir);
+	if (fclose(f) != 0) {
+		fprintf(stderr, "zring bench: cannot write %s\n", conf);
+		return -1;
+	}
+	char *argv[] = {(char *)o->stunnel, conf, NULL};
+	int rc = zl_proc_spawn(p, argv);
+	if (rc < 0) {
+		fprintf(stderr, "zring bench: cannot start %s: %s\n", o->stunnel, strerror(-rc));
+		return -1;
+	}
+	for (uint64_t end = zl_now_ns() + (uint64_t)BENCH_STUNNEL_MS * 1000000u;;) {
+		if (port_listening(accept_port))
+			return 0;
+		int st;
+		bool gone = waitpid(p->pid, &st, WNOHANG) == p->pid;
+		if (gone || zl_now_ns() > end) {
+			fprintf(stderr,
+			        "zring bench: stunnel %s never listened on port %d (see "
+			        "%s/stunnel-%s.log)\n",
+			        role, accept_port, o->tls_dir, role);
+			if (gone)
+				p->pid = 0; /* reaped */
+			else
+				kill(p->pid, SIGTERM);
+			zl_proc_stop(p, 2000);
+			return -1;
+		}
+		usleep(10000);
+	}
+}
+
+/* CPU seconds (user + system) a live process has used so far, or 0. */
+static double
+proc_cpu_s(pid_t pid)
+{
+	char path[64], buf[1024];
+	unsigned long ut = 0, st = 0;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* Fields 14 and 15, counted after the command name's ")". */
+	const char *p = strrchr(buf, ')');
+	if (!p || hz <= 0 ||
+	    sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
+		return 0;
+	return (double)(ut + st) / (double)hz;
+}
+
+/* stunnel ends on SIGTERM; its status is not the run's. */
+static void
+stunnel_stop(struct zl_proc *p)
+{
+	if (p->pid > 0)
+		kill(p->pid, SIGTERM);
+	if (zl_proc_stop(p, 5000) == -1)
+		fprintf(stderr, "zring bench: a stunnel hung and was killed\n");
+}
+
 /*
  * One run: receiver (binding side) first, then sender with the endpoint it
  * announced. Fills vals[] with the scenario's metrics. Returns 0 or -1.
@@ -484,14 +663,23 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 	/* The binding side starts first and announces its endpoint. */
 	struct zl_proc *binder = sc->tx_binds ? tx : &rx;
 	const char *binder_who = sc->tx_binds ? tx_who : rx_who;
+	bool tls = strcmp(sc->pattern, BENCH_TLS_PATTERN) == 0;
 	if (sc->ipc)
 		ipc_endpoint(bind_ep, sizeof bind_ep);
 	else
-		snprintf(bind_ep, sizeof bind_ep, "%s", BENCH_ENDPOINT);
+		snprintf(bind_ep, sizeof bind_ep, "%s",
+		         tls && lib == LIB_ZR ? BENCH_TLS_ENDPOINT : BENCH_ENDPOINT);
 
 	/* The receiver's endpoint: the one it binds, or the publisher's. */
 	char *rx_ep = sc->tx_binds ? ep : bind_ep;
-	char *rx_argv_thr[] = {bin, "thr-recv", (char *)sc->pattern, rx_ep, count_s, size_s, NULL};
+	char *rx_argv_thr[] = {bin,
+	                       "thr-recv",
+	                       (char *)sc->pattern,
+	                       rx_ep,
+	                       count_s,
+	                       size_s,
+	                       tls ? (char *)o->tls_dir : NULL,
+	                       NULL};
 	char *rx_argv[] = {bin, (char *)rx_mode, rx_ep, count_s, size_s, NULL};
 	if (sc->tx_binds) {
 		char *pub_argv[] = {bin,    "thr-send", (char *)sc->pattern, bind_ep, count_s,
@@ -522,8 +710,35 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 		stop_checked(binder, binder_who);
 		return -1;
 	}
-	char *tx_argv_thr[] = {bin,     "thr-send", (char *)sc->pattern, ep,
-	                       count_s, size_s,     curve ? key : NULL,  NULL};
+	/* libzmq under TLS: its PUSH speaks to a stunnel client, which speaks
+	 * TLS to a stunnel server, which speaks to the PULL. */
+	static struct zl_proc tunnels[2];
+	bool tunneled = tls && lib == LIB_ZMQ;
+	if (tunneled) {
+		const char *port = strrchr(ep, ':');
+		int srv = free_port(), cli = free_port();
+		if (!port || srv < 0 || cli < 0 || srv == cli ||
+		    stunnel_start(&tunnels[0], o, false, srv, atoi(port + 1)) < 0) {
+			stop_checked(binder, binder_who);
+			return -1;
+		}
+		if (stunnel_start(&tunnels[1], o, true, cli, srv) < 0) {
+			stunnel_stop(&tunnels[0]);
+			stop_checked(binder, binder_who);
+			return -1;
+		}
+		snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", cli);
+	}
+	char *tx_argv_thr[] = {bin,
+	                       "thr-send",
+	                       (char *)sc->pattern,
+	                       ep,
+	                       count_s,
+	                       size_s,
+	                       curve ? key
+	                       : tls ? (char *)o->tls_dir
+	                             : NULL,
+	                       NULL};
 	char each_s[32];
 	snprintf(each_s, sizeof each_s, "%lu", count / (unsigned long)nsend);
 	char *tx_argv[] = {bin, (char *)tx_mode, ep, nsend > 1 ? each_s : count_s, size_s, NULL};
@@ -533,6 +748,10 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 		rc = bench_spawn(tx, o, sc, lib, thr ? tx_argv_thr : tx_argv);
 	if (rc < 0) {
 		fprintf(stderr, "zring bench: cannot start %s: %s\n", bin, strerror(-rc));
+		if (tunneled) {
+			stunnel_stop(&tunnels[1]);
+			stunnel_stop(&tunnels[0]);
+		}
 		stop_checked(binder, binder_who);
 		return -1;
 	}
@@ -586,6 +805,15 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 			bad = 1;
 	if (stop_checked(&rx, rx_who) < 0)
 		bad = 1;
+	/* The stunnels' CPU is libzmq's price of TLS: the server's goes with
+	 * the receiver's, the client's with the sender's. */
+	double tunnel_cpu[2] = {0, 0};
+	if (tunneled) {
+		for (int k = 0; k < 2; k++)
+			tunnel_cpu[k] = proc_cpu_s(tunnels[k].pid);
+		stunnel_stop(&tunnels[1]);
+		stunnel_stop(&tunnels[0]);
+	}
 	if (bad)
 		return -1;
 	if (sc->api != API_NATIVE && (api_check(o, lib, rx_who, rx_line, id) < 0 ||
@@ -609,6 +837,9 @@ run_one(const struct bench_opts *o, const struct bench_scenario *sc, int lib, do
 			return -1;
 		}
 	}
+	for (int k = 0; tunneled && k < BENCH_METRICS_MAX; k++)
+		if (strcmp(m[k].key, "cpu_s_per_M") == 0)
+			vals[k] += tunnel_cpu[m[k].from_sender ? 1 : 0] * 1e6 / (double)count;
 	if (runs) {
 		fprintf(runs, "\"%s\",%s,%d,%lu,%lu", sc->name, lib_name, pair, count, sc->size);
 		for (int k = 0; k < BENCH_METRICS_MAX; k++)
@@ -758,7 +989,10 @@ static const char bench_usage_head[] =
 	"against zmq.h (bench_zmqapi; bench_zmqapi.py through pyzmq) on the\n"
 	"system's libzmq and, with LD_LIBRARY_PATH at it, on zring's libzmq.so.5\n"
 	"drop-in (the \"zring\" column); a run that did not load the library it\n"
-	"was meant to is refused.\n"
+	"was meant to is refused. The \"TLS\" scenarios run zring on tls:// and\n"
+	"libzmq on tcp:// through a stunnel client and server (TLS 1.3), with a\n"
+	"certificate made by the openssl CLI into DIR; without stunnel4 or\n"
+	"openssl in PATH they are not run.\n"
 	"\n"
 	"options:\n";
 
@@ -940,6 +1174,13 @@ scenario_selected(const struct bench_opts *o, size_t s)
 {
 	if (!o->only || strcasestr(scenarios[s].name, o->only))
 		return true;
+	for (size_t u = 0; u < BENCH_NSCEN; u++)
+		for (size_t k = 0; k < sizeof scenarios[u].beside / sizeof scenarios[u].beside[0];
+		     k++)
+			if (scenarios[u].beside[k] &&
+			    strcmp(scenarios[u].beside[k], scenarios[s].name) == 0 &&
+			    strcasestr(scenarios[u].name, o->only))
+				return true;
 	if (!scenarios[s].reference)
 		return false;
 	for (size_t u = 0; u < BENCH_NSCEN; u++)
@@ -967,6 +1208,61 @@ sum_row(FILE *sum, const char *scenario, const char *metric, const char *better,
 		fprintf(sum, "%.4f\n", *ratio);
 	else
 		fputs("\n", sum);
+}
+
+/*
+ * The TLS scenarios' certificate, made once per bench run into
+ * OUT/zring-bench-STAMP-tls/ by the openssl CLI: a self-signed ECDSA P-256
+ * certificate (CN and subjectAltName IP 127.0.0.1, one day), which the
+ * servers present and the clients trust. Finds stunnel too. On failure
+ * o->tls_missing says why, and the scenarios are not run.
+ */
+static void
+tls_prepare(struct bench_opts *o, const char *stamp)
+{
+	char openssl[PATH_MAX], name[64], key[PATH_MAX + 16], cert[PATH_MAX + 16];
+	struct zl_proc p;
+
+	if (find_in_path("openssl", openssl, sizeof openssl) < 0) {
+		o->tls_missing = "no openssl command in PATH (Debian: openssl)";
+		return;
+	}
+	if (find_in_path("stunnel4", o->stunnel, sizeof o->stunnel) < 0 &&
+	    find_in_path("stunnel", o->stunnel, sizeof o->stunnel) < 0) {
+		o->tls_missing =
+			"no stunnel4 or stunnel in PATH for libzmq's side (Debian: stunnel4)";
+		return;
+	}
+	snprintf(name, sizeof name, "zring-bench-%s-tls", stamp);
+	if (path_join(o->tls_dir, sizeof o->tls_dir, o->out_dir, name) < 0 ||
+	    (mkdir(o->tls_dir, 0700) < 0 && errno != EEXIST)) {
+		o->tls_missing = "cannot make the certificate folder in --out";
+		return;
+	}
+	snprintf(key, sizeof key, "%s/key.pem", o->tls_dir);
+	snprintf(cert, sizeof cert, "%s/cert.pem", o->tls_dir);
+	char *argv[] = {openssl,
+	                "req",
+	                "-x509",
+	                "-newkey",
+	                "ec",
+	                "-pkeyopt",
+	                "ec_paramgen_curve:P-256",
+	                "-nodes",
+	                "-days",
+	                "1",
+	                "-subj",
+	                "/CN=127.0.0.1",
+	                "-addext",
+	                "subjectAltName=IP:127.0.0.1",
+	                "-keyout",
+	                key,
+	                "-out",
+	                cert,
+	                NULL};
+	if (zl_proc_spawn(&p, argv) < 0 || zl_proc_stop(&p, BENCH_OPENSSL_MS) != 0 ||
+	    access(key, R_OK) != 0 || access(cert, R_OK) != 0)
+		o->tls_missing = "openssl req could not make the certificate";
 }
 
 #define BENCH_NOTES_MAX 8 /* lines against references, printed again at the end */
@@ -1042,6 +1338,12 @@ zl_bench_main(int argc, char **argv)
 			fclose(runs);
 		return 1;
 	}
+	for (size_t s = 0; s < BENCH_NSCEN; s++)
+		if (strcmp(scenarios[s].pattern, BENCH_TLS_PATTERN) == 0 &&
+		    scenario_selected(&o, s) && scenario_count(&scenarios[s], &o) > 0) {
+			tls_prepare(&o, stamp);
+			break;
+		}
 	fputs("scenario,lib,pair,count,size,m1,m2,m3,m4\n", runs);
 	fputs("scenario,metric,better,zring_median,zring_min,zring_max,libzmq_median,"
 	      "libzmq_min,libzmq_max,ratio_zring_over_libzmq\n",
@@ -1073,6 +1375,8 @@ zl_bench_main(int argc, char **argv)
 		if (scenario_count(sc, &o) == 0)
 			continue; /* full mode only */
 		const char *missing = sc->api != API_NATIVE ? api_missing(&o, sc) : NULL;
+		if (strcmp(sc->pattern, BENCH_TLS_PATTERN) == 0)
+			missing = o.tls_missing;
 		if (missing) {
 			printf("\n%s: not run: %s\n", sc->name, missing);
 			fflush(stdout);
@@ -1165,6 +1469,28 @@ zl_bench_main(int argc, char **argv)
 				headline = ratio;
 				have_headline = true;
 			}
+		}
+		/* zring's own price of the security layer: these msgs/s against
+		 * zring's rows of the same run without it and under CURVE. */
+		if (sc->beside[0] && z->n > 0) {
+			char cmp[256];
+			size_t used = 0;
+			double mine = stat_of(z->v[0], z->n).med;
+			for (size_t k = 0; k < sizeof sc->beside / sizeof sc->beside[0]; k++) {
+				int b = sc->beside[k] ? scenario_find(sc->beside[k]) : -1;
+				struct bench_samples *bs = b >= 0 ? &samples[b][LIB_ZR] : NULL;
+				double other = bs && bs->n ? stat_of(bs->v[0], bs->n).med : 0;
+				if (other <= 0)
+					continue;
+				used += (size_t)snprintf(cmp + used, sizeof cmp - used,
+				                         "%s%.2f of %s", used ? ", " : "",
+				                         mine / other, sc->beside[k]);
+				if (used >= sizeof cmp)
+					break;
+			}
+			if (used)
+				printf("  zring msgs/s here: %s (zring medians of this run)\n",
+				       cmp);
 		}
 		int r = sc->ref ? scenario_find(sc->ref) : -1;
 		struct bench_samples *rs = r >= 0 ? &samples[r][0] : NULL;
