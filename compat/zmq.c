@@ -27,10 +27,10 @@
  *    termination eventfd; a send waits in short zr_send slices) and frees
  *    the zring context only once the app closed every socket.
  *
- * inproc:// endpoints are carried over abstract-namespace ipc:// endpoints
- * named after the process, the context and the inproc name, until the
- * engine has inproc of its own (issue 14); ZMQ_LAST_ENDPOINT and the
- * monitor still say inproc://.
+ * inproc:// is the engine's (messages handed over by pointer, no fd). This
+ * layer adds what libzmq does beside it: a connect to a bound name is
+ * complete when zmq_connect returns (zc_inproc_wait), and the monitor
+ * reports no inproc events (zc_monitor_main).
  */
 #define _GNU_SOURCE
 #include "zmq.h"
@@ -60,7 +60,6 @@
 
 /* A blocked zr_send waits at most this long before looking at termination. */
 #define ZC_SEND_SLICE_MS 50
-#define ZC_ENDPOINT_MAX 256
 
 /* ---- small helpers ---------------------------------------------------------- */
 
@@ -140,6 +139,7 @@ struct zc_ctx {
 struct zc_bound {
 	uint64_t name; /* hash of the inproc name */
 	struct zc_socket *s;
+	int type; /* s's: a connect the engine refuses (types) does not wait */
 };
 
 static struct zc_ctx *
@@ -701,8 +701,6 @@ struct zc_socket {
 	bool req_waiting;
 	bool rep_replying;
 	int sndtimeo, rcvtimeo;
-	/* the last bind's endpoint as the app wrote it when it was inproc */
-	char last_endpoint[ZC_ENDPOINT_MAX];
 	struct zc_inert inert;
 	struct zc_monitor *monitor;
 	/* Connections, from zring's monitor events (see "peers" below). */
@@ -710,6 +708,8 @@ struct zc_socket {
 	struct zc_conn *conns;
 	size_t nconns, capconns;
 	atomic_int peers;       /* connections past their handshake */
+	atomic_uint ip_links;   /* inproc pipes this socket connected (zc_inproc_wait) */
+	atomic_uint ip_gone;    /* inproc pipes of this socket gone (zc_inproc_gone) */
 	atomic_bool fresh_peer; /* peers went 0 -> 1, no send since (see zc_send_out) */
 	int wake_fd;            /* eventfd: the first peer came, POLLOUT may be on */
 	int ep_fd;              /* ZMQ_FD, made on first use; -1 before */
@@ -880,10 +880,15 @@ zmq_close(void *sock)
 
 	if (s == NULL)
 		return zc_fail(ENOTSOCK);
+	c = s->ctx;
+	/* Out of the bound list first: zmq_disconnect reads the events of a
+	 * socket it finds there, under c->mu (zc_inproc_gone). */
+	pthread_mutex_lock(&c->mu);
+	zc_unbound(c, s, 0);
+	pthread_mutex_unlock(&c->mu);
 	if (s->monitor != NULL)
 		zc_monitor_stop(s);
 	s->magic = ZC_SOCK_DEAD;
-	c = s->ctx;
 	zr_msg_free(s->out);
 	if (s->in != NULL)
 		zc_content_release(s->in);
@@ -894,7 +899,6 @@ zmq_close(void *sock)
 	free(s->conns);
 	pthread_mutex_destroy(&s->mon_mu);
 	pthread_mutex_lock(&c->mu);
-	zc_unbound(c, s, 0);
 	zc_bury(c, s);
 	c->nsockets--;
 	pthread_cond_broadcast(&c->closed);
@@ -904,12 +908,7 @@ zmq_close(void *sock)
 
 /* ---- endpoints ----------------------------------------------------------- */
 
-/*
- * The ipc:// endpoint carrying inproc://name in this context: the abstract
- * namespace (no file, gone with the process), keyed by pid, context and a
- * 64-bit FNV-1a hash of the name, so it fits the 107-octet limit whatever
- * the name's length.
- */
+/* 64-bit FNV-1a: inproc names and event endpoints, compared by hash. */
 static uint64_t
 zc_hash(const char *str)
 {
@@ -918,19 +917,6 @@ zc_hash(const char *str)
 	for (const unsigned char *p = (const unsigned char *)str; *p != '\0'; p++)
 		h = (h ^ *p) * 0x100000001b3u;
 	return h;
-}
-
-static const char *
-zc_endpoint(const struct zc_socket *s, const char *ep, char *buf, size_t cap)
-{
-	uint64_t h;
-
-	if (ep == NULL || strncmp(ep, "inproc://", 9) != 0)
-		return ep;
-	h = zc_hash(ep + 9);
-	snprintf(buf, cap, "ipc://@zring-inproc-%ld-%p-%016llx", (long)getpid(), (void *)s->ctx,
-	         (unsigned long long)h);
-	return buf;
 }
 
 static void zc_drain(struct zc_socket *s);
@@ -953,7 +939,7 @@ zc_inproc_bound(struct zc_socket *s, const char *name)
 		c->bound = n;
 		c->capbound = cap;
 	}
-	c->bound[c->nbound++] = (struct zc_bound){.name = zc_hash(name), .s = s};
+	c->bound[c->nbound++] = (struct zc_bound){.name = zc_hash(name), .s = s, .type = s->type};
 	pthread_mutex_unlock(&c->mu);
 }
 
@@ -961,12 +947,14 @@ zc_inproc_bound(struct zc_socket *s, const char *name)
 
 /*
  * libzmq's inproc connect to a bound endpoint is complete when zmq_connect
- * returns: a SUB subscribed right after it gets what the PUB sends next.
- * Over ipc the connection takes a moment, so a connect to an inproc name
- * bound in this context waits for its handshake (up to ZC_INPROC_WAIT_MS).
+ * returns: a SUB subscribed right after it gets what the PUB sends next, and
+ * a PUSH has POLLOUT. zr_connect only queues the connect for the io thread,
+ * so a connect to an inproc name bound in this context waits for the pipe's
+ * CONNECTED event (up to ZC_INPROC_WAIT_MS; the io thread makes it on its
+ * next turn). A pair of types the engine refuses gets no pipe: no wait.
  */
 static void
-zc_inproc_wait(struct zc_socket *s, const char *name, int before)
+zc_inproc_wait(struct zc_socket *s, const char *name, unsigned before)
 {
 	uint64_t h = zc_hash(name);
 	int64_t deadline;
@@ -974,7 +962,8 @@ zc_inproc_wait(struct zc_socket *s, const char *name, int before)
 
 	pthread_mutex_lock(&s->ctx->mu);
 	for (size_t i = 0; i < s->ctx->nbound && !bound; i++)
-		bound = s->ctx->bound[i].name == h;
+		bound = s->ctx->bound[i].name == h && s->ctx->bound[i].s != s &&
+		        zr_socktype_compatible(s->type, s->ctx->bound[i].type);
 	pthread_mutex_unlock(&s->ctx->mu);
 	if (!bound)
 		return;
@@ -983,10 +972,74 @@ zc_inproc_wait(struct zc_socket *s, const char *name, int before)
 		struct pollfd p = {.fd = zr_monitor_fd(s->zr), .events = POLLIN};
 
 		zc_drain(s);
-		if (atomic_load(&s->peers) > before || zc_left_ms(deadline) == 0)
+		if (atomic_load(&s->ip_links) != before || zc_left_ms(deadline) == 0)
 			return;
 		/* With a monitor thread reading the events, look again soon. */
 		(void)poll(&p, 1, s->monitor != NULL ? 10 : zc_left_ms(deadline));
+	}
+}
+
+/*
+ * libzmq's inproc disconnect is complete when zmq_disconnect returns: the
+ * binder's next non-blocking send finds no peer (pyzmq's connect context
+ * manager relies on it). zr_disconnect only queues it, and the engine drops
+ * the binder's end of the pipe a turn after the connecter's, so this waits
+ * for both DISCONNECTED events (up to ZC_INPROC_WAIT_MS). The binder's
+ * events are read here under c->mu: zmq_close takes a socket out of the
+ * bound list under it before closing anything.
+ */
+struct zc_gone {
+	unsigned self, binder;
+};
+
+/* Takes the counts; false when s has no inproc pipe to addr (no wait). */
+static bool
+zc_inproc_gone(struct zc_socket *s, const char *addr, struct zc_gone *g, bool *done)
+{
+	uint64_t ep = zc_hash(addr), name = zc_hash(addr + 9);
+	struct zc_socket *b = NULL;
+	bool piped = false;
+
+	zc_drain(s);
+	if (done == NULL) {
+		pthread_mutex_lock(&s->mon_mu);
+		for (size_t i = 0; i < s->nconns && !piped; i++)
+			piped = s->conns[i].fd < 0 && s->conns[i].ep == ep;
+		pthread_mutex_unlock(&s->mon_mu);
+		if (!piped)
+			return false;
+	}
+	pthread_mutex_lock(&s->ctx->mu);
+	for (size_t i = 0; i < s->ctx->nbound && b == NULL; i++)
+		if (s->ctx->bound[i].name == name && s->ctx->bound[i].s != s)
+			b = s->ctx->bound[i].s;
+	if (b != NULL)
+		zc_drain(b);
+	if (done == NULL) {
+		g->self = atomic_load(&s->ip_gone);
+		g->binder = b != NULL ? atomic_load(&b->ip_gone) : 0;
+	} else {
+		*done = atomic_load(&s->ip_gone) != g->self &&
+		        (b == NULL || atomic_load(&b->ip_gone) != g->binder);
+	}
+	pthread_mutex_unlock(&s->ctx->mu);
+	return true;
+}
+
+static void
+zc_inproc_gone_wait(struct zc_socket *s, const char *addr, struct zc_gone *g)
+{
+	int64_t deadline = zc_deadline(ZC_INPROC_WAIT_MS);
+	bool done = false;
+
+	for (;;) {
+		struct pollfd p = {.fd = zr_monitor_fd(s->zr), .events = POLLIN};
+
+		(void)zc_inproc_gone(s, addr, g, &done);
+		if (done || zc_left_ms(deadline) == 0)
+			return;
+		/* The binder's events do not wake this fd: look again soon. */
+		(void)poll(&p, 1, 1);
 	}
 }
 
@@ -1004,7 +1057,6 @@ ZC_API int
 zmq_bind(void *sock, const char *addr)
 {
 	struct zc_socket *s = zc_sock_of(sock);
-	char buf[ZC_ENDPOINT_MAX];
 	int err = zc_check_live(s);
 	int rc;
 
@@ -1014,15 +1066,11 @@ zmq_bind(void *sock, const char *addr)
 		return zc_fail(EINVAL);
 	if (strncmp(addr, "inproc://", 9) == 0 && addr[9] == '\0')
 		return zc_fail(EINVAL);
-	rc = zr_bind(s->zr, zc_endpoint(s, addr, buf, sizeof buf));
+	rc = zr_bind(s->zr, addr);
 	if (rc < 0)
 		return zc_fail_zr(rc);
-	if (strncmp(addr, "inproc://", 9) == 0) {
-		snprintf(s->last_endpoint, sizeof s->last_endpoint, "%s", addr);
+	if (strncmp(addr, "inproc://", 9) == 0)
 		zc_inproc_bound(s, addr + 9);
-	} else {
-		s->last_endpoint[0] = '\0';
-	}
 	return 0;
 }
 
@@ -1030,9 +1078,8 @@ ZC_API int
 zmq_connect(void *sock, const char *addr)
 {
 	struct zc_socket *s = zc_sock_of(sock);
-	char buf[ZC_ENDPOINT_MAX];
 	int err = zc_check_live(s);
-	int before;
+	unsigned before;
 	int rc;
 
 	if (err != 0)
@@ -1040,8 +1087,8 @@ zmq_connect(void *sock, const char *addr)
 	if (addr == NULL)
 		return zc_fail(EINVAL);
 	zc_drain(s);
-	before = atomic_load(&s->peers);
-	rc = zr_connect(s->zr, zc_endpoint(s, addr, buf, sizeof buf));
+	before = atomic_load(&s->ip_links);
+	rc = zr_connect(s->zr, addr);
 	if (rc < 0)
 		return zc_fail_zr(rc);
 	if (strncmp(addr, "inproc://", 9) == 0)
@@ -1053,7 +1100,6 @@ ZC_API int
 zmq_unbind(void *sock, const char *addr)
 {
 	struct zc_socket *s = zc_sock_of(sock);
-	char buf[ZC_ENDPOINT_MAX];
 	int err = zc_check_live(s);
 	int rc;
 
@@ -1061,7 +1107,7 @@ zmq_unbind(void *sock, const char *addr)
 		return zc_fail(err);
 	if (addr == NULL)
 		return zc_fail(EINVAL);
-	rc = zr_unbind(s->zr, zc_endpoint(s, addr, buf, sizeof buf));
+	rc = zr_unbind(s->zr, addr);
 	if (rc < 0)
 		return zc_fail_zr(rc);
 	if (strncmp(addr, "inproc://", 9) == 0) {
@@ -1076,16 +1122,22 @@ ZC_API int
 zmq_disconnect(void *sock, const char *addr)
 {
 	struct zc_socket *s = zc_sock_of(sock);
-	char buf[ZC_ENDPOINT_MAX];
 	int err = zc_check_live(s);
+	struct zc_gone g;
+	bool inproc;
 	int rc;
 
 	if (err != 0)
 		return zc_fail(err);
 	if (addr == NULL)
 		return zc_fail(EINVAL);
-	rc = zr_disconnect(s->zr, zc_endpoint(s, addr, buf, sizeof buf));
-	return rc < 0 ? zc_fail_zr(rc) : 0;
+	inproc = strncmp(addr, "inproc://", 9) == 0 && zc_inproc_gone(s, addr, &g, NULL);
+	rc = zr_disconnect(s->zr, addr);
+	if (rc < 0)
+		return zc_fail_zr(rc);
+	if (inproc)
+		zc_inproc_gone_wait(s, addr, &g);
+	return 0;
 }
 
 /* ---- peers ----------------------------------------------------------------- */
@@ -1097,6 +1149,7 @@ zmq_disconnect(void *sock, const char *addr)
  * from the socket's monitor events: a connection dialled or accepted (with
  * its fd), handshaken (HANDSHAKE_SUCCEEDED names the endpoint, not the fd:
  * the oldest pending connection of that endpoint is taken), lost (its fd).
+ * An inproc pipe has no fd (-1) and no handshake: it counts when it comes.
  *
  * The events are read where readiness is asked (ZMQ_EVENTS, zmq_poll), by
  * the user's monitor thread when there is one, and every ZC_DRAIN_EVERY
@@ -1107,6 +1160,19 @@ zmq_disconnect(void *sock, const char *addr)
 /* zring reports every connection it dialled or accepted lost again
  * (DISCONNECTED); this bound only keeps memory finite should it not. */
 #define ZC_TRACK_MAX 65536
+
+/* c is past its handshake: one more peer. mon_mu held. */
+static void
+zc_peer_up(struct zc_socket *s, struct zc_conn *c)
+{
+	uint64_t one = 1;
+
+	c->active = true;
+	if (atomic_fetch_add(&s->peers, 1) == 0) {
+		atomic_store(&s->fresh_peer, true);
+		(void)!write(s->wake_fd, &one, sizeof one);
+	}
+}
 
 /* mon_mu held. */
 static void
@@ -1129,24 +1195,28 @@ zc_track(struct zc_socket *s, const struct zr_event *ev)
 			s->capconns = cap;
 		}
 		s->conns[s->nconns++] = (struct zc_conn){.fd = ev->value, .ep = ep};
+		/* An inproc pipe (no fd) has no handshake: it is a peer now. */
+		if (ev->value < 0) {
+			zc_peer_up(s, &s->conns[s->nconns - 1]);
+			if (ev->type == ZR_EVENT_CONNECTED)
+				atomic_fetch_add(&s->ip_links, 1);
+		}
 		break;
 	case ZR_EVENT_HANDSHAKE_SUCCEEDED:
 		for (size_t i = 0; i < s->nconns; i++) {
 			if (!s->conns[i].active && s->conns[i].ep == ep) {
-				uint64_t one = 1;
-
-				s->conns[i].active = true;
-				if (atomic_fetch_add(&s->peers, 1) == 0) {
-					atomic_store(&s->fresh_peer, true);
-					(void)!write(s->wake_fd, &one, sizeof one);
-				}
+				zc_peer_up(s, &s->conns[i]);
 				break;
 			}
 		}
 		break;
 	case ZR_EVENT_DISCONNECTED:
 		for (size_t i = 0; i < s->nconns; i++) {
-			if (s->conns[i].fd == ev->value) {
+			/* inproc pipes (fd -1) of one endpoint are alike: any one. */
+			if (s->conns[i].fd == ev->value &&
+			    (ev->value >= 0 || s->conns[i].ep == ep)) {
+				if (ev->value < 0)
+					atomic_fetch_add(&s->ip_gone, 1);
 				if (s->conns[i].active)
 					atomic_fetch_sub(&s->peers, 1);
 				memmove(&s->conns[i], &s->conns[i + 1],
@@ -2055,15 +2125,6 @@ zmq_getsockopt(void *sock, int option, void *v, size_t *len)
 		return 0;
 	}
 	case ZMQ_LAST_ENDPOINT:
-		if (s->last_endpoint[0] != '\0') {
-			size_t n = strlen(s->last_endpoint) + 1;
-
-			if (*len < n)
-				return zc_fail(EINVAL);
-			memcpy(v, s->last_endpoint, n);
-			*len = n;
-			return 0;
-		}
 		rc = zr_getsockopt(s->zr, ZR_LAST_ENDPOINT, v, len);
 		return rc < 0 ? zc_fail_zr(rc) : 0;
 	default:
@@ -2182,7 +2243,8 @@ zc_monitor_main(void *arg)
 			pthread_mutex_unlock(&s->mon_mu);
 			if (rc < 0)
 				break;
-			if ((ev.type & mon->mask) &&
+			/* libzmq 4.3 reports no event for inproc pipes; zring does. */
+			if ((ev.type & mon->mask) && strncmp(ev.endpoint, "inproc://", 9) != 0 &&
 			    !zc_monitor_send(mon, (uint16_t)ev.type, zc_event_value(&ev),
 			                     ev.endpoint))
 				return NULL;
