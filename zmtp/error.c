@@ -43,8 +43,8 @@ static const char *const error_proto_text[ZR_ELAST - ZR_EBASE] = {
 	[ZR_ECURVEVERSION - ZR_EBASE] = "unsupported CurveZMQ version in HELLO",
 	[ZR_ECURVECOOKIE - ZR_EBASE] = "CURVE cookie expired",
 	[ZR_ECURVEKEY - ZR_EBASE] = "CURVE keys do not match the vouch or cookie",
-	[ZR_ECURVEHUNGUP - ZR_EBASE] = "the CURVE server closed the connection on our HELLO (most "
-				       "likely the wrong server key)",
+	[ZR_ECURVEHUNGUP - ZR_EBASE] = ("the CURVE server closed the connection on our HELLO (most "
+                                        "likely the wrong server key)"),
 	[ZR_ETOOMANYFRAMES - ZR_EBASE] = "message has more frames than the limit",
 };
 
