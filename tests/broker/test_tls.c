@@ -531,3 +531,36 @@ Test(broker_tls, cli_queue_over_tls)
 	cr_assert_str_eq(sub->out, "jobs\t\tone\njobs\t\ttwo\njobs\t\tthree\n");
 	cr_assert(strstr(sub->out, "lost") == NULL);
 }
+
+/* One broker doing both: its publisher dials its own tls:// subscription,
+ * which it does not verify (no CA to trust it by, and "*" reads back as
+ * 0.0.0.0, a name no certificate carries); with mutual TLS it presents the
+ * broker's certificate, which the listener checks against the CA. */
+static void
+own_publisher(bool mutual, const char *ep)
+{
+	struct bu_log log;
+
+	bu_log_init(&log);
+	zr_broker *b = broker_new(ZR_QUEUE, ep, ZR_BIND);
+	tls_server(b, mutual);
+	start(b);
+	bu_sub(b, "jobs", &log);
+	zr_publisher *p = publisher(b);
+	publish_n(p, "jobs", "own-", 20);
+	expect_sequence_at(&log, 0, "jobs", "own-", 20);
+	expect_no_more(&log, 20);
+	zr_publisher_free(p);
+	zr_broker_free(b);
+	bu_log_fini(&log);
+}
+
+Test(broker_tls, own_publisher_on_mutual_tls_subscription)
+{
+	own_publisher(true, "tls://127.0.0.1:0");
+}
+
+Test(broker_tls, own_publisher_on_tls_subscription)
+{
+	own_publisher(false, "tls://*:0");
+}
