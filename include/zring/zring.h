@@ -619,7 +619,9 @@ ZR_API const char *zr_broker_error(const zr_broker *b);
  * requester that dials its own broker's bound subscription (one broker doing
  * both) becomes that server's client: with CURVE it presents the server's
  * own key pair (the authenticator sees the server's public key), with PLAIN
- * the PLAIN_USERNAME / PLAIN_PASSWORD set before PLAIN_SERVER, if any.
+ * the PLAIN_USERNAME / PLAIN_PASSWORD set before PLAIN_SERVER, if any, and
+ * on tls:// it does not verify the broker's own certificate (ZR_TLS_VERIFY
+ * 0: the far end is the broker's own listener) and presents TLS_CERT.
  *
  * Once a broker has options, a publisher waiting for a peer watches its
  * socket's handshakes: a failed one ends the publish or request at once
