@@ -1053,17 +1053,31 @@ zc_check_live(const struct zc_socket *s)
 	return 0;
 }
 
-ZC_API int
-zmq_bind(void *sock, const char *addr)
+/* The live socket behind sock for a bind, connect, unbind or disconnect of
+ * addr, or the errno the call fails with. */
+static int
+zc_endpoint_sock(void *sock, const char *addr, struct zc_socket **out)
 {
 	struct zc_socket *s = zc_sock_of(sock);
 	int err = zc_check_live(s);
+
+	if (err != 0)
+		return err;
+	if (addr == NULL)
+		return EINVAL;
+	*out = s;
+	return 0;
+}
+
+ZC_API int
+zmq_bind(void *sock, const char *addr)
+{
+	struct zc_socket *s;
+	int err = zc_endpoint_sock(sock, addr, &s);
 	int rc;
 
 	if (err != 0)
 		return zc_fail(err);
-	if (addr == NULL)
-		return zc_fail(EINVAL);
 	if (strncmp(addr, "inproc://", 9) == 0 && addr[9] == '\0')
 		return zc_fail(EINVAL);
 	rc = zr_bind(s->zr, addr);
@@ -1077,15 +1091,13 @@ zmq_bind(void *sock, const char *addr)
 ZC_API int
 zmq_connect(void *sock, const char *addr)
 {
-	struct zc_socket *s = zc_sock_of(sock);
-	int err = zc_check_live(s);
+	struct zc_socket *s;
+	int err = zc_endpoint_sock(sock, addr, &s);
 	unsigned before;
 	int rc;
 
 	if (err != 0)
 		return zc_fail(err);
-	if (addr == NULL)
-		return zc_fail(EINVAL);
 	zc_drain(s);
 	before = atomic_load(&s->ip_links);
 	rc = zr_connect(s->zr, addr);
@@ -1099,14 +1111,12 @@ zmq_connect(void *sock, const char *addr)
 ZC_API int
 zmq_unbind(void *sock, const char *addr)
 {
-	struct zc_socket *s = zc_sock_of(sock);
-	int err = zc_check_live(s);
+	struct zc_socket *s;
+	int err = zc_endpoint_sock(sock, addr, &s);
 	int rc;
 
 	if (err != 0)
 		return zc_fail(err);
-	if (addr == NULL)
-		return zc_fail(EINVAL);
 	rc = zr_unbind(s->zr, addr);
 	if (rc < 0)
 		return zc_fail_zr(rc);
@@ -1121,16 +1131,14 @@ zmq_unbind(void *sock, const char *addr)
 ZC_API int
 zmq_disconnect(void *sock, const char *addr)
 {
-	struct zc_socket *s = zc_sock_of(sock);
-	int err = zc_check_live(s);
+	struct zc_socket *s;
+	int err = zc_endpoint_sock(sock, addr, &s);
 	struct zc_gone g;
 	bool inproc;
 	int rc;
 
 	if (err != 0)
 		return zc_fail(err);
-	if (addr == NULL)
-		return zc_fail(EINVAL);
 	inproc = strncmp(addr, "inproc://", 9) == 0 && zc_inproc_gone(s, addr, &g, NULL);
 	rc = zr_disconnect(s->zr, addr);
 	if (rc < 0)
@@ -1358,6 +1366,21 @@ zc_wait_frame(struct zc_socket *s, int flags)
 	}
 }
 
+/* The frame at in_next is consumed: the next one, RCVMORE, and past a whole
+ * message the REQ/REP turn. */
+static void
+zc_frame_done(struct zc_socket *s)
+{
+	s->in_next++;
+	s->rcvmore = s->in_next < s->in_frames;
+	if (!s->rcvmore) {
+		if (s->type == ZMQ_REQ)
+			s->req_waiting = false;
+		else if (s->type == ZMQ_REP)
+			s->rep_replying = true;
+	}
+}
+
 /* Hands out the next frame into m (closed by the caller before). */
 static void
 zc_take_frame(struct zc_socket *s, struct zc_msg *m)
@@ -1365,20 +1388,13 @@ zc_take_frame(struct zc_socket *s, struct zc_msg *m)
 	size_t len;
 	const void *f = zr_msg_frame(s->in->rx, s->in_next, &len);
 
-	s->in_next++;
-	s->rcvmore = s->in_next < s->in_frames;
+	zc_frame_done(s);
 	atomic_fetch_add_explicit(&s->in->refs, 1, memory_order_relaxed);
 	m->kind = ZC_MSG_SHARED;
 	m->content = s->in;
 	m->data = (unsigned char *)(uintptr_t)f;
 	m->size = len;
 	m->flags = s->rcvmore ? ZC_MSG_MORE : 0;
-	if (!s->rcvmore) {
-		if (s->type == ZMQ_REQ)
-			s->req_waiting = false;
-		else if (s->type == ZMQ_REP)
-			s->rep_replying = true;
-	}
 }
 
 ZC_API int
@@ -1429,14 +1445,7 @@ zmq_recv(void *sock, void *buf, size_t len, int flags)
 	f = zr_msg_frame(s->in->rx, s->in_next, &flen);
 	if (buf != NULL && len > 0 && flen > 0)
 		memcpy(buf, f, flen < len ? flen : len);
-	s->in_next++;
-	s->rcvmore = s->in_next < s->in_frames;
-	if (!s->rcvmore) {
-		if (s->type == ZMQ_REQ)
-			s->req_waiting = false;
-		else if (s->type == ZMQ_REP)
-			s->rep_replying = true;
-	}
+	zc_frame_done(s);
 	return flen > INT_MAX ? INT_MAX : (int)flen;
 }
 

@@ -86,6 +86,37 @@ enum bk_opt {
 	BK_ARG_HELP,
 };
 
+/* The -o and --allow-* rows, the same in subscribe and publish. */
+/* clang-format off */
+#define BK_SECURITY_OPTS \
+	{BK_ARG_SOCKOPT, NULL, 'o', "NAME=VALUE", \
+	 "set a socket option on every socket the broker opens,\n" \
+	 "by its libzmq name as zring cat -o takes it (see zring\n" \
+	 "cat --help): the security options CURVE_SERVER\n" \
+	 "CURVE_SECRETKEY CURVE_PUBLICKEY CURVE_SERVERKEY\n" \
+	 "PLAIN_SERVER PLAIN_USERNAME PLAIN_PASSWORD, and others\n" \
+	 "such as HANDSHAKE_IVL HEARTBEAT_IVL MAXMSGSIZE (the\n" \
+	 "broker sets RCVHWM, LINGER, ... itself: see --read-ahead)"}, \
+	{BK_ARG_ALLOW_PLAIN, "allow-plain", 0, "USER:PASS", \
+	 "a PLAIN server (-o PLAIN_SERVER=1) admits this user with\n" \
+	 "this password (repeatable) and no one else"}, \
+	{BK_ARG_ALLOW_CURVE, "allow-curve", 0, "KEY", \
+	 "a CURVE server (-o CURVE_SERVER=1) admits the client with\n" \
+	 "this public key (repeatable) and no one else"}
+/* clang-format on */
+
+/* The security paragraph of both helps, up to what a failed handshake does. */
+#define BK_SECURITY_USAGE                                                        \
+	"security (libzmq's options and semantics; keys from zring keygen):\n"   \
+	"  CURVE server    -o CURVE_SERVER=1 -o CURVE_SECRETKEY=KEY\n"           \
+	"                  [--allow-curve CLIENT_PUBLIC_KEY]\n"                  \
+	"  CURVE client    -o CURVE_SERVERKEY=KEY -o CURVE_PUBLICKEY=KEY\n"      \
+	"                  -o CURVE_SECRETKEY=KEY\n"                             \
+	"  PLAIN server    -o PLAIN_SERVER=1 --allow-plain USER:PASS\n"          \
+	"  (without --allow-* a server admits every client that completes the\n" \
+	"  handshake, as libzmq does without a ZAP handler)\n"                   \
+	"  PLAIN client    -o PLAIN_USERNAME=USER -o PLAIN_PASSWORD=PASS\n"
+
 static const struct zl_opt subscribe_opts[] = {
 	{BK_ARG_BIND, NULL, 'b', NULL,
          "bind the endpoint (\"zring: bound to ADDRESS\" is printed on\n"
@@ -116,34 +147,12 @@ static const struct zl_opt subscribe_opts[] = {
 	{BK_ARG_RAW, "raw", 0, NULL,
          "print names, headers and payloads as received, control\n"
          "characters included (for scripts; see above)"},
-	{BK_ARG_SOCKOPT, NULL, 'o', "NAME=VALUE",
-         "set a socket option on every socket the broker opens,\n"
-         "by its libzmq name as zring cat -o takes it (see zring\n"
-         "cat --help): the security options CURVE_SERVER\n"
-         "CURVE_SECRETKEY CURVE_PUBLICKEY CURVE_SERVERKEY\n"
-         "PLAIN_SERVER PLAIN_USERNAME PLAIN_PASSWORD, and others\n"
-         "such as HANDSHAKE_IVL HEARTBEAT_IVL MAXMSGSIZE (the\n"
-         "broker sets RCVHWM, LINGER, ... itself: see --read-ahead)"},
-	{BK_ARG_ALLOW_PLAIN, "allow-plain", 0, "USER:PASS",
-         "a PLAIN server (-o PLAIN_SERVER=1) admits this user with\n"
-         "this password (repeatable) and no one else"},
-	{BK_ARG_ALLOW_CURVE, "allow-curve", 0, "KEY",
-         "a CURVE server (-o CURVE_SERVER=1) admits the client with\n"
-         "this public key (repeatable) and no one else"},
+	BK_SECURITY_OPTS,
 	{BK_ARG_HELP, "help", 'h', NULL, "print this help"},
 };
 
 static const char subscribe_usage_tail[] =
-	"\n"
-	"security (libzmq's options and semantics; keys from zring keygen):\n"
-	"  CURVE server    -o CURVE_SERVER=1 -o CURVE_SECRETKEY=KEY\n"
-	"                  [--allow-curve CLIENT_PUBLIC_KEY]\n"
-	"  CURVE client    -o CURVE_SERVERKEY=KEY -o CURVE_PUBLICKEY=KEY\n"
-	"                  -o CURVE_SECRETKEY=KEY\n"
-	"  PLAIN server    -o PLAIN_SERVER=1 --allow-plain USER:PASS\n"
-	"  (without --allow-* a server admits every client that completes the\n"
-	"  handshake, as libzmq does without a ZAP handler)\n"
-	"  PLAIN client    -o PLAIN_USERNAME=USER -o PLAIN_PASSWORD=PASS\n"
+	"\n" BK_SECURITY_USAGE
 	"  A failed handshake is one line on stderr with its reason (\"zring:\n"
 	"  handshake failed on ENDPOINT: ...\"); the subscription goes on (a\n"
 	"  dialling one keeps retrying; a repeat of the same failure is not\n"
@@ -189,20 +198,7 @@ static const struct zl_opt publish_opts[] = {
          "rpc: print each reply's payload as received; without it\n"
          "control characters and octets that are not UTF-8 are\n"
          "escaped (\\t \\n \\r \\0 \\\\ \\xHH), as zring subscribe does"},
-	{BK_ARG_SOCKOPT, NULL, 'o', "NAME=VALUE",
-         "set a socket option on every socket the broker opens,\n"
-         "by its libzmq name as zring cat -o takes it (see zring\n"
-         "cat --help): the security options CURVE_SERVER\n"
-         "CURVE_SECRETKEY CURVE_PUBLICKEY CURVE_SERVERKEY\n"
-         "PLAIN_SERVER PLAIN_USERNAME PLAIN_PASSWORD, and others\n"
-         "such as HANDSHAKE_IVL HEARTBEAT_IVL MAXMSGSIZE (the\n"
-         "broker sets RCVHWM, LINGER, ... itself: see --read-ahead)"},
-	{BK_ARG_ALLOW_PLAIN, "allow-plain", 0, "USER:PASS",
-         "a PLAIN server (-o PLAIN_SERVER=1) admits this user with\n"
-         "this password (repeatable) and no one else"},
-	{BK_ARG_ALLOW_CURVE, "allow-curve", 0, "KEY",
-         "a CURVE server (-o CURVE_SERVER=1) admits the client with\n"
-         "this public key (repeatable) and no one else"},
+	BK_SECURITY_OPTS,
 	{BK_ARG_HELP, "help", 'h', NULL, "print this help"},
 };
 
@@ -214,17 +210,7 @@ static const char publish_usage_tail[] =
 	"  it first (exit 3). A fanout publisher sends to the subscriptions that\n"
 	"  have reached it: what it publishes before a subscriber's filter arrived\n"
 	"  goes to nobody (the slow joiner) and is not an error.\n"
-	"\n"
-	"security (libzmq's options and semantics; keys from zring keygen):\n"
-	"  CURVE server    -o CURVE_SERVER=1 -o CURVE_SECRETKEY=KEY\n"
-	"                  [--allow-curve CLIENT_PUBLIC_KEY]\n"
-	"  CURVE client    -o CURVE_SERVERKEY=KEY -o CURVE_PUBLICKEY=KEY\n"
-	"                  -o CURVE_SECRETKEY=KEY\n"
-	"  PLAIN server    -o PLAIN_SERVER=1 --allow-plain USER:PASS\n"
-	"  (without --allow-* a server admits every client that completes the\n"
-	"  handshake, as libzmq does without a ZAP handler)\n"
-	"  PLAIN client    -o PLAIN_USERNAME=USER -o PLAIN_PASSWORD=PASS\n"
-	"  A failed handshake ends the publish or request at once with its\n"
+	"\n" BK_SECURITY_USAGE "  A failed handshake ends the publish or request at once with its\n"
 	"  reason (\"zring: send error to 'NAME': the handshake with 'ENDPOINT'\n"
 	"  failed: ...\", exit 2) rather than waiting for a peer.\n"
 	"\n"

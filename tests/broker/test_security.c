@@ -12,14 +12,11 @@
  * what was refused, never a duration.
  */
 #include "broker_util.h" /* first: _GNU_SOURCE */
-
-#include <stdio.h>
+#include "secure_util.h"
 
 /* The peer-process helper the zring tool and the interop tests share. */
-#include "tools/tool_proc.h"
 #include "tools/zl_proc.c"
 
-#define N_MSGS 200
 #define SENDER ZR_SOURCE_DIR "/tests/broker/peers/curve_sender.py"
 
 struct keys {
@@ -27,26 +24,19 @@ struct keys {
 	char sec[ZR_CURVE_KEY_Z85_LEN + 1];
 };
 
-static zr_ctx *ctx;
-static struct tool tools[3];
 static struct zl_proc sender;
 
 static void
 setup(void)
 {
-	signal(SIGPIPE, SIG_IGN);
-	for (int i = 0; i < 3; i++)
-		tool_reset(&tools[i]);
-	cr_assert_eq(zr_ctx_new(&ctx), 0);
+	sec_open();
 }
 
 static void
 teardown(void)
 {
-	for (int i = 0; i < 3; i++)
-		tool_kill(&tools[i]);
 	zl_proc_stop(&sender, 2000);
-	zr_ctx_free(ctx);
+	sec_close();
 }
 
 TestSuite(broker_security, .init = setup, .fini = teardown);
@@ -57,31 +47,6 @@ static void
 keypair(struct keys *k)
 {
 	cr_assert_eq(zr_curve_keypair(k->pub, k->sec), 0);
-}
-
-static zr_broker *
-broker_new(int pattern, const char *ep, int side)
-{
-	zr_broker *b = NULL;
-
-	cr_assert_eq(zr_broker_new(ctx, pattern, ep, side, &b), 0);
-	return b;
-}
-
-static void
-set_int(zr_broker *b, int option, int v)
-{
-	int rc = zr_broker_setsockopt(b, option, &v, sizeof v);
-
-	cr_assert_eq(rc, 0, "option %d: %d %s", option, rc, zr_broker_error(b));
-}
-
-static void
-set_str(zr_broker *b, int option, const char *v)
-{
-	int rc = zr_broker_setsockopt(b, option, v, strlen(v));
-
-	cr_assert_eq(rc, 0, "option %d: %d %s", option, rc, zr_broker_error(b));
 }
 
 static void
@@ -97,64 +62,6 @@ curve_client(zr_broker *b, const char *server_pub, const struct keys *cli)
 	set_str(b, ZR_CURVE_SERVERKEY, server_pub);
 	set_str(b, ZR_CURVE_PUBLICKEY, cli->pub);
 	set_str(b, ZR_CURVE_SECRETKEY, cli->sec);
-}
-
-static void
-start(zr_broker *b)
-{
-	int rc = zr_broker_start(b);
-
-	cr_assert_eq(rc, 0, "start: %d %s", rc, zr_broker_error(b));
-}
-
-static zr_publisher *
-publisher(zr_broker *b)
-{
-	zr_publisher *p = NULL;
-
-	cr_assert_eq(zr_publisher_new(b, &p), 0);
-	return p;
-}
-
-/* Publishes "<prefix><i>" for i in [0, n), each with a "seq: i" header. */
-static void
-publish_n(zr_publisher *p, const char *name, const char *prefix, int n)
-{
-	for (int i = 0; i < n; i++) {
-		char payload[64], seq[16];
-		struct zr_header h = {"seq", seq};
-		int rc;
-
-		snprintf(payload, sizeof payload, "%s%d", prefix, i);
-		snprintf(seq, sizeof seq, "%d", i);
-		rc = zr_publish(p, name, &h, 1, payload, strlen(payload), BU_WAIT_MS);
-		cr_assert_eq(rc, 0, "publish %d: %d %s", i, rc, zr_publisher_error(p));
-	}
-}
-
-/* The log holds exactly "<prefix><i>", i = 0..n-1, in order, named name. */
-static void
-expect_sequence(struct bu_log *log, const char *name, const char *prefix, int n)
-{
-	cr_assert(bu_log_wait(log, (size_t)n, BU_WAIT_MS), "got %zu of %d", bu_log_count(log), n);
-	for (int i = 0; i < n; i++) {
-		const struct bu_item *it = bu_log_at(log, (size_t)i);
-		char payload[64], seq[16];
-
-		snprintf(payload, sizeof payload, "%s%d", prefix, i);
-		snprintf(seq, sizeof seq, "%d", i);
-		cr_assert_str_eq(it->name, name);
-		cr_assert_eq(it->payload_len, strlen(payload), "item %d", i);
-		cr_assert_eq(memcmp(it->payload, payload, it->payload_len), 0, "item %d", i);
-		cr_assert_str_eq(bu_item_header(it, "seq"), seq);
-	}
-}
-
-/* Nothing beyond n arrives within a quiet window. */
-static void
-expect_no_more(struct bu_log *log, size_t n)
-{
-	cr_assert(!bu_log_wait(log, n + 1, BU_QUIET_MS), "got %zu, want %zu", bu_log_count(log), n);
 }
 
 static int
@@ -285,7 +192,7 @@ Test(broker_security, queue_over_curve)
 	zr_publisher *p = publisher(c);
 	publish_n(p, "jobs", "job-", N_MSGS);
 	cr_assert_eq(mechanism_of(zr_publisher_socket(p)), ZR_MECH_CURVE);
-	expect_sequence(&log, "jobs", "job-", N_MSGS);
+	expect_sequence_at(&log, 0, "jobs", "job-", N_MSGS);
 	expect_no_more(&log, N_MSGS);
 
 	/* The server's authenticator saw the client's long-term key: the
@@ -327,34 +234,8 @@ Test(broker_security, fanout_over_curve)
 	zr_subscription *sub = bu_sub(c, "orders.", &log);
 	cr_assert_eq(mechanism_of(zr_subscription_socket(sub)), ZR_MECH_CURVE);
 
-	/* Past the slow joiner: warm-up messages until one arrives. */
-	long long deadline = tool_now_ms() + BU_WAIT_MS;
-	while (bu_log_count(&log) == 0) {
-		cr_assert(tool_now_ms() < deadline, "no warm-up message arrived over CURVE");
-		cr_assert_eq(zr_publish(p, "orders.warm", NULL, 0, "w", 1, BU_WAIT_MS), 0);
-		bu_log_wait(&log, 1, 50);
-	}
-	publish_n(p, "orders.eu", "order-", N_MSGS);
-	publish_n(p, "other.eu", "not-", 5); /* filtered out */
-	/* Wait for all the orders, then check them in order after the warm-ups. */
-	deadline = tool_now_ms() + BU_WAIT_MS;
-	while (bu_log_count_named(&log, "orders.eu") < N_MSGS) {
-		cr_assert(tool_now_ms() < deadline, "got %zu orders of %d",
-		          bu_log_count_named(&log, "orders.eu"), N_MSGS);
-		bu_log_wait(&log, bu_log_count(&log) + 1, 100);
-	}
-	size_t first = 0;
-	while (strcmp(bu_log_at(&log, first)->name, "orders.warm") == 0)
-		first++;
-	for (int i = 0; i < N_MSGS; i++) {
-		const struct bu_item *it = bu_log_at(&log, first + (size_t)i);
-		char want[32];
-
-		snprintf(want, sizeof want, "order-%d", i);
-		cr_assert_str_eq(it->name, "orders.eu");
-		cr_assert_eq(it->payload_len, strlen(want));
-		cr_assert_eq(memcmp(it->payload, want, it->payload_len), 0, "item %d", i);
-	}
+	size_t first = fanout_orders(p, &log, "CURVE");
+	expect_sequence_at(&log, first, "orders.eu", "order-", N_MSGS);
 	expect_no_more(&log, first + N_MSGS);
 	cr_assert_eq(bu_log_count_named(&log, "other.eu"), 0);
 
@@ -362,21 +243,6 @@ Test(broker_security, fanout_over_curve)
 	zr_publisher_free(p);
 	zr_broker_free(s);
 	bu_log_fini(&log);
-}
-
-/* The responder answers "re:" + the request's payload. */
-struct responder {
-	zr_publisher *p;
-};
-
-static void
-respond_cb(const struct zr_delivery *d, void *arg)
-{
-	struct responder *r = arg;
-	char buf[128];
-	int n = snprintf(buf, sizeof buf, "re:%.*s", (int)d->payload_len, (const char *)d->payload);
-
-	zr_reply(r->p, d, NULL, 0, buf, (size_t)n);
 }
 
 Test(broker_security, rpc_over_curve)
@@ -400,20 +266,7 @@ Test(broker_security, rpc_over_curve)
 	curve_client(c, srv.pub, &cli);
 	start(c);
 	zr_publisher *p = publisher(c);
-	for (int i = 0; i < 20; i++) {
-		struct zr_delivery *reply = NULL;
-		char req[32], want[40];
-		int rc;
-
-		snprintf(req, sizeof req, "ping-%d", i);
-		snprintf(want, sizeof want, "re:ping-%d", i);
-		rc = zr_request(p, "echo", NULL, 0, req, strlen(req), BU_WAIT_MS, &reply);
-		cr_assert_eq(rc, 0, "request %d: %d %s", i, rc, zr_publisher_error(p));
-		cr_assert_str_eq(reply->name, "reply");
-		cr_assert_eq(reply->payload_len, strlen(want));
-		cr_assert_eq(memcmp(reply->payload, want, reply->payload_len), 0);
-		zr_delivery_free(reply);
-	}
+	expect_echo(p, 20);
 	cr_assert_eq(mechanism_of(zr_subscription_socket(sub)), ZR_MECH_CURVE);
 
 	zr_publisher_free(p);
@@ -436,7 +289,7 @@ Test(broker_security, own_publisher_on_curve_subscription)
 	zr_publisher *p = publisher(b);
 	publish_n(p, "jobs", "own-", 20);
 	cr_assert_eq(mechanism_of(zr_publisher_socket(p)), ZR_MECH_CURVE);
-	expect_sequence(&log, "jobs", "own-", 20);
+	expect_sequence_at(&log, 0, "jobs", "own-", 20);
 	zr_publisher_free(p);
 	zr_broker_free(b);
 	bu_log_fini(&log);
@@ -527,7 +380,7 @@ Test(broker_security, plain_authenticator_refuses_bad_password)
 	zr_broker *good = plain_client(addr, "alice", "s3cret");
 	zr_publisher *pg = publisher(good);
 	publish_n(pg, "jobs", "good-", 50);
-	expect_sequence(&log, "jobs", "good-", 50);
+	expect_sequence_at(&log, 0, "jobs", "good-", 50);
 	expect_no_more(&log, 50);
 	cr_assert_geq(auth_calls(&rec, &refused), 3);
 	cr_assert_geq(refused, 2);
@@ -620,20 +473,6 @@ Test(broker_security, pyzmq_curve_pub_into_fanout)
 
 /* ---- the command line ---- */
 
-static struct tool *
-tool_start(int slot, const char *cmd, ...)
-{
-	struct tool *t = &tools[slot];
-	va_list ap;
-
-	va_start(ap, cmd);
-	tool_vbegin(t, cmd, va_arg(ap, const char *), ap);
-	va_end(ap);
-	return t;
-}
-
-#define O(x) "-o", x
-
 Test(broker_security, cli_queue_over_curve)
 {
 	struct keys srv, cli;
@@ -657,26 +496,12 @@ Test(broker_security, cli_queue_over_curve)
 	snprintf(wrong, sizeof wrong, "CURVE_SERVERKEY=%s", cli.pub);
 	struct tool *pub = tool_start(1, "publish", "queue", addr, "-c", "--name", "jobs", O(wrong),
 	                              O(cp), O(cs), NULL);
-	tool_input(pub, "lost\n", 5);
-	int rc = tool_wait(pub, WAIT_MS);
-	cr_assert_eq(rc, 2, "exit %d; stderr: %s", rc, pub->err);
-	cr_assert(strstr(pub->err, "the handshake with") != NULL &&
-	                  strstr(pub->err, "CURVE") != NULL &&
-	                  tool_count_char(pub->err, pub->err_len, '\n') == 1,
-	          "stderr: %s", pub->err);
-	char why[512];
-	tool_stderr_after(sub, "zring: handshake failed on ", why, sizeof why, WAIT_MS);
-	cr_assert(strstr(why, "CURVE box did not open") != NULL, "%s", why);
+	expect_cli_refused(pub, sub, "CURVE", "CURVE box did not open");
 
 	/* The right keys: three messages, printed exactly. */
 	pub = tool_start(2, "publish", "queue", addr, "-c", "--name", "jobs", O(sk), O(cp), O(cs),
 	                 NULL);
-	tool_input(pub, "one\ntwo\nthree\n", 14);
-	rc = tool_wait(pub, WAIT_MS);
-	cr_assert_eq(rc, 0, "exit %d; stderr: %s", rc, pub->err);
-	rc = tool_wait(sub, WAIT_MS);
-	cr_assert_eq(rc, 0, "exit %d; stderr: %s", rc, sub->err);
-	cr_assert_str_eq(sub->out, "jobs\t\tone\njobs\t\ttwo\njobs\t\tthree\n");
+	expect_cli_three(pub, sub);
 }
 
 Test(broker_security, cli_rpc_over_plain)

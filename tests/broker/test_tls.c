@@ -16,86 +16,35 @@
  * authenticator, which zr_broker_set_auth installs on the bound socket.
  */
 #include "broker_util.h" /* first: _GNU_SOURCE */
+#include "secure_util.h"
+#include "tls/tls_test.h"
 
-#include <signal.h>
-#include <stdio.h>
-
-#include "tools/tool_proc.h"
-
-#define N_MSGS 200
-
-static zr_ctx *ctx;
-static struct tool tools[3];
-static char certs[64];
+static struct tt_certs certs;
 
 /* A path inside the certificate directory; 8 slots live at once. */
 static const char *
 cert(const char *name)
 {
-	static char slot[8][128];
-	static unsigned next;
-	char *p = slot[next++ % 8];
-
-	snprintf(p, 128, "%s/%s", certs, name);
-	return p;
+	return tt_path(&certs, name);
 }
 
 static void
 setup(void)
 {
-	char cmd[512];
-
-	signal(SIGPIPE, SIG_IGN);
-	for (int i = 0; i < 3; i++)
-		tool_reset(&tools[i]);
-	snprintf(certs, sizeof certs, "/tmp/zr-btls-XXXXXX");
-	cr_assert_not_null(mkdtemp(certs));
-	snprintf(cmd, sizeof cmd, "sh '%s/tests/tls/make_certs.sh' '%s' 2>'%s/make.log'",
-	         ZR_SOURCE_DIR, certs, certs);
-	cr_assert_eq(system(cmd), 0, "make_certs.sh failed, see %s/make.log", certs);
-	cr_assert_eq(zr_ctx_new(&ctx), 0);
+	tt_certs_make(&certs);
+	sec_open();
 }
 
 static void
 teardown(void)
 {
-	char cmd[128];
-
-	for (int i = 0; i < 3; i++)
-		tool_kill(&tools[i]);
-	zr_ctx_free(ctx);
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", certs);
-	(void)!system(cmd);
+	sec_close();
+	tt_certs_remove(&certs);
 }
 
 TestSuite(broker_tls, .init = setup, .fini = teardown);
 
 /* ---- helpers ---- */
-
-static zr_broker *
-broker_new(int pattern, const char *ep, int side)
-{
-	zr_broker *b = NULL;
-
-	cr_assert_eq(zr_broker_new(ctx, pattern, ep, side, &b), 0);
-	return b;
-}
-
-static void
-set_int(zr_broker *b, int option, int v)
-{
-	int rc = zr_broker_setsockopt(b, option, &v, sizeof v);
-
-	cr_assert_eq(rc, 0, "option %d: %d %s", option, rc, zr_broker_error(b));
-}
-
-static void
-set_str(zr_broker *b, int option, const char *v)
-{
-	int rc = zr_broker_setsockopt(b, option, v, strlen(v));
-
-	cr_assert_eq(rc, 0, "option %d: %d %s", option, rc, zr_broker_error(b));
-}
 
 /* The bound side: server.pem; with mutual, it requires a client
  * certificate that chains to ca.pem. */
@@ -123,71 +72,12 @@ tls_client(zr_broker *b, const char *ca_name, const char *name)
 	}
 }
 
-static void
-start(zr_broker *b)
-{
-	int rc = zr_broker_start(b);
-
-	cr_assert_eq(rc, 0, "start: %d %s", rc, zr_broker_error(b));
-}
-
-static zr_publisher *
-publisher(zr_broker *b)
-{
-	zr_publisher *p = NULL;
-
-	cr_assert_eq(zr_publisher_new(b, &p), 0);
-	return p;
-}
-
 /* A bound address that is tls:// (LAST_ENDPOINT reads back the scheme). */
 static void
 bound_tls(zr_broker *b, char *addr, size_t cap)
 {
 	bu_bound(b, addr, cap);
 	cr_assert(strncmp(addr, "tls://127.0.0.1:", 16) == 0, "bound to %s", addr);
-}
-
-/* Publishes "<prefix><i>" for i in [0, n), each with a "seq: i" header. */
-static void
-publish_n(zr_publisher *p, const char *name, const char *prefix, int n)
-{
-	for (int i = 0; i < n; i++) {
-		char payload[64], seq[16];
-		struct zr_header h = {"seq", seq};
-		int rc;
-
-		snprintf(payload, sizeof payload, "%s%d", prefix, i);
-		snprintf(seq, sizeof seq, "%d", i);
-		rc = zr_publish(p, name, &h, 1, payload, strlen(payload), BU_WAIT_MS);
-		cr_assert_eq(rc, 0, "publish %d: %d %s", i, rc, zr_publisher_error(p));
-	}
-}
-
-/* The log holds exactly "<prefix><i>", i = 0..n-1, in order, named name,
- * from index first on. */
-static void
-expect_sequence_at(struct bu_log *log, size_t first, const char *name, const char *prefix, int n)
-{
-	cr_assert(bu_log_wait(log, first + (size_t)n, BU_WAIT_MS), "got %zu of %zu",
-	          bu_log_count(log), first + (size_t)n);
-	for (int i = 0; i < n; i++) {
-		const struct bu_item *it = bu_log_at(log, first + (size_t)i);
-		char payload[64], seq[16];
-
-		snprintf(payload, sizeof payload, "%s%d", prefix, i);
-		snprintf(seq, sizeof seq, "%d", i);
-		cr_assert_str_eq(it->name, name);
-		cr_assert_eq(it->payload_len, strlen(payload), "item %d", i);
-		cr_assert_eq(memcmp(it->payload, payload, it->payload_len), 0, "item %d", i);
-		cr_assert_str_eq(bu_item_header(it, "seq"), seq);
-	}
-}
-
-static void
-expect_no_more(struct bu_log *log, size_t n)
-{
-	cr_assert(!bu_log_wait(log, n + 1, BU_QUIET_MS), "got %zu, want %zu", bu_log_count(log), n);
 }
 
 /* Waits for a HANDSHAKE_FAILED_PROTOCOL event on s; its reason into why. */
@@ -278,24 +168,7 @@ Test(broker_tls, fanout_over_tls)
 	start(c);
 	bu_sub(c, "orders.", &log);
 
-	/* Past the slow joiner: warm-up messages until one arrives. */
-	long long deadline = tool_now_ms() + BU_WAIT_MS;
-	while (bu_log_count(&log) == 0) {
-		cr_assert(tool_now_ms() < deadline, "no warm-up message arrived over TLS");
-		cr_assert_eq(zr_publish(p, "orders.warm", NULL, 0, "w", 1, BU_WAIT_MS), 0);
-		bu_log_wait(&log, 1, 50);
-	}
-	publish_n(p, "orders.eu", "order-", N_MSGS);
-	publish_n(p, "other.eu", "not-", 5); /* filtered out */
-	deadline = tool_now_ms() + BU_WAIT_MS;
-	while (bu_log_count_named(&log, "orders.eu") < N_MSGS) {
-		cr_assert(tool_now_ms() < deadline, "got %zu orders of %d",
-		          bu_log_count_named(&log, "orders.eu"), N_MSGS);
-		bu_log_wait(&log, bu_log_count(&log) + 1, 100);
-	}
-	size_t first = 0;
-	while (strcmp(bu_log_at(&log, first)->name, "orders.warm") == 0)
-		first++;
+	size_t first = fanout_orders(p, &log, "TLS");
 	expect_sequence_at(&log, first, "orders.eu", "order-", N_MSGS);
 	expect_no_more(&log, first + N_MSGS);
 	cr_assert_eq(bu_log_count_named(&log, "other.eu"), 0);
@@ -304,20 +177,6 @@ Test(broker_tls, fanout_over_tls)
 	zr_publisher_free(p);
 	zr_broker_free(s);
 	bu_log_fini(&log);
-}
-
-struct responder {
-	zr_publisher *p;
-};
-
-static void
-respond_cb(const struct zr_delivery *d, void *arg)
-{
-	struct responder *r = arg;
-	char buf[128];
-	int n = snprintf(buf, sizeof buf, "re:%.*s", (int)d->payload_len, (const char *)d->payload);
-
-	zr_reply(r->p, d, NULL, 0, buf, (size_t)n);
 }
 
 Test(broker_tls, rpc_over_mutual_tls)
@@ -338,20 +197,7 @@ Test(broker_tls, rpc_over_mutual_tls)
 	tls_client(c, "ca.pem", "client");
 	start(c);
 	zr_publisher *p = publisher(c);
-	for (int i = 0; i < 20; i++) {
-		struct zr_delivery *reply = NULL;
-		char req[32], want[40];
-		int rc;
-
-		snprintf(req, sizeof req, "ping-%d", i);
-		snprintf(want, sizeof want, "re:ping-%d", i);
-		rc = zr_request(p, "echo", NULL, 0, req, strlen(req), BU_WAIT_MS, &reply);
-		cr_assert_eq(rc, 0, "request %d: %d %s", i, rc, zr_publisher_error(p));
-		cr_assert_str_eq(reply->name, "reply");
-		cr_assert_eq(reply->payload_len, strlen(want));
-		cr_assert_eq(memcmp(reply->payload, want, reply->payload_len), 0);
-		zr_delivery_free(reply);
-	}
+	expect_echo(p, 20);
 
 	zr_publisher_free(p);
 	zr_broker_free(c);
@@ -478,23 +324,9 @@ Test(broker_tls, wrong_ca_fails_with_reason)
 
 /* ---- the command line ---- */
 
-static struct tool *
-tool_start(int slot, const char *cmd, ...)
-{
-	struct tool *t = &tools[slot];
-	va_list ap;
-
-	va_start(ap, cmd);
-	tool_vbegin(t, cmd, va_arg(ap, const char *), ap);
-	va_end(ap);
-	return t;
-}
-
-#define O(x) "-o", x
-
 Test(broker_tls, cli_queue_over_tls)
 {
-	char addr[256], why[512], crt[160], key[160], ca[160], rogue[160];
+	char addr[256], crt[160], key[160], ca[160], rogue[160];
 
 	cr_assert(access(ZRING, X_OK) == 0, "%s is not built", ZRING);
 	snprintf(crt, sizeof crt, "TLS_CERT=%s", cert("server.pem"));
@@ -511,24 +343,11 @@ Test(broker_tls, cli_queue_over_tls)
 	 * why too. */
 	struct tool *pub =
 		tool_start(1, "publish", "queue", addr, "-c", "--name", "jobs", O(rogue), NULL);
-	tool_input(pub, "lost\n", 5);
-	int rc = tool_wait(pub, WAIT_MS);
-	cr_assert_eq(rc, 2, "exit %d; stderr: %s", rc, pub->err);
-	cr_assert(strstr(pub->err, "the handshake with") != NULL &&
-	                  strstr(pub->err, "unknown CA") != NULL &&
-	                  tool_count_char(pub->err, pub->err_len, '\n') == 1,
-	          "stderr: %s", pub->err);
-	tool_stderr_after(sub, "zring: handshake failed on ", why, sizeof why, WAIT_MS);
-	cr_assert(strstr(why, "unknown CA") != NULL, "%s", why);
+	expect_cli_refused(pub, sub, "unknown CA", "unknown CA");
 
 	/* The right CA: three lines, printed exactly. */
 	pub = tool_start(2, "publish", "queue", addr, "-c", "--name", "jobs", O(ca), NULL);
-	tool_input(pub, "one\ntwo\nthree\n", 14);
-	rc = tool_wait(pub, WAIT_MS);
-	cr_assert_eq(rc, 0, "exit %d; stderr: %s", rc, pub->err);
-	rc = tool_wait(sub, WAIT_MS);
-	cr_assert_eq(rc, 0, "exit %d; stderr: %s", rc, sub->err);
-	cr_assert_str_eq(sub->out, "jobs\t\tone\njobs\t\ttwo\njobs\t\tthree\n");
+	expect_cli_three(pub, sub);
 	cr_assert(strstr(sub->out, "lost") == NULL);
 }
 

@@ -49,19 +49,29 @@ open_sock(int type)
 	return s;
 }
 
+/* One message of n string frames, shared by msg_of and send_frames. */
+static zr_msg *
+msg_of_va(int n, va_list ap)
+{
+	zr_msg *m;
+
+	cr_assert_eq(zr_msg_new(&m), 0);
+	for (int i = 0; i < n; i++) {
+		const char *f = va_arg(ap, const char *);
+
+		cr_assert_eq(zr_msg_add(m, f, strlen(f)), 0);
+	}
+	return m;
+}
+
 static zr_msg *
 msg_of(int n, ...)
 {
 	zr_msg *m;
 	va_list ap;
 
-	cr_assert_eq(zr_msg_new(&m), 0);
 	va_start(ap, n);
-	for (int i = 0; i < n; i++) {
-		const char *f = va_arg(ap, const char *);
-
-		cr_assert_eq(zr_msg_add(m, f, strlen(f)), 0);
-	}
+	m = msg_of_va(n, ap);
 	va_end(ap);
 	return m;
 }
@@ -72,13 +82,8 @@ send_frames(zr_socket *s, int n, ...)
 	zr_msg *m;
 	va_list ap;
 
-	cr_assert_eq(zr_msg_new(&m), 0);
 	va_start(ap, n);
-	for (int i = 0; i < n; i++) {
-		const char *f = va_arg(ap, const char *);
-
-		cr_assert_eq(zr_msg_add(m, f, strlen(f)), 0);
-	}
+	m = msg_of_va(n, ap);
 	va_end(ap);
 	cr_assert_eq(zr_send(s, &m, 0), 0);
 }

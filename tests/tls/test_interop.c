@@ -45,28 +45,7 @@ struct child {
 static void
 child_spawn(struct child *ch, char *const argv[], const char *errlog)
 {
-	int pin[2], pout[2];
-
-	cr_assert_eq(pipe(pin), 0);
-	cr_assert_eq(pipe(pout), 0);
-	ch->pid = fork();
-	cr_assert_geq(ch->pid, 0);
-	if (ch->pid == 0) {
-		int e = open(errlog, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		dup2(pin[0], 0);
-		dup2(pout[1], 1);
-		if (e >= 0)
-			dup2(e, 2);
-		close(pin[1]);
-		close(pout[0]);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	close(pin[0]);
-	close(pout[1]);
-	ch->in = pin[1];
-	ch->out = pout[0];
+	ch->pid = tt_spawn(argv, errlog, &ch->in, &ch->out);
 }
 
 /* Reads the child's stdout to EOF (it exits when its connection closes). */

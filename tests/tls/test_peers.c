@@ -6,6 +6,7 @@
  * (a PULL that is not read stops a PUSH; what is queued stays bounded).
  */
 #include "engine/engine_util.h"
+#include "tls/tls_test.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -15,46 +16,32 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
-static char tp_dir[64];
+static struct tt_certs tp_certs;
 static pid_t tp_child = -1;
 
 static void
 tp_init(void)
 {
-	char cmd[512];
-
 	signal(SIGPIPE, SIG_IGN);
-	snprintf(tp_dir, sizeof tp_dir, "/tmp/zr-tlsp-XXXXXX");
-	cr_assert_not_null(mkdtemp(tp_dir));
-	snprintf(cmd, sizeof cmd, "sh '%s/tests/tls/make_certs.sh' '%s' 2>'%s/make.log'",
-	         ZR_SOURCE_DIR, tp_dir, tp_dir);
-	cr_assert_eq(system(cmd), 0, "make_certs.sh failed, see %s/make.log", tp_dir);
+	tt_certs_make(&tp_certs);
 }
 
 static void
 tp_fini(void)
 {
-	char cmd[128];
-
 	if (tp_child > 0) {
 		kill(tp_child, SIGTERM);
 		waitpid(tp_child, NULL, 0);
 		tp_child = -1;
 	}
 	et_teardown();
-	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tp_dir);
-	(void)!system(cmd);
+	tt_certs_remove(&tp_certs);
 }
 
 static const char *
 tp_path(const char *name)
 {
-	static char slot[8][128];
-	static unsigned next;
-	char *p = slot[next++ % 8];
-
-	snprintf(p, 128, "%s/%s", tp_dir, name);
-	return p;
+	return tt_path(&tp_certs, name);
 }
 
 static void
@@ -87,28 +74,10 @@ TestSuite(tls_peers, .init = tp_init, .fini = tp_fini, .timeout = 180);
 static int
 tp_spawn(char *const argv[], const char *errlog, int *in_fd)
 {
-	int pin[2], pout[2];
+	int out_fd;
 
-	cr_assert_eq(pipe(pin), 0);
-	cr_assert_eq(pipe(pout), 0);
-	tp_child = fork();
-	cr_assert_geq(tp_child, 0);
-	if (tp_child == 0) {
-		int e = open(errlog, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-
-		dup2(pin[0], 0);
-		dup2(pout[1], 1);
-		if (e >= 0)
-			dup2(e, 2);
-		close(pin[1]);
-		close(pout[0]);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	close(pin[0]);
-	close(pout[1]);
-	*in_fd = pin[1];
-	return pout[0];
+	tp_child = tt_spawn(argv, errlog, in_fd, &out_fd);
+	return out_fd;
 }
 
 /* openssl s_client verifies zring's certificate (CA, name), completes the

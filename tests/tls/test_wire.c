@@ -6,44 +6,29 @@
  * from tests/tls/make_certs.sh (the openssl command), fresh per test.
  */
 #include "engine/scenarios.h"
+#include "tls/tls_test.h"
 
 #include <sys/stat.h>
 
-static char tw_dir[64];
+static struct tt_certs tw_certs;
 
 static void
 tw_init(void)
 {
-	char cmd[512];
-
-	snprintf(tw_dir, sizeof tw_dir, "/tmp/zr-tlsw-XXXXXX");
-	cr_assert_not_null(mkdtemp(tw_dir));
-	snprintf(cmd, sizeof cmd, "sh '%s/tests/tls/make_certs.sh' '%s' 2>'%s/make.log'",
-	         ZR_SOURCE_DIR, tw_dir, tw_dir);
-	cr_assert_eq(system(cmd), 0, "make_certs.sh failed, see %s/make.log", tw_dir);
+	tt_certs_make(&tw_certs);
 }
 
 static void
 tw_fini(void)
 {
-	char cmd[128];
-
 	et_teardown();
-	if (tw_dir[0] != '\0') {
-		snprintf(cmd, sizeof cmd, "rm -rf '%s'", tw_dir);
-		(void)!system(cmd);
-	}
+	tt_certs_remove(&tw_certs);
 }
 
 static const char *
 tw_path(const char *name)
 {
-	static char slot[8][128];
-	static unsigned next;
-	char *p = slot[next++ % 8];
-
-	snprintf(p, 128, "%s/%s", tw_dir, name);
-	return p;
+	return tt_path(&tw_certs, name);
 }
 
 static void

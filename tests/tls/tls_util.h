@@ -1,7 +1,6 @@
 /*
- * Helpers for the TLS adapter tests: certificates made by the openssl
- * command (tests/tls/make_certs.sh) in a fresh directory per test, contexts
- * built from them, and a pump that moves ciphertext between two sessions
+ * Helpers for the TLS adapter tests: certificates (tls_test.h), contexts built
+ * from them, and a pump that moves ciphertext between two sessions
  * held back to back in memory.
  */
 #ifndef ZR_TESTS_TLS_TLS_UTIL_H
@@ -16,46 +15,8 @@
 #include <string.h>
 
 #include "engine/tls.h"
+#include "tls_test.h"
 #include "zmtp/base.h"
-
-struct tt_certs {
-	char dir[64];
-};
-
-static inline void
-tt_certs_make(struct tt_certs *c)
-{
-	char cmd[512];
-
-	snprintf(c->dir, sizeof(c->dir), "/tmp/zr-tls-XXXXXX");
-	cr_assert_not_null(mkdtemp(c->dir));
-	snprintf(cmd, sizeof(cmd), "sh '%s/tests/tls/make_certs.sh' '%s' 2>'%s/make.log'",
-	         ZR_SOURCE_DIR, c->dir, c->dir);
-	cr_assert_eq(system(cmd), 0, "make_certs.sh failed, see %s/make.log", c->dir);
-}
-
-static inline void
-tt_certs_remove(struct tt_certs *c)
-{
-	char cmd[128];
-
-	if (c->dir[0] == '\0')
-		return;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", c->dir);
-	(void)!system(cmd);
-}
-
-/* Paths into the directory; each call has its own slot, 8 live at once. */
-static inline const char *
-tt_path(const struct tt_certs *c, const char *name)
-{
-	static char slot[8][128];
-	static unsigned next;
-	char *p = slot[next++ % 8];
-
-	snprintf(p, 128, "%s/%s", c->dir, name);
-	return p;
-}
 
 static inline struct zr__tls_ctx *
 tt_ctx(const struct zr__tls_config *cfg)

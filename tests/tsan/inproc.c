@@ -31,44 +31,14 @@ struct actor {
 	pthread_t th;
 };
 
-static void
-send_payload(zr_socket *s, uint8_t *buf, uint32_t sender, uint32_t seq, const char *what)
-{
-	size_t len = st_payload(buf, sender, seq);
-	int rc = zr_send_bytes(s, buf, len, 0);
-
-	ST_CHECK(rc == 0, "%s: send %u of %u: %s", what, seq, sender, zr_strerror(rc));
-}
-
-static void
-recv_payload(zr_socket *s, uint8_t *buf, const char *what, uint32_t *sender, uint32_t *seq)
-{
-	int rc = zr_recv_bytes(s, buf, ST_MAXLEN, 0);
-
-	ST_CHECK(rc >= 0, "%s: receive: %s", what, zr_strerror(rc));
-	st_payload_check(buf, (size_t)rc, sender, seq);
-}
-
-static uint8_t *
-st_buf(void)
-{
-	uint8_t *b = malloc(ST_MAXLEN);
-
-	ST_CHECK(b != NULL, "malloc");
-	return b;
-}
-
 /* ---- PUSH x2 -> PULL ---- */
 
 static void *
 pusher(void *arg)
 {
 	struct actor *a = arg;
-	uint8_t *buf = st_buf();
 
-	for (uint32_t i = 0; i < N; i++)
-		send_payload(a->s, buf, a->id, i, "push");
-	free(buf);
+	st_send_n(a->s, a->id, N, "push");
 	return NULL;
 }
 
@@ -82,7 +52,7 @@ puller(void *arg)
 	for (uint32_t i = 0; i < 2 * N; i++) {
 		uint32_t sender, seq;
 
-		recv_payload(a->s, buf, "pull", &sender, &seq);
+		st_recv_payload(a->s, buf, "pull", &sender, &seq);
 		ST_CHECK(sender < 2 && seq == next[sender], "pull: sender %u seq %u, want %u",
 		         sender, seq, sender < 2 ? next[sender] : 0);
 		next[sender]++;
@@ -102,10 +72,10 @@ dealer(void *arg)
 
 	while (got < NREQ) {
 		while (sent < NREQ && sent - got < WINDOW)
-			send_payload(a->s, buf, a->id, sent++, "dealer");
+			st_send_payload(a->s, buf, a->id, sent++, "dealer");
 		uint32_t sender, seq;
 
-		recv_payload(a->s, buf, "dealer", &sender, &seq);
+		st_recv_payload(a->s, buf, "dealer", &sender, &seq);
 		ST_CHECK(sender == a->id && seq == got, "dealer %u: echo %u/%u, want %u", a->id,
 		         sender, seq, got);
 		got++;
@@ -144,7 +114,7 @@ pair_send(void *arg)
 	uint8_t *buf = st_buf();
 
 	for (uint32_t i = 0; i < N; i++)
-		send_payload(a->s, buf, a->id, i, "pair");
+		st_send_payload(a->s, buf, a->id, i, "pair");
 	free(buf);
 	return NULL;
 }
@@ -158,7 +128,7 @@ pair_recv(void *arg)
 	for (uint32_t i = 0; i < N; i++) {
 		uint32_t sender, seq;
 
-		recv_payload(a->s, buf, "pair", &sender, &seq);
+		st_recv_payload(a->s, buf, "pair", &sender, &seq);
 		ST_CHECK(sender == (a->id ^ 1u) && seq == i, "pair %u: %u/%u, want %u", a->id,
 		         sender, seq, i);
 	}
@@ -184,7 +154,7 @@ pub_main(void *arg)
 		zt_sleep_ms(2);
 	}
 	for (uint32_t i = 0; i < N; i++)
-		send_payload(a->s, buf, a->id, i, "pub");
+		st_send_payload(a->s, buf, a->id, i, "pub");
 	free(buf);
 	return NULL;
 }

@@ -24,36 +24,6 @@
 
 static zr_ctx *ctx_bind, *ctx_conn;
 
-static uint8_t *
-st_buf(void)
-{
-	uint8_t *b = malloc(ST_MAXLEN);
-
-	ST_CHECK(b != NULL, "malloc");
-	return b;
-}
-
-static void
-send_payload(zr_socket *s, uint8_t *buf, uint32_t sender, uint32_t seq, const char *what)
-{
-	size_t len = st_payload(buf, sender, seq);
-	int rc = zr_send_bytes(s, buf, len, 0);
-
-	ST_CHECK(rc == 0, "%s: send %u of sender %u: %s", what, seq, sender, zr_strerror(rc));
-}
-
-/* Receives one single-frame payload; returns its length. */
-static size_t
-recv_payload(zr_socket *s, uint8_t *buf, const char *what, uint32_t *sender, uint32_t *seq)
-{
-	int rc = zr_recv_bytes(s, buf, ST_MAXLEN, 0);
-
-	ST_CHECK(rc >= 0, "%s: receive: %s", what, zr_strerror(rc));
-	ST_CHECK((size_t)rc <= ST_MAXLEN, "%s: %d octets", what, rc);
-	st_payload_check(buf, (size_t)rc, sender, seq);
-	return (size_t)rc;
-}
-
 /* One app thread driving one socket. */
 struct actor {
 	zr_socket *s;
@@ -96,11 +66,8 @@ static void *
 push_main(void *arg)
 {
 	struct actor *a = arg;
-	uint8_t *buf = st_buf();
 
-	for (uint32_t i = 0; i < N; i++)
-		send_payload(a->s, buf, a->id, i, "push");
-	free(buf);
+	st_send_n(a->s, a->id, N, "push");
 	return NULL;
 }
 
@@ -114,7 +81,7 @@ pull_main(void *arg)
 	for (uint32_t n = 0; n < 2 * N; n++) {
 		uint32_t sender, seq;
 
-		recv_payload(a->s, buf, "pull", &sender, &seq);
+		st_recv_payload(a->s, buf, "pull", &sender, &seq);
 		ST_CHECK(sender < 2, "pull: sender %u", sender);
 		ST_CHECK(seq == next[sender], "pull %s: sender %u seq %u, want %u",
 		         st_transport_name(a->t), sender, seq, next[sender]);
@@ -243,7 +210,7 @@ curve_push_main(void *arg)
 	uint8_t *buf = st_buf();
 
 	for (uint32_t i = 0; i < NCURVE; i++)
-		send_payload(a->s, buf, a->id, i, "curve push");
+		st_send_payload(a->s, buf, a->id, i, "curve push");
 	free(buf);
 	return NULL;
 }
@@ -449,8 +416,8 @@ req_main(void *arg)
 	for (uint32_t i = 0; i < NREQ; i++) {
 		uint32_t sender, seq;
 
-		send_payload(a->s, buf, a->id, i, "req");
-		recv_payload(a->s, buf, "req", &sender, &seq);
+		st_send_payload(a->s, buf, a->id, i, "req");
+		st_recv_payload(a->s, buf, "req", &sender, &seq);
 		ST_CHECK(sender == a->id && seq == i, "req %u: reply (%u, %u) to request %u", a->id,
 		         sender, seq, i);
 	}
@@ -467,7 +434,7 @@ rep_main(void *arg)
 
 	for (uint32_t n = 0; n < 2 * NREQ; n++) {
 		uint32_t sender, seq;
-		size_t len = recv_payload(a->s, buf, "rep", &sender, &seq);
+		size_t len = st_recv_payload(a->s, buf, "rep", &sender, &seq);
 
 		ST_CHECK(sender < 2 && seq == next[sender], "rep: request (%u, %u)", sender, seq);
 		next[sender]++;
@@ -507,10 +474,10 @@ dealer_main(void *arg)
 		uint32_t sender, seq;
 
 		if (sent < N && sent - got < WINDOW) {
-			send_payload(a->s, buf, a->id, sent++, "dealer");
+			st_send_payload(a->s, buf, a->id, sent++, "dealer");
 			continue;
 		}
-		recv_payload(a->s, buf, "dealer", &sender, &seq);
+		st_recv_payload(a->s, buf, "dealer", &sender, &seq);
 		ST_CHECK(sender == a->id && seq == got, "dealer %u: echo (%u, %u), want %u", a->id,
 		         sender, seq, got);
 		got++;

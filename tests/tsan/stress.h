@@ -198,4 +198,47 @@ st_payload_check(const uint8_t *buf, size_t len, uint32_t *sender, uint32_t *seq
 		         *sender, *seq, i);
 }
 
+static inline uint8_t *
+st_buf(void)
+{
+	uint8_t *b = malloc(ST_MAXLEN);
+
+	ST_CHECK(b != NULL, "malloc");
+	return b;
+}
+
+/* Sends payload seq of sender (st_payload) as one frame; what names the
+ * side in a failure. */
+static inline void
+st_send_payload(zr_socket *s, uint8_t *buf, uint32_t sender, uint32_t seq, const char *what)
+{
+	size_t len = st_payload(buf, sender, seq);
+	int rc = zr_send_bytes(s, buf, len, 0);
+
+	ST_CHECK(rc == 0, "%s: send %u of sender %u: %s", what, seq, sender, zr_strerror(rc));
+}
+
+/* Receives one single-frame payload and checks it; returns its length. */
+static inline size_t
+st_recv_payload(zr_socket *s, uint8_t *buf, const char *what, uint32_t *sender, uint32_t *seq)
+{
+	int rc = zr_recv_bytes(s, buf, ST_MAXLEN, 0);
+
+	ST_CHECK(rc >= 0, "%s: receive: %s", what, zr_strerror(rc));
+	ST_CHECK((size_t)rc <= ST_MAXLEN, "%s: %d octets", what, rc);
+	st_payload_check(buf, (size_t)rc, sender, seq);
+	return (size_t)rc;
+}
+
+/* Sends payloads 0..n-1 of sender, one frame each. */
+static inline void
+st_send_n(zr_socket *s, uint32_t sender, uint32_t n, const char *what)
+{
+	uint8_t *buf = st_buf();
+
+	for (uint32_t i = 0; i < n; i++)
+		st_send_payload(s, buf, sender, i, what);
+	free(buf);
+}
+
 #endif /* ZR_TESTS_TSAN_STRESS_H */
