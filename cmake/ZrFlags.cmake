@@ -67,6 +67,6 @@ if(ZR_FUZZ)
 	add_compile_options(-fsanitize=fuzzer-no-link)
 	add_link_options(-fsanitize=fuzzer-no-link)
 	# Broken invariants abort under the fuzzer even in optimised builds
-	# (zmtp/base.h: ZR_INVARIANT).
+	# (common/base.h: ZR_INVARIANT).
 	add_compile_definitions(FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION)
 endif()

@@ -35,7 +35,7 @@
 #include "io/endpoint.h"
 #include "io/loop.h"
 #include "sock.h"
-#include "zmtp/base.h"
+#include "common/base.h"
 
 #define BROKER_REPLY_PREFIX "zmq-reply:"
 #define BROKER_REPLY_MAX (sizeof BROKER_REPLY_PREFIX + (size_t)2 * ZR__SUB_MAX)

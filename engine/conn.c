@@ -37,7 +37,7 @@
 #include <unistd.h>
 
 #include "engine.h"
-#include "zmtp/base.h"
+#include "common/base.h"
 
 #define CONN_MAX_CMD (32u * 1024u) /* fits c->in with room for a header */
 #define CONN_META_BLOCK 4096u      /* references to c->meta taken at once */

@@ -24,7 +24,7 @@
 #include <string.h>
 
 #include "engine.h"
-#include "zmtp/base.h"
+#include "common/base.h"
 
 /* ---- the context's names (app threads, under ctx->lock) ------------------ */
 

@@ -13,7 +13,7 @@
 
 #include "engine.h"
 #include "sock.h"
-#include "zmtp/base.h"
+#include "common/base.h"
 
 /* Events waiting unread at most (zring.h). */
 #define MON_MAX 1024

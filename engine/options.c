@@ -18,7 +18,7 @@
 
 #include "engine.h"
 #include "sock.h"
-#include "zmtp/base.h"
+#include "common/base.h"
 
 enum opt_kind {
 	OPT_INT,   /* int, stored as is */

@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "engine.h"
-#include "zmtp/base.h"
+#include "common/base.h"
 
 /* ---- SUB, XSUB: our subscriptions on the wire --------------------------- */
 

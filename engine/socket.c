@@ -23,7 +23,7 @@
 #include <sodium.h>
 
 #include "engine.h"
-#include "zmtp/base.h"
+#include "common/base.h"
 
 #define SOCK_BYTES_DEFAULT ((int64_t)8 << 20)
 /* What one subscriber may hold (zring.h, ZR_SUBS_MAX / ZR_SUBS_MAXBYTES):

@@ -31,7 +31,7 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
-#include "zmtp/base.h"
+#include "common/base.h"
 
 #define TLS_NAME_MAX 253 /* a DNS name; the longest IPv6 literal is shorter */
 

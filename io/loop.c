@@ -15,7 +15,7 @@
 #include <liburing.h>
 
 #include "loop.h"
-#include "zmtp/base.h"
+#include "common/base.h"
 
 /* Behind struct zr__loop, so no other layer sees liburing's types. */
 struct zr__ring {

@@ -47,7 +47,7 @@
 
 #include <zring/zmtp.h>
 
-#include "base.h"
+#include "common/base.h"
 #include "curve.h"
 #include "wire.h"
 

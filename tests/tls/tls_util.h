@@ -16,7 +16,7 @@
 
 #include "engine/tls.h"
 #include "tls_test.h"
-#include "zmtp/base.h"
+#include "common/base.h"
 
 static inline struct zr__tls_ctx *
 tt_ctx(const struct zr__tls_config *cfg)

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 #include "tools/zl_proc.c"
-#include "zmtp/base.h"
+#include "common/base.h"
 
 #include "tools/tool_proc.h"
 

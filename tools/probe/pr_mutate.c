@@ -5,8 +5,9 @@
 
 #include <zring/zmtp.h>
 
-#include "../../zmtp/base.h"
 #include "pr_mutate.h"
+
+#define PR_NELEM(a) (sizeof(a) / sizeof((a)[0]))
 
 uint64_t
 pr_rnd(uint64_t *s)
@@ -92,9 +93,9 @@ pr_mutate(uint64_t *s, int mode, struct pr_unit *u, size_t *n)
 		int op;
 
 		if (mode == PR_FUZZ_NULL)
-			op = ops_null[pr_rnd(s) % ZR_ARRAY_LEN(ops_null)];
+			op = ops_null[pr_rnd(s) % PR_NELEM(ops_null)];
 		else
-			op = ops_mech[pr_rnd(s) % (curve ? ZR_ARRAY_LEN(ops_mech) : OPS_PLAIN)];
+			op = ops_mech[pr_rnd(s) % (curve ? PR_NELEM(ops_mech) : OPS_PLAIN)];
 		if (op == MUT_SIZE && curve)
 			op = MUT_PING_CTX;
 		switch (op) {
@@ -124,7 +125,7 @@ pr_mutate(uint64_t *s, int mode, struct pr_unit *u, size_t *n)
 			break;
 		case MUT_SIZE:
 			if (!greeting && x->len >= 2) {
-				uint64_t v = interesting[pr_rnd(s) % ZR_ARRAY_LEN(interesting)];
+				uint64_t v = interesting[pr_rnd(s) % PR_NELEM(interesting)];
 				if (hdr == 9 && x->len >= 9)
 					for (int k = 0; k < 8; k++)
 						x->b[1 + k] = (uint8_t)(v >> (56 - 8 * k));
@@ -135,7 +136,7 @@ pr_mutate(uint64_t *s, int mode, struct pr_unit *u, size_t *n)
 		case MUT_GREETING:
 			if (greeting && x->len == ZR_ZMTP_GREETING_SIZE) {
 				static const size_t at[] = {0, 9, 10, 11, 12, 13, 32};
-				x->b[at[pr_rnd(s) % ZR_ARRAY_LEN(at)]] = (uint8_t)pr_rnd(s);
+				x->b[at[pr_rnd(s) % PR_NELEM(at)]] = (uint8_t)pr_rnd(s);
 			}
 			break;
 		case MUT_NAME_LEN:

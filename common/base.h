@@ -1,6 +1,7 @@
 /*
- * Internal macros every layer may use (zmtp/ is the bottom layer, so io/,
- * engine/ and the tests reach it). Not installed.
+ * common/: internal macros below every layer (zmtp/, io/ and engine/ may all
+ * include it; it includes nothing of theirs). Not installed; the tools and
+ * the bench, which see only include/, do not use it.
  *
  * ZR_CONTAINER_OF: the one way to get from an embedded member (an op, a
  * timer, a list node) back to the struct that holds it.
@@ -18,8 +19,8 @@
  * and aborts, so tests and fuzzers find it; in release it is false and the
  * caller's error path runs.
  */
-#ifndef ZR_ZMTP_BASE_H
-#define ZR_ZMTP_BASE_H
+#ifndef ZR_COMMON_BASE_H
+#define ZR_COMMON_BASE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -43,4 +44,4 @@ zr__invariant_failed(const char *cond, const char *file, int line)
 #define ZR_INVARIANT(cond) ((cond) ? true : false)
 #endif
 
-#endif /* ZR_ZMTP_BASE_H */
+#endif /* ZR_COMMON_BASE_H */
