@@ -385,7 +385,17 @@ Test(compat, fd_edge_and_events)
 	link_tcp(pull, push);
 	cr_assert_eq(zmq_getsockopt(pull, ZMQ_FD, &fd, &len), 0);
 	cr_assert_geq(fd, 0);
-	cr_assert_eq(events_of(pull), 0);
+	/* The connection's own edges (a peer came) may fire while it sets up,
+	 * as in libzmq: each carries no event, and once read the fd is quiet. */
+	{
+		int pfd = -1;
+
+		len = sizeof pfd;
+		cr_assert_eq(zmq_getsockopt(push, ZMQ_FD, &pfd, &len), 0);
+		wait_events(push, pfd, ZMQ_POLLOUT);
+	}
+	for (int i = 0; i < 100 && fd_readable(fd, 50); i++)
+		cr_assert_eq(events_of(pull), 0);
 	cr_assert(!fd_readable(fd, 0), "quiet while nothing happened");
 	send_str(push, "one", 0);
 	send_str(push, "two", 0);
