@@ -32,10 +32,10 @@
 #include <unistd.h>
 
 #include "brokermsg.h"
+#include "common/base.h"
 #include "io/endpoint.h"
 #include "io/loop.h"
 #include "sock.h"
-#include "common/base.h"
 
 #define BROKER_REPLY_PREFIX "zmq-reply:"
 #define BROKER_REPLY_MAX (sizeof BROKER_REPLY_PREFIX + (size_t)2 * ZR__SUB_MAX)

@@ -36,8 +36,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "engine.h"
 #include "common/base.h"
+#include "engine.h"
 
 #define CONN_MAX_CMD (32u * 1024u) /* fits c->in with room for a header */
 #define CONN_META_BLOCK 4096u      /* references to c->meta taken at once */

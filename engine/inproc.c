@@ -23,8 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
 #include "common/base.h"
+#include "engine.h"
 
 /* ---- the context's names (app threads, under ctx->lock) ------------------ */
 

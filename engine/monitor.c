@@ -11,9 +11,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "common/base.h"
 #include "engine.h"
 #include "sock.h"
-#include "common/base.h"
 
 /* Events waiting unread at most (zring.h). */
 #define MON_MAX 1024

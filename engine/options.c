@@ -16,9 +16,9 @@
 
 #include <sodium.h>
 
+#include "common/base.h"
 #include "engine.h"
 #include "sock.h"
-#include "common/base.h"
 
 enum opt_kind {
 	OPT_INT,   /* int, stored as is */

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine.h"
 #include "common/base.h"
+#include "engine.h"
 
 /* ---- SUB, XSUB: our subscriptions on the wire --------------------------- */
 

@@ -2,8 +2,8 @@
  * The socket types zring implements, each with its hooks (pattern.h). A
  * socket looks its type up once, at zr_socket_open.
  */
-#include "engine.h"
 #include "common/base.h"
+#include "engine.h"
 
 static const struct zr__sock_ops *const pat_table[] = {
 	[ZR_PAIR] = &zr__pat_pair,     [ZR_PUB] = &zr__pat_pub,   [ZR_SUB] = &zr__pat_sub,

@@ -22,8 +22,8 @@
 
 #include <sodium.h>
 
-#include "engine.h"
 #include "common/base.h"
+#include "engine.h"
 
 #define SOCK_BYTES_DEFAULT ((int64_t)8 << 20)
 /* What one subscriber may hold (zring.h, ZR_SUBS_MAX / ZR_SUBS_MAXBYTES):

@@ -14,8 +14,8 @@
 
 #include <liburing.h>
 
-#include "loop.h"
 #include "common/base.h"
+#include "loop.h"
 
 /* Behind struct zr__loop, so no other layer sees liburing's types. */
 struct zr__ring {

@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/base.h"
 #include "engine/tls.h"
 #include "tls_test.h"
-#include "common/base.h"
 
 static inline struct zr__tls_ctx *
 tt_ctx(const struct zr__tls_config *cfg)

@@ -26,8 +26,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "tools/zl_proc.c"
 #include "common/base.h"
+#include "tools/zl_proc.c"
 
 #include "tools/tool_proc.h"
 
