@@ -950,43 +950,8 @@ zr__tls_error(const struct zr__tls *t)
 }
 
 /* ----------------------------------------------------------------------- */
-/* Helpers with no session */
-
-/* see tls.h */
-int
-zr__tls_sniff(const uint8_t *buf, size_t len)
-{
-	if (len == 0)
-		return -EAGAIN;
-	if (buf[0] != 0x16) /* TLS ContentType handshake */
-		return 0;
-	if (len < 2)
-		return -EAGAIN;
-	return buf[1] == 0x03; /* the record's major version */
-}
-
-/* see tls.h */
-int
-zr__tls_ktls_kernel(const char *path)
-{
-	char buf[512];
-	FILE *f = fopen(path != NULL ? path : "/proc/sys/net/ipv4/tcp_available_ulp", "r");
-	size_t n;
-	char *tok, *save = NULL;
-	int e;
-
-	if (f == NULL) {
-		e = errno;
-		return e != 0 ? -e : -EIO;
-	}
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	for (tok = strtok_r(buf, " \t\n", &save); tok != NULL; tok = strtok_r(NULL, " \t\n", &save))
-		if (strcmp(tok, "tls") == 0)
-			return 1;
-	return 0;
-}
+/* What the OpenSSL we are built on offers (zr__tls_sniff and
+ * zr__tls_ktls_kernel need no OpenSSL: tls_sock.c) */
 
 /* see tls.h */
 bool

@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -87,4 +88,42 @@ zr__sock_tls_free(struct zr_socket *s)
 	tls_text_free(&s->opt.tls_key, &s->opt.tls_key_len);
 	tls_text_free(&s->opt.tls_ca, &s->opt.tls_ca_len);
 	tls_text_free(&s->opt.tls_server_name, &s->opt.tls_server_name_len);
+}
+
+/* ---- Without a session, and without OpenSSL (built with ZR_TLS=OFF too) ---- */
+
+/* see tls.h */
+int
+zr__tls_sniff(const uint8_t *buf, size_t len)
+{
+	if (len == 0)
+		return -EAGAIN;
+	if (buf[0] != 0x16) /* TLS ContentType handshake */
+		return 0;
+	if (len < 2)
+		return -EAGAIN;
+	return buf[1] == 0x03; /* the record's major version */
+}
+
+/* see tls.h */
+int
+zr__tls_ktls_kernel(const char *path)
+{
+	char buf[512];
+	FILE *f = fopen(path != NULL ? path : "/proc/sys/net/ipv4/tcp_available_ulp", "re");
+	size_t n;
+	char *tok, *save = NULL;
+	int e;
+
+	if (f == NULL) {
+		e = errno;
+		return e != 0 ? -e : -EIO;
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	for (tok = strtok_r(buf, " \t\n", &save); tok != NULL; tok = strtok_r(NULL, " \t\n", &save))
+		if (strcmp(tok, "tls") == 0)
+			return 1;
+	return 0;
 }

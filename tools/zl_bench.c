@@ -1223,6 +1223,10 @@ tls_prepare(struct bench_opts *o, const char *stamp)
 	char openssl[PATH_MAX], name[64], key[PATH_MAX + 16], cert[PATH_MAX + 16];
 	struct zl_proc p;
 
+	if (!ZR_TOOL_TLS) {
+		o->tls_missing = "this zring was built without TLS (cmake -DZR_TLS=OFF)";
+		return;
+	}
 	if (find_in_path("openssl", openssl, sizeof openssl) < 0) {
 		o->tls_missing = "no openssl command in PATH (Debian: openssl)";
 		return;
