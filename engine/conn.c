@@ -227,6 +227,10 @@ conn_start(struct zr__conn *c, int fd)
 	if (zr__endpoint_peer(fd, c->ep.transport ? c->ep.transport : ZR__TCP, c->peer_addr,
 	                      sizeof c->peer_addr) < 0)
 		c->peer_addr[0] = '\0';
+	/* tls://: the peer's address names the transport, as the endpoint does
+	 * (failure reasons, Peer-Address, the authenticator's peer_address). */
+	if (c->ep.tls && strncmp(c->peer_addr, "tcp://", 6) == 0)
+		memcpy(c->peer_addr, "tls", 3);
 	conn_codec_config(c);
 	rc = zr_zmtp_init(&c->z, &c->zcfg, zr__now_ms());
 	if (rc == 0 && c->ep.tls)

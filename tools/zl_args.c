@@ -193,6 +193,6 @@ zl_wildcard_port(const char *endpoint)
 {
 	const char *colon = strrchr(endpoint, ':');
 
-	return strncmp(endpoint, "tcp://", 6) == 0 && colon != NULL &&
-	       (strcmp(colon, ":*") == 0 || strcmp(colon, ":0") == 0);
+	return (strncmp(endpoint, "tcp://", 6) == 0 || strncmp(endpoint, "tls://", 6) == 0) &&
+	       colon != NULL && (strcmp(colon, ":*") == 0 || strcmp(colon, ":0") == 0);
 }

@@ -82,7 +82,7 @@ void zl_verror(const char *prefix, const char *suffix, const char *fmt, va_list 
 /* A whole decimal integer in [min, max] (a sign only when min < 0; no spaces). */
 bool zl_parse_int(const char *s, long long min, long long max, long long *out);
 
-/* Whether endpoint asks for a port the kernel picks ("tcp://...:*", ":0"). */
+/* Whether endpoint asks for a port the kernel picks ("tcp://...:*", ":0", tls:// too). */
 bool zl_wildcard_port(const char *endpoint);
 
 #endif /* ZR_TOOLS_ZL_ARGS_H */

@@ -861,16 +861,22 @@ cat_watch(struct cat_run *r)
 		/* On a connecting socket, FAILED_AUTH is always the peer's ERROR. */
 		bool peer_error =
 			ev.type == ZR_EVENT_HANDSHAKE_FAILED_AUTH || ev.value == -ZR_EPEERERROR;
-		if (a->attach != 'c' || !peer_error)
+		/* A failed TLS handshake (-EPROTO) is as final: not redialled. */
+		bool tls_failed =
+			ev.type == ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL && ev.value == -EPROTO;
+		if (a->attach != 'c' || !(peer_error || tls_failed))
 			continue;
 		bool all = true;
 		for (size_t i = 0; i < a->nendpoints; i++) {
-			if (strcmp(ev.endpoint, a->endpoints[i]) == 0)
+			/* The event names the address dialled ("tls://localhost:1"
+			 * reads "tls://127.0.0.1:1"): one endpoint is that one. */
+			if (a->nendpoints == 1 || strcmp(ev.endpoint, a->endpoints[i]) == 0)
 				r->refused[i] = true;
 			all = all && r->refused[i];
 		}
 		if (all) {
-			cat_error("giving up: refused by %s",
+			cat_error("giving up: %s %s",
+			          tls_failed ? "the TLS handshake failed with" : "refused by",
 			          a->nendpoints == 1 ? "the endpoint" : "every endpoint");
 			/* Nothing queued can go anywhere: do not linger for it. */
 			cat_setopt_int(r->s, ZR_LINGER, 0);
