@@ -914,15 +914,27 @@ Test(tls_adapter, ktls_detection_reads_the_ulp_list)
 	FILE *f;
 	int sys;
 
+	/* What the kernel writes there: the ULPs it has, space-separated,
+	 * one line ("mptcp" on the development machine, "espintcp mptcp tls"
+	 * with kTLS). Only the whole word "tls" counts. */
+	static const struct {
+		const char *text;
+		int want;
+	} cases[] = {
+		{"mptcp tls\n", 1},          {"tls\n", 1},   {"tls", 1},
+		{"espintcp tls mptcp\n", 1}, {"mptcp\n", 0}, {"mptcp tlsx\n", 0},
+		{"ktls tls_hw\n", 0},        {"", 0},        {"\n", 0},
+		{"mptcp\ttls\n", 1},
+	};
+
 	snprintf(path, sizeof(path), "%s/ulp", certs.dir);
-	f = fopen(path, "w");
-	fputs("mptcp tls\n", f);
-	fclose(f);
-	cr_assert_eq(zr__tls_ktls_kernel(path), 1);
-	f = fopen(path, "w");
-	fputs("mptcp tlsx\n", f);
-	fclose(f);
-	cr_assert_eq(zr__tls_ktls_kernel(path), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		f = fopen(path, "w");
+		cr_assert_not_null(f);
+		fputs(cases[i].text, f);
+		fclose(f);
+		cr_assert_eq(zr__tls_ktls_kernel(path), cases[i].want, "\"%s\"", cases[i].text);
+	}
 	cr_assert_eq(zr__tls_ktls_kernel("/nonexistent/ulp"), -ENOENT);
 	sys = zr__tls_ktls_kernel(NULL);
 	cr_log_info("kTLS: kernel %s, OpenSSL %s",
