@@ -54,9 +54,10 @@ ZR_API void zr_msg_free(zr_msg *msg);
  * A property of the connection a received message came in on, as libzmq's
  * zmq_msg_gets: "User-Id" (what the socket's authenticator gave the client,
  * see zr_socket_set_auth; else, on tls:// with a client certificate, its
- * subject, see ZR_TLS_CA), "Peer-Address" ("tcp://127.0.0.1:40000"), and the
- * peer's handshake metadata: "Socket-Type", "Identity", application
- * properties ("X-..."). Names match case-insensitively. Returns the value as
+ * subject, see ZR_TLS_CA), "Peer-Address" ("tcp://127.0.0.1:40000";
+ * "tls://..." on tls://), and the peer's handshake metadata: "Socket-Type",
+ * "Identity", application properties ("X-..."). Names match
+ * case-insensitively. Returns the value as
  * a NUL-terminated string (valid while the message lives; a value holding a
  * NUL octet reads as cut there), or NULL: no such property, or a message this
  * process made rather than received.
