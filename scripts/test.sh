@@ -11,6 +11,8 @@
 #   7. libFuzzer build; each harness runs a few seconds           -> build/fuzz
 #   8. install to a scratch prefix; consumers built with pkg-config and
 #      find_package(zring), shared and static, must run
+#   9. clang build with -DZR_TLS=OFF (no OpenSSL), -Werror; its build tests
+#      (tls:// refused, libssl not mapped) and the TLS tests' skip  -> build/notls
 # Every step runs even when an earlier one failed; the last line says what
 # failed, and the exit status is non-zero if anything did.
 #
@@ -90,6 +92,21 @@ tsan_build() {
 	ctest --test-dir "$dir" -L tsan -j "$jobs" --output-on-failure --no-tests=error
 }
 
+# The build without OpenSSL (-DZR_TLS=OFF, for constrained deployments:
+# linking it costs every process ~1.7 MB resident) must keep compiling and
+# refuse tls:// cleanly. Only the library, the tools and the tests that say
+# something about that build run here; the other steps test the rest.
+notls_build() {
+	local dir=build/notls
+	mkdir -p build
+	[[ ${ZR_CLEAN:-0} == 1 ]] && rm -rf "$dir"
+	cmake -S "$root" -B "$dir" -G Ninja -Wno-dev -DCMAKE_C_COMPILER=clang \
+		-DCMAKE_BUILD_TYPE=RelWithDebInfo -DZR_WERROR=ON -DZR_SANITIZER= -DZR_TLS=OFF \
+		>"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; return 1; }
+	cmake --build "$dir" -j "$jobs" || return 1
+	ctest --test-dir "$dir" -j "$jobs" -R '^zring\.(tls|build)\.' --output-on-failure --no-tests=error
+}
+
 # Builds the libFuzzer harnesses (fuzz_<target>) and runs each for a few
 # seconds on its committed corpus. New inputs go to a scratch directory, never
 # into the repository; a crash leaves its input in build/fuzz/artifacts/.
@@ -154,6 +171,7 @@ step asan asan_build
 step tsan tsan_build
 step fuzz fuzz_run
 step install scripts/check-install.sh build/gcc
+step notls notls_build
 
 printf '\n==== summary\n'
 printf '%s\n' "${results[@]}"
