@@ -700,6 +700,7 @@ struct zc_socket {
 	/* REQ/REP: what the state machine allows next (for POLLOUT) */
 	bool req_waiting;
 	bool rep_replying;
+	bool req_relaxed; /* ZMQ_REQ_RELAXED: a new request may go before the reply */
 	int sndtimeo, rcvtimeo;
 	struct zc_inert inert;
 	struct zc_monitor *monitor;
@@ -1151,10 +1152,9 @@ zmq_disconnect(void *sock, const char *addr)
 /* ---- peers ----------------------------------------------------------------- */
 
 /*
- * libzmq reports POLLOUT on a PUSH, DEALER, REQ or PAIR only once it has a
- * peer, and asyncio integrations rely on it (they send with DONTWAIT after
- * POLLOUT). zring's public API has no peer count, so this layer keeps one
- * from the socket's monitor events: a connection dialled or accepted (with
+ * POLLOUT comes from zr_socket_poll_events. This layer still keeps a count
+ * of peers, for the inproc connect and disconnect waits and for the first
+ * send after a peer came (zc_send_out), from the socket's monitor events: a connection dialled or accepted (with
  * its fd), handshaken (HANDSHAKE_SUCCEEDED names the endpoint, not the fd:
  * the oldest pending connection of that endpoint is taken), lost (its fd).
  * An inproc pipe has no fd (-1) and no handshake: it counts when it comes.
@@ -1260,13 +1260,6 @@ zc_ops(struct zc_socket *s)
 {
 	if (++s->ops % ZC_DRAIN_EVERY == 0)
 		zc_drain(s);
-}
-
-/* PUSH, DEALER, REQ and PAIR wait for a peer (libzmq and zring alike). */
-static bool
-zc_needs_peer(int type)
-{
-	return type == ZMQ_PUSH || type == ZMQ_DEALER || type == ZMQ_REQ || type == ZMQ_PAIR;
 }
 
 /* ---- receiving ------------------------------------------------------------ */
@@ -1509,6 +1502,17 @@ zc_send_out(struct zc_socket *s, int flags, bool bytes, const void *data, size_t
 	}
 }
 
+/* Whether this layer's REQ/REP state allows the first frame of a message. */
+static bool
+zc_send_state_ok(const struct zc_socket *s)
+{
+	if (s->type == ZMQ_REQ)
+		return !s->req_waiting || s->req_relaxed;
+	if (s->type == ZMQ_REP)
+		return s->rep_replying;
+	return true;
+}
+
 /* A whole message went: the REQ/REP state moves on. */
 static void
 zc_sent(struct zc_socket *s)
@@ -1549,11 +1553,8 @@ zc_send_frame(struct zc_socket *s, const void *data, size_t len, int flags)
 		 * asyncio retries a whole message after EAGAIN). The first
 		 * frame cannot wait for a peer here, so it fails without one.
 		 */
-		if ((flags & ZMQ_DONTWAIT) && zc_needs_peer(s->type)) {
-			zc_drain(s);
-			if (atomic_load(&s->peers) == 0)
-				return EAGAIN;
-		}
+		if ((flags & ZMQ_DONTWAIT) && !(zr_socket_poll_events(s->zr) & ZR_POLLOUT))
+			return EAGAIN;
 		rc = zr_msg_new(&s->out);
 		if (rc < 0)
 			return -rc;
@@ -1630,10 +1631,12 @@ zmq_sendmsg(void *sock, zmq_msg_t *msg, int flags)
 
 /*
  * ZMQ_EVENTS. POLLIN: a frame is in hand, or one could be fetched (which
- * re-arms zr_socket_fd when none could). POLLOUT: what the socket type,
- * REQ/REP state and the peer count allow; zring does not expose whether its
- * send queues have room, so a full queue still reads as writable and a
- * non-blocking send then fails with EAGAIN (README.md).
+ * re-arms zr_socket_fd when none could). POLLOUT: the frames of a message
+ * being gathered always go; otherwise what this layer's REQ/REP state
+ * allows and zr_socket_poll_events' ZR_POLLOUT (a send would not block:
+ * a peer, a free slot, bytes left), which also arms zr_socket_fd for the
+ * moment it may come. Fetched first: a receive finding nothing clears the
+ * fd, so it must come before the arming.
  */
 static int
 zc_events(struct zc_socket *s)
@@ -1658,12 +1661,10 @@ zc_events(struct zc_socket *s)
 			ev |= ZMQ_POLLIN;
 		}
 	}
-	if (zc_can_send(s->type) && !(zc_needs_peer(s->type) && atomic_load(&s->peers) == 0)) {
-		if (s->type == ZMQ_REQ)
-			ev |= s->req_waiting && s->out == NULL ? 0 : ZMQ_POLLOUT;
-		else if (s->type == ZMQ_REP)
-			ev |= s->rep_replying ? ZMQ_POLLOUT : 0;
-		else
+	if (zc_can_send(s->type)) {
+		if (s->out != NULL)
+			ev |= ZMQ_POLLOUT;
+		else if (zc_send_state_ok(s) && (zr_socket_poll_events(s->zr) & ZR_POLLOUT))
 			ev |= ZMQ_POLLOUT;
 	}
 	return ev;
@@ -1746,7 +1747,8 @@ zmq_poll(zmq_pollitem_t *items, int nitems, long timeout)
 				}
 				ev = zc_events(s);
 				it->revents = (short)(ev & it->events);
-				if (it->events & ZMQ_POLLIN)
+				/* It wakes for POLLOUT too (zr_socket_poll_events). */
+				if (it->events & (ZMQ_POLLIN | ZMQ_POLLOUT))
 					p[i] = (struct pollfd){.fd = zr_socket_fd(s->zr),
 					                       .events = POLLIN};
 				p[np++] = (struct pollfd){.fd = s->ctx->term_fd, .events = POLLIN};

@@ -365,6 +365,8 @@ struct zr_socket {
 	bool rx_unsignalled;                 /* rx got messages the app was not told of yet */
 	/* either side, now and then */
 	_Alignas(64) atomic_int rx_armed, tx_armed; /* the app waits: signal its eventfd */
+	atomic_int tx_fd_armed; /* zr_socket_poll_events found no room to send: signal
+	                           efd_rx (zr_socket_fd) when the handoff drains */
 	atomic_int dirty;                           /* queued on the ctx's dirty stack */
 	atomic_int rx_paused;                       /* some connection waits for room in rx */
 	atomic_int closed;                          /* the app closed it (io frees it later) */

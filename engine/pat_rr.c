@@ -73,6 +73,12 @@ pair_conn_active(struct zr_socket *s, struct zr__conn *c)
 /* ---- REQ ---------------------------------------------------------------- */
 
 static int
+req_send_check(struct zr_socket *s)
+{
+	return s->rr.req_waiting ? -EFSM : 0;
+}
+
+static int
 req_send_prepare(struct zr_socket *s, zr_msg *m, uint32_t *added)
 {
 	if (s->rr.req_waiting)
@@ -161,6 +167,7 @@ const struct zr__sock_ops zr__pat_req = {
 	.can_send = true,
 	.can_recv = true,
 	.waits_for_peer = true,
+	.send_check = req_send_check,
 	.send_prepare = req_send_prepare,
 	.send_done = req_send_done,
 	.recv_check = req_recv_check,

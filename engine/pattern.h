@@ -52,6 +52,9 @@ struct zr__sock_ops {
 	 * dropped again if the send fails) or a refusal (-EFSM, -EHOSTUNREACH).
 	 * NULL: nothing to do. */
 	int (*send_prepare)(struct zr_socket *s, zr_msg *m, uint32_t *added);
+	/* Whether the state allows a send now (zr_socket_poll_events): 0 or
+	 * -EFSM, as send_prepare would answer. NULL: 0. */
+	int (*send_check)(struct zr_socket *s);
 	/* The message went into the handoff. NULL: nothing to do. */
 	void (*send_done)(struct zr_socket *s);
 	/* Before a receive: 0 or -EFSM. NULL: 0. */

@@ -278,6 +278,7 @@ zr_socket_open(zr_ctx *ctx, int type, zr_socket **out)
 	}
 	atomic_init(&s->rx_armed, 0);
 	atomic_init(&s->tx_armed, 0);
+	atomic_init(&s->tx_fd_armed, 0);
 	atomic_init(&s->dirty, 0);
 	atomic_init(&s->rx_paused, 0);
 	atomic_init(&s->closed, 0);
@@ -904,6 +905,81 @@ zr_socket_fd(zr_socket *s)
 	return s->efd_rx;
 }
 
+/* App thread, as the tx producer: a free slot, and bytes left within
+ * SNDBYTES (an empty handoff takes any message). */
+static bool
+sock_tx_room(zr_socket *s)
+{
+	size_t cap = zr__spsc_cap(&s->tx); /* what sock_tx_offer fills */
+
+	if (zr__spsc_count_upto(&s->tx, cap) >= cap)
+		return false;
+	return sock_budget_room(s->opt.sndbytes, s->tx_given, &s->tx_taken_seen, &s->tx_taken, 0);
+}
+
+static bool
+sock_can_send_now(zr_socket *s)
+{
+	const struct zr__sock_ops *ops = s->ops;
+
+	if (ops->send_check != NULL && ops->send_check(s) < 0)
+		return false;
+	if (ops->waits_for_peer && atomic_load(&s->npipes) == 0)
+		return false;
+	return sock_tx_room(s);
+}
+
+static int
+sock_poll_events(zr_socket *s)
+{
+	const struct zr__sock_ops *ops = s->ops;
+	int ev = 0;
+
+	if (sock_queues(s) < 0)
+		return 0;
+	/* The wake that brought the caller here is consumed: what it meant is
+	 * read below, and whatever is missing arms the fd again. */
+	sock_drain_fd(s->efd_rx);
+	if (ops->can_recv && (ops->recv_check == NULL || ops->recv_check(s) == 0)) {
+		if (zr__spsc_peek(&s->rx) != NULL) {
+			ev |= ZR_POLLIN;
+		} else {
+			/* As a receive that found none: the next message wakes
+			 * the fd (zr__sock_rx_flush). */
+			atomic_store(&s->rx_armed, 1);
+			atomic_thread_fence(memory_order_seq_cst);
+			if (zr__spsc_peek(&s->rx) != NULL)
+				ev |= ZR_POLLIN;
+			else if (atomic_load_explicit(&s->rx_paused, memory_order_relaxed))
+				zr__ctx_dirty(s->ctx, s);
+		}
+	}
+	if (ops->can_send && (ops->send_check == NULL || ops->send_check(s) == 0)) {
+		if (sock_can_send_now(s)) {
+			ev |= ZR_POLLOUT;
+		} else {
+			/* The io thread signals the fd when the handoff drains or
+			 * a first peer comes (sock_tx_taken); looked at again after
+			 * arming, so a drain in between is not missed. */
+			atomic_store(&s->tx_fd_armed, 1);
+			atomic_thread_fence(memory_order_seq_cst);
+			if (sock_can_send_now(s))
+				ev |= ZR_POLLOUT;
+			else
+				zr__ctx_dirty(s->ctx, s); /* make sure the io thread drains */
+		}
+	}
+	return ev;
+}
+
+/* see zring.h */
+int
+zr_socket_poll_events(zr_socket *s)
+{
+	sock_call_enter(s, SOCK_CALL_OTHER);
+	return sock_call_leave(s, SOCK_CALL_OTHER, sock_poll_events(s));
+}
+
 static int
 sock_subscribe(zr_socket *s, int type, const void *v, size_t len)
 {
@@ -935,6 +1011,8 @@ sock_tx_taken(struct zr_socket *s)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load(&s->tx_armed) && atomic_exchange(&s->tx_armed, 0))
 		sock_signal(s->efd_tx);
+	if (atomic_load(&s->tx_fd_armed) && atomic_exchange(&s->tx_fd_armed, 0))
+		sock_signal(s->efd_rx); /* zr_socket_poll_events found no room */
 }
 
 static void

@@ -145,9 +145,35 @@ ZR_API int zr_recv_bytes(zr_socket *s, void *buf, size_t cap, int flags);
 /*
  * A file descriptor that becomes readable when a message may be received:
  * after zr_recv returned -EAGAIN, the fd turns readable when the next message
- * arrives (fold it into poll/epoll; never read or close it).
+ * arrives (fold it into poll/epoll; never read or close it). After
+ * zr_socket_poll_events, also when what it left out may have come.
  */
 ZR_API int zr_socket_fd(zr_socket *s);
+
+/* zr_socket_poll_events' answer: bits of these. */
+#define ZR_POLLIN 1
+#define ZR_POLLOUT 2
+/*
+ * What the socket can do at once, without waiting:
+ *   ZR_POLLIN   a message is waiting (and the type and its state allow a
+ *               receive: REQ with a request out, REP without one to answer);
+ *   ZR_POLLOUT  a zr_send would not block: the type and its state allow a
+ *               send (REQ: no request out, unless ZR_REQ_RELAXED; REP: a
+ *               request to answer), a type that waits for a peer (PUSH,
+ *               DEALER, REQ, PAIR) has one (as libzmq's pipes: a connecter
+ *               counts from zr_connect, an inproc one before the bind too),
+ *               and the send queue has a free slot within SNDHWM and bytes
+ *               left within SNDBYTES. A message larger than the bytes left
+ *               may still get -EAGAIN.
+ * It clears zr_socket_fd's wake, and each bit it leaves out arms the fd,
+ * which then turns readable when that bit may have come: a message arrived,
+ * or the send queue drained to half its slots or a first peer came. So the
+ * fd is edge-triggered: after a wake, call this again to learn what changed,
+ * and call it last before waiting on the fd (a zr_recv with ZR_DONTWAIT
+ * finding nothing clears the fd too). Same thread rules as zr_send and
+ * zr_recv. Returns the bits (0 when neither).
+ */
+ZR_API int zr_socket_poll_events(zr_socket *s);
 
 /* ---- monitoring: libzmq's event names and numbers ------------------------ */
 
