@@ -1534,8 +1534,15 @@ zc_send_frame(struct zc_socket *s, const void *data, size_t len, int flags)
 		return ENOTSUP;
 	zc_ops(s);
 	if (s->out == NULL) {
-		if (s->type == ZMQ_REQ && s->req_waiting)
-			return EFSM;
+		if (s->type == ZMQ_REQ && s->req_waiting) {
+			if (!s->req_relaxed)
+				return EFSM;
+			/* A new request: the old reply, or what of it is in
+			 * hand, is not the app's any more (zring drops the rest). */
+			if (s->in != NULL)
+				s->in_next = s->in_frames;
+			s->rcvmore = false;
+		}
 		if (s->type == ZMQ_REP && !s->rep_replying)
 			return EFSM;
 		if (zc_terminating(s->ctx))
@@ -1865,6 +1872,14 @@ zc_zr_option(int option)
 	case ZMQ_HEARTBEAT_TTL:
 	case ZMQ_HEARTBEAT_TIMEOUT:
 	case ZMQ_XPUB_VERBOSER:
+	case ZMQ_PROBE_ROUTER:
+	case ZMQ_REQ_CORRELATE:
+	case ZMQ_REQ_RELAXED:
+	case ZMQ_CONFLATE:
+	case ZMQ_XPUB_NODROP:
+	case ZMQ_XPUB_MANUAL:
+	case ZMQ_XPUB_WELCOME_MSG:
+	case ZMQ_INVERT_MATCHING:
 		return true;
 	default:
 		return false;
@@ -1886,8 +1901,6 @@ static bool
 zc_fixed_int(int option, int *dflt)
 {
 	switch (option) {
-	case ZMQ_CONFLATE:
-	case ZMQ_INVERT_MATCHING:
 	case ZC_ZAP_ENFORCE_DOMAIN:
 		*dflt = 0;
 		return true;
@@ -2014,7 +2027,8 @@ zmq_setsockopt(void *sock, int option, const void *v, size_t len)
 		break;
 	case ZMQ_SUBSCRIBE:
 	case ZMQ_UNSUBSCRIBE:
-		if (s->type != ZMQ_SUB && s->type != ZMQ_XSUB)
+		/* XPUB: only with XPUB_MANUAL, which zring checks. */
+		if (s->type != ZMQ_SUB && s->type != ZMQ_XSUB && s->type != ZMQ_XPUB)
 			return zc_fail(EINVAL);
 		break;
 	default:
@@ -2037,6 +2051,10 @@ zmq_setsockopt(void *sock, int option, const void *v, size_t len)
 				memcpy(s->inert.plain[k], v, len);
 			s->inert.plain[k][len] = '\0';
 			s->inert.plain_len[k] = len;
+		}
+		if (rc == 0 && option == ZMQ_REQ_RELAXED) {
+			memcpy(&i, v, sizeof i); /* an int: zring checked it */
+			s->req_relaxed = i != 0;
 		}
 		return rc < 0 ? zc_fail_zr(rc) : 0;
 	}

@@ -140,6 +140,28 @@ opt_set_busy_poll(struct zr_socket *s, const struct opt_row *r, const struct opt
 	return rc;
 }
 
+/* XPUB_NODROP is PUB_POLICY's BLOCK (1) or DROP_NEW (0). */
+static int
+opt_set_nodrop(struct zr_socket *s, const struct opt_row *r, const struct opt_val *v)
+{
+	(void)r;
+	s->opt.pub_policy = v->i != 0 ? ZR_PUB_BLOCK : ZR_PUB_DROP_NEW;
+	return 0;
+}
+
+static int
+opt_get_nodrop(struct zr_socket *s, const struct opt_row *r, void *v, size_t *len)
+{
+	int i = s->opt.pub_policy == ZR_PUB_BLOCK;
+
+	(void)r;
+	if (*len < sizeof i)
+		return -EINVAL;
+	memcpy(v, &i, sizeof i);
+	*len = sizeof i;
+	return 0;
+}
+
 static int
 opt_get_role(struct zr_socket *s, const struct opt_row *r, void *v, size_t *len)
 {
@@ -307,6 +329,27 @@ static const struct opt_row opt_table[] = {
 	ROW_INT(ZR_HEARTBEAT_TTL, heartbeat_ttl_ms, INT_MIN, INT_MAX, OPT_RW),
 	ROW_INT(ZR_HEARTBEAT_TIMEOUT, heartbeat_timeout_ms, INT_MIN, INT_MAX, OPT_RW),
 	ROW_LEVEL(ZR_XPUB_VERBOSER, xpub_verbose, 2),
+	/* libzmq takes these on every type; the types they act on are in zring.h. */
+	ROW_BOOL(ZR_PROBE_ROUTER, probe_router),
+	ROW_BOOL(ZR_REQ_CORRELATE, req_correlate),
+	ROW_BOOL(ZR_REQ_RELAXED, req_relaxed),
+	/* Fixes how the queues work: before they are made. */
+	{.option = ZR_CONFLATE,
+         .kind = OPT_BOOL,
+         .access = OPT_RW | OPT_BEFORE_QUEUES,
+         .types = OPT_ALL_TYPES,
+         .off = OFF(conflate)},
+	{.option = ZR_XPUB_NODROP,
+         .kind = OPT_INT,
+         .access = OPT_RW,
+         .types = OPT_TYPE(ZR_PUB) | OPT_TYPE(ZR_XPUB),
+         .min = INT_MIN,
+         .max = INT_MAX,
+         .set = opt_set_nodrop,
+         .get = opt_get_nodrop},
+	ROW_BOOL(ZR_XPUB_MANUAL, xpub_manual),
+	ROW_BYTES(ZR_XPUB_WELCOME_MSG, xpub_welcome_msg, 0, OPT_RW, NULL),
+	ROW_BOOL(ZR_INVERT_MATCHING, invert_matching),
 	/* zring's own */
 	ROW_INT64(ZR_SNDBYTES, sndbytes, INT64_MIN),
 	ROW_INT64(ZR_RCVBYTES, rcvbytes, INT64_MIN),

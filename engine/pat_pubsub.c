@@ -93,7 +93,7 @@ sub_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m)
 	const uint8_t *f0 = zr_msg_frame(m, 0, &len);
 
 	(void)c;
-	if (!zr__subs_match(&s->ps.subs, f0, len)) {
+	if (zr__subs_match(&s->ps.subs, f0, len) == s->opt.invert_matching) {
 		zr_msg_free(m);
 		return 1;
 	}
@@ -133,6 +133,26 @@ xsub_route(struct zr_socket *s, zr_msg *m)
  * with a full queue is handled by ZR_PUB_POLICY; one that does not match
  * never holds the publisher back, whatever its state.
  */
+/*
+ * INVERT_MATCHING: every subscriber the collect did not find (its stamp is
+ * not the walk's), linked the same way, as libzmq's reverse match (a peer
+ * holding nothing at all gets everything).
+ */
+static struct zr__subs_owner *
+pub_invert(struct zr_socket *s, struct zr__subs_owner *hit)
+{
+	struct zr__subs_owner *list = NULL;
+	uint64_t stamp = s->ps.subs.stamp;
+
+	for (struct zr__conn *c = s->conns; c != NULL; c = c->next) {
+		if (c->state != ZR__CONN_ACTIVE || (c->subs.stamp == stamp && hit != NULL))
+			continue;
+		c->subs.match_next = list;
+		list = &c->subs;
+	}
+	return list;
+}
+
 static bool
 pub_route(struct zr_socket *s, zr_msg *m)
 {
@@ -142,7 +162,9 @@ pub_route(struct zr_socket *s, zr_msg *m)
 	struct zr__subs_owner *hit = zr__subs_collect(&s->ps.subs, f0, len), *o, *next;
 	struct zr__conn *c;
 
-	if (policy == ZR_PUB_BLOCK) {
+	if (s->opt.invert_matching)
+		hit = pub_invert(s, hit);
+	if (policy == ZR_PUB_BLOCK && !s->conflate_tx) {
 		/* Lossless: all or nothing, so a retry never duplicates. */
 		for (o = hit; o != NULL; o = o->match_next) {
 			c = ZR_CONTAINER_OF(o, struct zr__conn, subs);
@@ -162,6 +184,10 @@ pub_route(struct zr_socket *s, zr_msg *m)
 		if (c->state != ZR__CONN_ACTIVE)
 			continue;
 		matched = true;
+		if (s->conflate_tx) {
+			zr__pat_send_conflated(c, m);
+			continue;
+		}
 		room = zr__conn_has_room(c);
 		if (!room && policy == ZR_PUB_DROP_OLD)
 			room = zr__conn_drop_oldest(c);
@@ -427,6 +453,21 @@ xpub_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m)
 	return pub_deliver_of(s, c, m, true);
 }
 
+/* XPUB_WELCOME_MSG: the first message a new subscriber gets (forced: never
+ * over a limit). */
+static int
+xpub_conn_active(struct zr_socket *s, struct zr__conn *c)
+{
+	size_t n = s->opt.xpub_welcome_msg_len;
+	zr_msg *m;
+
+	if (n == 0 || zr_msg_new(&m) < 0)
+		return 0;
+	if (zr_msg_add(m, s->opt.xpub_welcome_msg, n) < 0 || !zr__conn_send(c, m, true))
+		zr_msg_free(m);
+	return 0;
+}
+
 /* A reconnected subscriber subscribes afresh. */
 static void
 pub_conn_lost(struct zr_socket *s, struct zr__conn *c)
@@ -474,6 +515,7 @@ const struct zr__sock_ops zr__pat_xpub = {
 	.route = pub_route,
 	.deliver = xpub_deliver,
 	.peer_subscription = xpub_subscription,
+	.conn_active = xpub_conn_active,
 	.conn_lost = xpub_conn_lost,
 	.rx_room = xpub_rx_room,
 	.fini = pubsub_fini,

@@ -142,7 +142,7 @@ router_conn_active(struct zr_socket *s, struct zr__conn *c)
 {
 	(void)rep_conn_active(s, c);
 	route_rid_publish(s, c, true);
-	return 0;
+	return zr__pat_probe(s, c);
 }
 
 static void

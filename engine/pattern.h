@@ -104,6 +104,7 @@ struct zr__pat_rr {
 	struct zr__conn *cursor;   /* io: round-robin position */
 	struct zr__conn *req_peer; /* io, REQ: where the request went */
 	bool req_waiting;          /* app, REQ: a request is out, waiting for its reply */
+	uint32_t req_id;           /* app, REQ: REQ_CORRELATE's id of the last request */
 };
 
 struct zr__rid {
@@ -144,6 +145,17 @@ extern const struct zr__sock_ops zr__pat_pub, zr__pat_xpub, zr__pat_sub, zr__pat
 
 /* The route of a type that never sends (its handoff stays empty). */
 bool zr__pat_route_drop(struct zr_socket *s, zr_msg *m);
+
+/* c takes messages (a handshaken connection, an inproc pipe with its
+ * other end). */
+bool zr__pat_conn_up(const struct zr__conn *c);
+/* CONFLATE: m (a reference of its own is taken) replaces whatever c has
+ * not started to send. */
+void zr__pat_send_conflated(struct zr__conn *c, zr_msg *m);
+
+/* PROBE_ROUTER: a conn_active that sends c one empty frame when the option
+ * is set (DEALER, REQ; ROUTER calls it from its own). Returns 0. */
+int zr__pat_probe(struct zr_socket *s, struct zr__conn *c);
 
 /* ---- what the socket core offers the patterns (socket.c) ---- */
 

@@ -252,15 +252,56 @@ enum zr_option {
 	ZR_LAST_ENDPOINT = 32,     /* string, read only: the last bound endpoint */
 	ZR_XPUB_VERBOSE = 40, /* int 0/1: XPUB hands over every subscribe (default 0: new ones) */
 	ZR_IPV6 = 42,         /* int 0/1: "*" binds dual-stack "::", names may resolve to IPv6 */
-	ZR_ROUTER_MANDATORY = 33,  /* int 0/1: unknown peer -> -EHOSTUNREACH */
-	ZR_MECHANISM = 43,         /* int, read only: ZR_MECH_NULL, _PLAIN or _CURVE */
-	ZR_PLAIN_SERVER = 44,      /* int 0/1: be a PLAIN server */
-	ZR_PLAIN_USERNAME = 45,    /* string: be a PLAIN client ((NULL, 0): back to NULL) */
-	ZR_PLAIN_PASSWORD = 46,    /* string: likewise */
-	ZR_CURVE_SERVER = 47,      /* int 0/1: be a CURVE server (needs CURVE_SECRETKEY) */
-	ZR_CURVE_PUBLICKEY = 48,   /* key: our long-term public key */
-	ZR_CURVE_SECRETKEY = 49,   /* key: our long-term secret key */
-	ZR_CURVE_SERVERKEY = 50,   /* key: be a CURVE client of the server with this key */
+	ZR_ROUTER_MANDATORY = 33, /* int 0/1: unknown peer -> -EHOSTUNREACH */
+	ZR_MECHANISM = 43,        /* int, read only: ZR_MECH_NULL, _PLAIN or _CURVE */
+	ZR_PLAIN_SERVER = 44,     /* int 0/1: be a PLAIN server */
+	ZR_PLAIN_USERNAME = 45,   /* string: be a PLAIN client ((NULL, 0): back to NULL) */
+	ZR_PLAIN_PASSWORD = 46,   /* string: likewise */
+	ZR_CURVE_SERVER = 47,     /* int 0/1: be a CURVE server (needs CURVE_SECRETKEY) */
+	ZR_CURVE_PUBLICKEY = 48,  /* key: our long-term public key */
+	ZR_CURVE_SECRETKEY = 49,  /* key: our long-term secret key */
+	ZR_CURVE_SERVERKEY = 50,  /* key: be a CURVE client of the server with this key */
+	/* int 0/1 (DEALER, REQ, ROUTER): an empty one-frame message goes to each
+	 * new peer as soon as its connection is up (libzmq's probe: a ROUTER
+	 * learns of the peer before it asks anything). Default 0. */
+	ZR_PROBE_ROUTER = 51,
+	/* int 0/1 (REQ): each request carries a 4-octet request id frame before
+	 * the empty delimiter (a uint32 in host order, starting at a random
+	 * value, one more per request: libzmq's wire form), and a reply counts
+	 * only when it starts with the id of the request last sent. Default 0. */
+	ZR_REQ_CORRELATE = 52,
+	/* int 0/1 (REQ): a new request may go while the last one waits for its
+	 * reply (instead of -EFSM); the old reply is then discarded. Use with
+	 * ZR_REQ_CORRELATE, or a late reply may pass for the new one's. Default 0. */
+	ZR_REQ_RELAXED = 53,
+	/* int 0/1, set before the first bind, connect, send or receive: keep only
+	 * the newest message. PULL, SUB, DEALER receiving: the receive queue holds
+	 * one message, each arrival replacing the unread one (RCVHWM and
+	 * RCVBYTES ignored; peers are never held back). PUSH, PUB, DEALER
+	 * sending: each peer's queue holds one unsent message, a newer one
+	 * replacing it (SNDHWM and ZR_PUB_POLICY ignored; the send never waits
+	 * for room, but a PUSH/DEALER still waits for a first peer). Messages
+	 * stay whole (libzmq keeps one frame of a multipart one). Other types
+	 * take and ignore it, as libzmq. Default 0. */
+	ZR_CONFLATE = 54,
+	/* int 0/1 (PUB, XPUB): 1 is ZR_PUB_POLICY = ZR_PUB_BLOCK (a send waits,
+	 * or gets -EAGAIN, while a matching subscriber is full), 0 is
+	 * ZR_PUB_DROP_NEW; reads 1 when the policy is ZR_PUB_BLOCK. Default 0. */
+	ZR_XPUB_NODROP = 69,
+	/* int 0/1 (XPUB): every subscribe and cancel a peer sends is handed to
+	 * the app, and none is applied until the app confirms it by setting
+	 * ZR_SUBSCRIBE / ZR_UNSUBSCRIBE on the XPUB: that applies the topic it
+	 * gives to the peer whose notice the app received last. Default 0. */
+	ZR_XPUB_MANUAL = 71,
+	/* bytes, 0..255 (XPUB): a message each new subscriber gets as soon as it
+	 * connects (a SUB subscribed to it receives it first). Empty: none
+	 * (default). */
+	ZR_XPUB_WELCOME_MSG = 72,
+	/* int 0/1 (PUB, XPUB, SUB, XSUB): matching is inverted: a PUB sends to
+	 * the subscribers that do NOT match frame 0, a SUB takes the messages
+	 * that match none of its subscriptions. Both ends must agree (libzmq's
+	 * rule). Default 0. */
+	ZR_INVERT_MATCHING = 74,
 	ZR_HANDSHAKE_IVL = 66,     /* int, ms: 30000 */
 	ZR_HEARTBEAT_IVL = 75,     /* int, ms: 0 */
 	ZR_HEARTBEAT_TTL = 76,     /* int, ms: 0 */
