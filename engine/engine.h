@@ -274,6 +274,7 @@ struct zr__conn {
 	uint8_t rid[ZR__SUB_MAX + 1];
 	size_t rid_len;
 	struct zr__subs_owner subs; /* PUB/XPUB: what this subscriber holds in sock->ps.subs */
+	uint64_t xpub_serial;       /* XPUB: names it in XPUB_MANUAL's confirmations (>= 1) */
 	char drop_why[ZR_EVENT_REASON_MAX]; /* why we closed it, for the DISCONNECTED event */
 
 	/* tls:// (NULL otherwise, and the plain path looks at nothing else):

@@ -84,10 +84,28 @@ opt_set_routing_id(struct zr_socket *s, const struct opt_row *r, const struct op
 	return opt_store(&s->opt, r, v);
 }
 
+/* SUB, XSUB: a filter. XPUB with XPUB_MANUAL: a subscription applied to
+ * the peer whose notice the app received last (its serial goes first). */
 static int
 opt_set_subscribe(struct zr_socket *s, const struct opt_row *r, const struct opt_val *v)
 {
-	return zr__sock_subscribe(s, r->option == ZR_SUBSCRIBE, v->p, v->len);
+	uint64_t serial = s->ps.xpub_last;
+	uint8_t *buf;
+	int rc;
+
+	if (s->type != ZR_XPUB)
+		return zr__sock_subscribe(s, r->option == ZR_SUBSCRIBE, v->p, v->len);
+	if (!s->opt.xpub_manual || v->len > SIZE_MAX - sizeof serial)
+		return -EINVAL;
+	buf = malloc(sizeof serial + v->len);
+	if (buf == NULL)
+		return -ENOMEM;
+	memcpy(buf, &serial, sizeof serial);
+	if (v->len > 0)
+		memcpy(buf + sizeof serial, v->p, v->len);
+	rc = zr__sock_subscribe(s, r->option == ZR_SUBSCRIBE, buf, sizeof serial + v->len);
+	free(buf);
+	return rc;
 }
 
 /* libzmq: either credential makes a PLAIN client; (NULL, 0) goes back to NULL. */
@@ -274,11 +292,11 @@ opt_get_tls_text(struct zr_socket *s, const struct opt_row *r, void *v, size_t *
 		.option = (opt), .kind = OPT_INT, .access = OPT_RW, .types = OPT_ALL_TYPES, \
 		.min = 0, .max = 1, .arg = (mech), .set = opt_set_role, .get = opt_get_role \
 	}
-#define ROW_SUBSCRIBE(opt)                                                       \
-	{                                                                        \
-		.option = (opt), .kind = OPT_BYTES, .access = OPT_SET,           \
-		.types = OPT_TYPE(ZR_SUB) | OPT_TYPE(ZR_XSUB), .max = INT64_MAX, \
-		.set = opt_set_subscribe                                         \
+#define ROW_SUBSCRIBE(opt)                                                         \
+	{                                                                          \
+		.option = (opt), .kind = OPT_BYTES, .access = OPT_SET,             \
+		.types = OPT_TYPE(ZR_SUB) | OPT_TYPE(ZR_XSUB) | OPT_TYPE(ZR_XPUB), \
+		.max = INT64_MAX, .set = opt_set_subscribe                         \
 	}
 #define ROW_TEXT(opt, handler)                                                                \
 	{                                                                                     \
@@ -347,7 +365,12 @@ static const struct opt_row opt_table[] = {
          .max = INT_MAX,
          .set = opt_set_nodrop,
          .get = opt_get_nodrop},
-	ROW_BOOL(ZR_XPUB_MANUAL, xpub_manual),
+	/* Fixes what its notices carry: before the queues are made. */
+	{.option = ZR_XPUB_MANUAL,
+         .kind = OPT_BOOL,
+         .access = OPT_RW | OPT_BEFORE_QUEUES,
+         .types = OPT_ALL_TYPES,
+         .off = OFF(xpub_manual)},
 	ROW_BYTES(ZR_XPUB_WELCOME_MSG, xpub_welcome_msg, 0, OPT_RW, NULL),
 	ROW_BOOL(ZR_INVERT_MATCHING, invert_matching),
 	/* zring's own */

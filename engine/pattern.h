@@ -133,6 +133,12 @@ struct zr__pat_pubsub {
 	 * first (see pat_pubsub.c for the bound). */
 	zr_msg **xpub_pending;
 	size_t xpub_pending_head, xpub_pending_n, xpub_pending_cap;
+	/* XPUB_MANUAL: for each notice put in rx, in the same order, the serial
+	 * of the connection it came from (io -> app; made with the first
+	 * subscriber), and the app's copy of the last one it received. */
+	uint64_t xpub_serial_next; /* io */
+	struct zr__spsc *xpub_who; /* written before the first notice it covers */
+	uint64_t xpub_last;        /* app */
 };
 
 /* The hooks of a socket type; NULL for a type zring does not implement. */

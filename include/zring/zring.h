@@ -237,7 +237,7 @@ ZR_API int zr_monitor_fd(zr_socket *s);
 
 enum zr_option {
 	ZR_ROUTING_ID = 5,         /* bytes, 1..255, not starting with 0x00 */
-	ZR_SUBSCRIBE = 6,          /* bytes: a prefix (SUB, XSUB) */
+	ZR_SUBSCRIBE = 6,          /* bytes: a prefix (SUB, XSUB; XPUB: ZR_XPUB_MANUAL) */
 	ZR_UNSUBSCRIBE = 7,        /* bytes */
 	ZR_SNDBUF = 11,            /* int, bytes: SO_SNDBUF (0 = kernel default) */
 	ZR_RCVBUF = 12,            /* int, bytes: SO_RCVBUF (0 = kernel default) */
@@ -288,10 +288,13 @@ enum zr_option {
 	 * or gets -EAGAIN, while a matching subscriber is full), 0 is
 	 * ZR_PUB_DROP_NEW; reads 1 when the policy is ZR_PUB_BLOCK. Default 0. */
 	ZR_XPUB_NODROP = 69,
-	/* int 0/1 (XPUB): every subscribe and cancel a peer sends is handed to
-	 * the app, and none is applied until the app confirms it by setting
-	 * ZR_SUBSCRIBE / ZR_UNSUBSCRIBE on the XPUB: that applies the topic it
-	 * gives to the peer whose notice the app received last. Default 0. */
+	/* int 0/1 (XPUB), set before the first bind, connect, send or receive:
+	 * every subscribe and cancel a peer sends is handed to the app (each
+	 * one, duplicates too), and none is applied until the app sets
+	 * ZR_SUBSCRIBE / ZR_UNSUBSCRIBE on the XPUB, which applies the topic it
+	 * gives (any topic) to the peer whose notice the app received last
+	 * (none yet, or that peer gone: nothing). SUBS_MAX and SUBS_MAXBYTES
+	 * still bound what a peer holds. Default 0. */
 	ZR_XPUB_MANUAL = 71,
 	/* bytes, 0..255 (XPUB): a message each new subscriber gets as soon as it
 	 * connects (a SUB subscribed to it receives it first). Empty: none

@@ -405,3 +405,69 @@ Test(libzmq_opts, invert_matching_both_ends)
 	zr_socket_close(pub);
 	zr_socket_close(sub);
 }
+
+/* ---- XPUB_MANUAL ------------------------------------------------------------ */
+
+static void
+expect_notice(zr_socket *xpub, const char *topic)
+{
+	char buf[32];
+	int n = zr_recv_bytes(xpub, buf, sizeof buf - 1, 0);
+
+	cr_assert_eq(n, (int)strlen(topic) + 1, "notice: %d", n);
+	buf[n] = '\0';
+	cr_assert_eq(buf[0], 1);
+	cr_assert_str_eq(buf + 1, topic);
+}
+
+Test(libzmq_opts, xpub_manual_applies_what_the_app_confirms)
+{
+	zr_socket *xpub = open_sock(ZR_XPUB), *s1 = open_sock(ZR_SUB), *s2 = open_sock(ZR_SUB);
+	char buf[16];
+	int n;
+
+	cr_assert_eq(zr_setsockopt(xpub, ZR_SUBSCRIBE, "a", 1), -EINVAL, "not manual yet");
+	sopt_int(xpub, ZR_XPUB_MANUAL, 1);
+	cr_assert_eq(zr_bind(xpub, "inproc://manual"), 0);
+	cr_assert_eq(zr_setsockopt(s1, ZR_SUBSCRIBE, "a", 1), 0);
+	cr_assert_eq(zr_connect(s1, "inproc://manual"), 0);
+	expect_notice(xpub, "a");
+	cr_assert_eq(zr_setsockopt(xpub, ZR_SUBSCRIBE, "a", 1), 0); /* for s1 */
+	cr_assert_eq(zr_setsockopt(s2, ZR_SUBSCRIBE, "b", 1), 0);
+	cr_assert_eq(zr_connect(s2, "inproc://manual"), 0);
+	expect_notice(xpub, "b");
+	/* s2 gets "bb", not "b" (its own filter still takes "b..."). */
+	cr_assert_eq(zr_setsockopt(xpub, ZR_SUBSCRIBE, "bb", 2), 0);
+	/* A duplicate is told too (automatic mode tells only a new topic). */
+	cr_assert_eq(zr_setsockopt(s1, ZR_SUBSCRIBE, "b", 1), 0);
+	expect_notice(xpub, "b"); /* not confirmed: s1 never holds "b" */
+	for (int i = 0;; i++) {
+		cr_assert_eq(zr_send_bytes(xpub, "a1", 2, 0), 0);
+		n = zr_recv_bytes(s1, buf, sizeof buf - 1, ZR_DONTWAIT);
+		if (n > 0)
+			break;
+		cr_assert_lt(i, WAIT_MS / 10, "s1's confirmed \"a\" never applied");
+		sleep_ms(10);
+	}
+	buf[n] = '\0';
+	cr_assert_str_eq(buf, "a1");
+	for (int i = 0;; i++) {
+		cr_assert_eq(zr_send_bytes(xpub, "b1", 2, 0), 0);
+		cr_assert_eq(zr_send_bytes(xpub, "bb1", 3, 0), 0);
+		n = zr_recv_bytes(s2, buf, sizeof buf - 1, ZR_DONTWAIT);
+		if (n > 0)
+			break;
+		cr_assert_lt(i, WAIT_MS / 10, "s2's \"bb\" never applied");
+		sleep_ms(10);
+	}
+	buf[n] = '\0';
+	cr_assert_str_eq(buf, "bb1", "s2 got %s: its own \"b\" was applied", buf);
+	/* s1 holds "a" only. */
+	while ((n = zr_recv_bytes(s1, buf, sizeof buf - 1, ZR_DONTWAIT)) > 0) {
+		buf[n] = '\0';
+		cr_assert_str_eq(buf, "a1", "s1 got %s", buf);
+	}
+	zr_socket_close(xpub);
+	zr_socket_close(s1);
+	zr_socket_close(s2);
+}
