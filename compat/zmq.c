@@ -16,9 +16,11 @@
  *  - Readiness. zr_socket_fd turns readable when a message arrives after a
  *    receive found none. ZMQ_EVENTS therefore fetches ahead: with no frame
  *    in hand it tries a non-blocking zr_recv and keeps what it got, which is
- *    also what arms the fd when nothing came. That makes ZMQ_FD the
- *    edge-triggered signal libzmq documents: it fires when the events may
- *    have changed, and the app reads ZMQ_EVENTS to learn what they are.
+ *    also what arms the fd when nothing came; POLLOUT is
+ *    zr_socket_poll_events', which arms the same fd for when room comes.
+ *    That makes ZMQ_FD the edge-triggered signal libzmq documents: it fires
+ *    when the events may have changed, and the app reads ZMQ_EVENTS to
+ *    learn what they are.
  *
  *  - Termination. libzmq's zmq_ctx_term waits until the app closes every
  *    socket, making blocking calls in other threads fail with ETERM;
