@@ -347,7 +347,8 @@ static const struct opt_row opt_table[] = {
 	ROW_INT(ZR_HEARTBEAT_TTL, heartbeat_ttl_ms, INT_MIN, INT_MAX, OPT_RW),
 	ROW_INT(ZR_HEARTBEAT_TIMEOUT, heartbeat_timeout_ms, INT_MIN, INT_MAX, OPT_RW),
 	ROW_LEVEL(ZR_XPUB_VERBOSER, xpub_verbose, 2),
-	/* libzmq takes these on every type; the types they act on are in zring.h. */
+	/* libzmq takes these three on every type; the types they act on are in
+	 * zring.h. The XPUB options are PUB's and XPUB's only, as libzmq's. */
 	ROW_BOOL(ZR_PROBE_ROUTER, probe_router),
 	ROW_BOOL(ZR_REQ_CORRELATE, req_correlate),
 	ROW_BOOL(ZR_REQ_RELAXED, req_relaxed),
@@ -369,9 +370,15 @@ static const struct opt_row opt_table[] = {
 	{.option = ZR_XPUB_MANUAL,
          .kind = OPT_BOOL,
          .access = OPT_RW | OPT_BEFORE_QUEUES,
-         .types = OPT_ALL_TYPES,
+         .types = OPT_TYPE(ZR_PUB) | OPT_TYPE(ZR_XPUB),
          .off = OFF(xpub_manual)},
-	ROW_BYTES(ZR_XPUB_WELCOME_MSG, xpub_welcome_msg, 0, OPT_RW, NULL),
+	{.option = ZR_XPUB_WELCOME_MSG,
+         .kind = OPT_BYTES,
+         .access = OPT_RW,
+         .types = OPT_TYPE(ZR_PUB) | OPT_TYPE(ZR_XPUB),
+         .off = OFF(xpub_welcome_msg),
+         .aux_off = OFF(xpub_welcome_msg_len),
+         .max = ZR__SUB_MAX},
 	ROW_BOOL(ZR_INVERT_MATCHING, invert_matching),
 	/* zring's own */
 	ROW_INT64(ZR_SNDBYTES, sndbytes, INT64_MIN),

@@ -484,7 +484,7 @@ xpub_conn_active(struct zr_socket *s, struct zr__conn *c)
 	zr_msg *m;
 
 	c->xpub_serial = ++s->ps.xpub_serial_next;
-	if (s->opt.xpub_manual && s->ps.xpub_who == NULL) {
+	if (s->type == ZR_XPUB && s->opt.xpub_manual && s->ps.xpub_who == NULL) {
 		struct zr__spsc *q = malloc(sizeof *q);
 
 		if (q == NULL || zr__spsc_init(q, 2 * zr__spsc_cap(&s->rx)) < 0) {
@@ -583,6 +583,7 @@ const struct zr__sock_ops zr__pat_pub = {
 	.route = pub_route,
 	.deliver = pub_deliver,
 	.peer_subscription = pub_subscription,
+	.conn_active = xpub_conn_active, /* the welcome message */
 	.conn_lost = pub_conn_lost,
 	.fini = pubsub_fini,
 };

@@ -276,9 +276,9 @@ enum zr_option {
 	ZR_REQ_RELAXED = 53,
 	/* int 0/1, set before the first bind, connect, send or receive: keep only
 	 * the newest message. PULL, SUB, DEALER receiving: the receive queue holds
-	 * one message, each arrival replacing the unread one (RCVHWM and
-	 * RCVBYTES ignored; peers are never held back). PUSH, PUB, DEALER
-	 * sending: each peer's queue holds one unsent message, a newer one
+	 * one message (for the socket, not per peer), each arrival replacing the
+	 * unread one (RCVHWM and RCVBYTES ignored; peers are never held back).
+	 * PUSH, PUB, DEALER sending: each peer's queue holds one unsent message, a newer one
 	 * replacing it (SNDHWM and ZR_PUB_POLICY ignored; the send never waits
 	 * for room, but a PUSH/DEALER still waits for a first peer). Messages
 	 * stay whole (libzmq keeps one frame of a multipart one). Other types
@@ -288,22 +288,23 @@ enum zr_option {
 	 * or gets -EAGAIN, while a matching subscriber is full), 0 is
 	 * ZR_PUB_DROP_NEW; reads 1 when the policy is ZR_PUB_BLOCK. Default 0. */
 	ZR_XPUB_NODROP = 69,
-	/* int 0/1 (XPUB), set before the first bind, connect, send or receive:
-	 * every subscribe and cancel a peer sends is handed to the app (each
+	/* int 0/1 (XPUB; PUB takes it and ignores it), set before the first
+	 * bind, connect, send or receive: every subscribe and cancel a peer sends is handed to the app (each
 	 * one, duplicates too), and none is applied until the app sets
 	 * ZR_SUBSCRIBE / ZR_UNSUBSCRIBE on the XPUB, which applies the topic it
 	 * gives (any topic) to the peer whose notice the app received last
 	 * (none yet, or that peer gone: nothing). SUBS_MAX and SUBS_MAXBYTES
 	 * still bound what a peer holds. Default 0. */
 	ZR_XPUB_MANUAL = 71,
-	/* bytes, 0..255 (XPUB): a message each new subscriber gets as soon as it
-	 * connects (a SUB subscribed to it receives it first). Empty: none
-	 * (default). */
+	/* bytes, 0..255 (XPUB, PUB): a message each new subscriber gets as soon
+	 * as it connects (a SUB subscribed to it receives it first). Empty:
+	 * none (default). */
 	ZR_XPUB_WELCOME_MSG = 72,
-	/* int 0/1 (PUB, XPUB, SUB, XSUB): matching is inverted: a PUB sends to
-	 * the subscribers that do NOT match frame 0, a SUB takes the messages
-	 * that match none of its subscriptions. Both ends must agree (libzmq's
-	 * rule). Default 0. */
+	/* int 0/1 (PUB, XPUB, SUB; others take it and ignore it, and an XSUB
+	 * does not filter): matching is inverted: a PUB sends to the
+	 * subscribers that do NOT match frame 0 (one holding nothing too, as
+	 * libzmq), a SUB takes the messages that match none of its
+	 * subscriptions. Both ends must agree (libzmq's rule). Default 0. */
 	ZR_INVERT_MATCHING = 74,
 	ZR_HANDSHAKE_IVL = 66,     /* int, ms: 30000 */
 	ZR_HEARTBEAT_IVL = 75,     /* int, ms: 0 */
