@@ -282,3 +282,61 @@ Test(compat_options, pollout_as_libzmq)
 	zmq_close(late_pull);
 	zmq_ctx_term(ctx);
 }
+
+/* Sends a and b in turns until the peer printed what it received first. */
+static void
+publish_until_heard(void *pub, struct peer *p, const char *a, const char *b, char *line, size_t cap)
+{
+	struct pollfd pf = {.fd = fileno(p->out), .events = POLLIN};
+
+	for (int i = 0; i < WAIT_MS / 10; i++) {
+		cr_assert_eq(zmq_send(pub, a, strlen(a), 0), (int)strlen(a));
+		cr_assert_eq(zmq_send(pub, b, strlen(b), 0), (int)strlen(b));
+		if (poll(&pf, 1, 10) == 1) {
+			peer_line(p, line, cap);
+			return;
+		}
+	}
+	cr_assert_fail("the peer heard nothing");
+}
+
+Test(compat_options, invert_matching_with_libzmq_sub)
+{
+	void *ctx = zmq_ctx_new(), *pub = sock_new(ctx, ZMQ_PUB);
+	struct peer p;
+	char ep[256], line[64];
+	size_t len = sizeof ep;
+
+	set_int(pub, ZMQ_INVERT_MATCHING, 1);
+	cr_assert_eq(zmq_bind(pub, "tcp://127.0.0.1:*"), 0);
+	cr_assert_eq(zmq_getsockopt(pub, ZMQ_LAST_ENDPOINT, ep, &len), 0);
+	peer_start(&p, "sub-invert", ep, "a");
+	/* "a..." matches the SUB's "a": neither end lets it through. */
+	publish_until_heard(pub, &p, "a-no", "b-yes", line, sizeof line);
+	cr_assert_str_eq(line, "b-yes");
+	zmq_close(pub);
+	zmq_ctx_term(ctx);
+	peer_stop(&p);
+}
+
+Test(compat_options, xpub_manual_with_libzmq_sub)
+{
+	void *ctx = zmq_ctx_new(), *xpub = sock_new(ctx, ZMQ_XPUB);
+	struct peer p;
+	char ep[256], line[64], buf[16];
+	size_t len = sizeof ep;
+
+	set_int(xpub, ZMQ_XPUB_MANUAL, 1);
+	cr_assert_eq(zmq_bind(xpub, "tcp://127.0.0.1:*"), 0);
+	cr_assert_eq(zmq_getsockopt(xpub, ZMQ_LAST_ENDPOINT, ep, &len), 0);
+	peer_start(&p, "sub-first", ep, "t");
+	recv_str(xpub, buf, sizeof buf);
+	cr_assert_str_eq(buf, "\001t", "the SUB's subscription, handed over");
+	/* Confirmed narrower: "tt" only. */
+	cr_assert_eq(zmq_setsockopt(xpub, ZMQ_SUBSCRIBE, "tt", 2), 0);
+	publish_until_heard(xpub, &p, "t-no", "tt-yes", line, sizeof line);
+	cr_assert_str_eq(line, "tt-yes");
+	zmq_close(xpub);
+	zmq_ctx_term(ctx);
+	peer_stop(&p);
+}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A peer on the system's libzmq (pyzmq), for tests/compat/test_options.c.
 
-usage: opts_peer.py MODE ENDPOINT [N]
+usage: opts_peer.py MODE ENDPOINT [N or TOPIC]
   router-echo  ROUTER bound to ENDPOINT: answers each request with what it
                saw after the routing id: "<frames>:<frame 1 in hex>"; to a
                body "stale" it first answers with the previous request id
@@ -9,8 +9,9 @@ usage: opts_peer.py MODE ENDPOINT [N]
                then prints "sent"
   router-probe ROUTER bound to ENDPOINT: prints the frames of the first
                message after the routing id, "<count>:<frames joined by .>"
-  sub-first    SUB connected to ENDPOINT, subscribed to everything: prints
-               the first message it receives
+  sub-first    SUB connected to ENDPOINT, subscribed to N (default: all):
+               prints the first message it receives
+  sub-invert   the same with INVERT_MATCHING
 First line printed: "libzmq <path>", then "ready <endpoint>" once bound (the
 port the kernel chose for tcp://127.0.0.1:*) or connected.
 """
@@ -61,9 +62,11 @@ def main():
         print("ready", r.last_endpoint.decode(), flush=True)
         f = r.recv_multipart()[1:]
         print("%d:%s" % (len(f), b".".join(f).decode()), flush=True)
-    elif mode == "sub-first":
+    elif mode in ("sub-first", "sub-invert"):
         s = ctx.socket(zmq.SUB)
-        s.subscribe(b"")
+        if mode == "sub-invert":
+            s.setsockopt(zmq.INVERT_MATCHING, 1)
+        s.subscribe(sys.argv[3].encode() if len(sys.argv) > 3 else b"")
         s.connect(endpoint)
         print("ready", endpoint, flush=True)
         print(s.recv().decode(), flush=True)
