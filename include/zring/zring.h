@@ -170,8 +170,9 @@ ZR_API int zr_socket_fd(zr_socket *s);
  * or the send queue drained to half its slots or a first peer came. So the
  * fd is edge-triggered: after a wake, call this again to learn what changed,
  * and call it last before waiting on the fd (a zr_recv with ZR_DONTWAIT
- * finding nothing clears the fd too). Same thread rules as zr_send and
- * zr_recv. Returns the bits (0 when neither).
+ * finding nothing clears the fd too). It looks at both directions: call it
+ * from the thread that sends and receives on the socket (not while another
+ * thread does either). Returns the bits (0 when neither).
  */
 ZR_API int zr_socket_poll_events(zr_socket *s);
 
