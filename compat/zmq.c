@@ -16,9 +16,11 @@
  *  - Readiness. zr_socket_fd turns readable when a message arrives after a
  *    receive found none. ZMQ_EVENTS therefore fetches ahead: with no frame
  *    in hand it tries a non-blocking zr_recv and keeps what it got, which is
- *    also what arms the fd when nothing came. That makes ZMQ_FD the
- *    edge-triggered signal libzmq documents: it fires when the events may
- *    have changed, and the app reads ZMQ_EVENTS to learn what they are.
+ *    also what arms the fd when nothing came; POLLOUT is
+ *    zr_socket_poll_events', which arms the same fd for when room comes.
+ *    That makes ZMQ_FD the edge-triggered signal libzmq documents: it fires
+ *    when the events may have changed, and the app reads ZMQ_EVENTS to
+ *    learn what they are.
  *
  *  - Termination. libzmq's zmq_ctx_term waits until the app closes every
  *    socket, making blocking calls in other threads fail with ETERM;
@@ -700,6 +702,7 @@ struct zc_socket {
 	/* REQ/REP: what the state machine allows next (for POLLOUT) */
 	bool req_waiting;
 	bool rep_replying;
+	bool req_relaxed; /* ZMQ_REQ_RELAXED: a new request may go before the reply */
 	int sndtimeo, rcvtimeo;
 	struct zc_inert inert;
 	struct zc_monitor *monitor;
@@ -1151,10 +1154,9 @@ zmq_disconnect(void *sock, const char *addr)
 /* ---- peers ----------------------------------------------------------------- */
 
 /*
- * libzmq reports POLLOUT on a PUSH, DEALER, REQ or PAIR only once it has a
- * peer, and asyncio integrations rely on it (they send with DONTWAIT after
- * POLLOUT). zring's public API has no peer count, so this layer keeps one
- * from the socket's monitor events: a connection dialled or accepted (with
+ * POLLOUT comes from zr_socket_poll_events. This layer still keeps a count
+ * of peers, for the inproc connect and disconnect waits and for the first
+ * send after a peer came (zc_send_out), from the socket's monitor events: a connection dialled or accepted (with
  * its fd), handshaken (HANDSHAKE_SUCCEEDED names the endpoint, not the fd:
  * the oldest pending connection of that endpoint is taken), lost (its fd).
  * An inproc pipe has no fd (-1) and no handshake: it counts when it comes.
@@ -1260,13 +1262,6 @@ zc_ops(struct zc_socket *s)
 {
 	if (++s->ops % ZC_DRAIN_EVERY == 0)
 		zc_drain(s);
-}
-
-/* PUSH, DEALER, REQ and PAIR wait for a peer (libzmq and zring alike). */
-static bool
-zc_needs_peer(int type)
-{
-	return type == ZMQ_PUSH || type == ZMQ_DEALER || type == ZMQ_REQ || type == ZMQ_PAIR;
 }
 
 /* ---- receiving ------------------------------------------------------------ */
@@ -1509,6 +1504,17 @@ zc_send_out(struct zc_socket *s, int flags, bool bytes, const void *data, size_t
 	}
 }
 
+/* Whether this layer's REQ/REP state allows the first frame of a message. */
+static bool
+zc_send_state_ok(const struct zc_socket *s)
+{
+	if (s->type == ZMQ_REQ)
+		return !s->req_waiting || s->req_relaxed;
+	if (s->type == ZMQ_REP)
+		return s->rep_replying;
+	return true;
+}
+
 /* A whole message went: the REQ/REP state moves on. */
 static void
 zc_sent(struct zc_socket *s)
@@ -1530,8 +1536,15 @@ zc_send_frame(struct zc_socket *s, const void *data, size_t len, int flags)
 		return ENOTSUP;
 	zc_ops(s);
 	if (s->out == NULL) {
-		if (s->type == ZMQ_REQ && s->req_waiting)
-			return EFSM;
+		if (s->type == ZMQ_REQ && s->req_waiting) {
+			if (!s->req_relaxed)
+				return EFSM;
+			/* A new request: the old reply, or what of it is in
+			 * hand, is not the app's any more (zring drops the rest). */
+			if (s->in != NULL)
+				s->in_next = s->in_frames;
+			s->rcvmore = false;
+		}
 		if (s->type == ZMQ_REP && !s->rep_replying)
 			return EFSM;
 		if (zc_terminating(s->ctx))
@@ -1549,11 +1562,8 @@ zc_send_frame(struct zc_socket *s, const void *data, size_t len, int flags)
 		 * asyncio retries a whole message after EAGAIN). The first
 		 * frame cannot wait for a peer here, so it fails without one.
 		 */
-		if ((flags & ZMQ_DONTWAIT) && zc_needs_peer(s->type)) {
-			zc_drain(s);
-			if (atomic_load(&s->peers) == 0)
-				return EAGAIN;
-		}
+		if ((flags & ZMQ_DONTWAIT) && !(zr_socket_poll_events(s->zr) & ZR_POLLOUT))
+			return EAGAIN;
 		rc = zr_msg_new(&s->out);
 		if (rc < 0)
 			return -rc;
@@ -1630,10 +1640,12 @@ zmq_sendmsg(void *sock, zmq_msg_t *msg, int flags)
 
 /*
  * ZMQ_EVENTS. POLLIN: a frame is in hand, or one could be fetched (which
- * re-arms zr_socket_fd when none could). POLLOUT: what the socket type,
- * REQ/REP state and the peer count allow; zring does not expose whether its
- * send queues have room, so a full queue still reads as writable and a
- * non-blocking send then fails with EAGAIN (README.md).
+ * re-arms zr_socket_fd when none could). POLLOUT: the frames of a message
+ * being gathered always go; otherwise what this layer's REQ/REP state
+ * allows and zr_socket_poll_events' ZR_POLLOUT (a send would not block:
+ * a peer, a free slot, bytes left), which also arms zr_socket_fd for the
+ * moment it may come. Fetched first: a receive finding nothing clears the
+ * fd, so it must come before the arming.
  */
 static int
 zc_events(struct zc_socket *s)
@@ -1658,12 +1670,10 @@ zc_events(struct zc_socket *s)
 			ev |= ZMQ_POLLIN;
 		}
 	}
-	if (zc_can_send(s->type) && !(zc_needs_peer(s->type) && atomic_load(&s->peers) == 0)) {
-		if (s->type == ZMQ_REQ)
-			ev |= s->req_waiting && s->out == NULL ? 0 : ZMQ_POLLOUT;
-		else if (s->type == ZMQ_REP)
-			ev |= s->rep_replying ? ZMQ_POLLOUT : 0;
-		else
+	if (zc_can_send(s->type)) {
+		if (s->out != NULL)
+			ev |= ZMQ_POLLOUT;
+		else if (zc_send_state_ok(s) && (zr_socket_poll_events(s->zr) & ZR_POLLOUT))
 			ev |= ZMQ_POLLOUT;
 	}
 	return ev;
@@ -1746,7 +1756,8 @@ zmq_poll(zmq_pollitem_t *items, int nitems, long timeout)
 				}
 				ev = zc_events(s);
 				it->revents = (short)(ev & it->events);
-				if (it->events & ZMQ_POLLIN)
+				/* It wakes for POLLOUT too (zr_socket_poll_events). */
+				if (it->events & (ZMQ_POLLIN | ZMQ_POLLOUT))
 					p[i] = (struct pollfd){.fd = zr_socket_fd(s->zr),
 					                       .events = POLLIN};
 				p[np++] = (struct pollfd){.fd = s->ctx->term_fd, .events = POLLIN};
@@ -1863,6 +1874,14 @@ zc_zr_option(int option)
 	case ZMQ_HEARTBEAT_TTL:
 	case ZMQ_HEARTBEAT_TIMEOUT:
 	case ZMQ_XPUB_VERBOSER:
+	case ZMQ_PROBE_ROUTER:
+	case ZMQ_REQ_CORRELATE:
+	case ZMQ_REQ_RELAXED:
+	case ZMQ_CONFLATE:
+	case ZMQ_XPUB_NODROP:
+	case ZMQ_XPUB_MANUAL:
+	case ZMQ_XPUB_WELCOME_MSG:
+	case ZMQ_INVERT_MATCHING:
 		return true;
 	default:
 		return false;
@@ -1884,8 +1903,6 @@ static bool
 zc_fixed_int(int option, int *dflt)
 {
 	switch (option) {
-	case ZMQ_CONFLATE:
-	case ZMQ_INVERT_MATCHING:
 	case ZC_ZAP_ENFORCE_DOMAIN:
 		*dflt = 0;
 		return true;
@@ -2012,7 +2029,8 @@ zmq_setsockopt(void *sock, int option, const void *v, size_t len)
 		break;
 	case ZMQ_SUBSCRIBE:
 	case ZMQ_UNSUBSCRIBE:
-		if (s->type != ZMQ_SUB && s->type != ZMQ_XSUB)
+		/* XPUB: only with XPUB_MANUAL, which zring checks. */
+		if (s->type != ZMQ_SUB && s->type != ZMQ_XSUB && s->type != ZMQ_XPUB)
 			return zc_fail(EINVAL);
 		break;
 	default:
@@ -2035,6 +2053,10 @@ zmq_setsockopt(void *sock, int option, const void *v, size_t len)
 				memcpy(s->inert.plain[k], v, len);
 			s->inert.plain[k][len] = '\0';
 			s->inert.plain_len[k] = len;
+		}
+		if (rc == 0 && option == ZMQ_REQ_RELAXED) {
+			memcpy(&i, v, sizeof i); /* an int: zring checked it */
+			s->req_relaxed = i != 0;
 		}
 		return rc < 0 ? zc_fail_zr(rc) : 0;
 	}

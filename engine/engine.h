@@ -163,6 +163,15 @@ struct zr__options {
 	int busy_poll_us;           /* ZR_BUSY_POLL: spin this long before a wait sleeps */
 	bool router_mandatory;
 	bool ipv6;
+	/* libzmq's pattern options (zring.h) */
+	bool conflate;        /* CONFLATE: see conflate_rx / conflate_tx on the socket */
+	bool req_relaxed;     /* REQ: a new request may go before the reply */
+	bool req_correlate;   /* REQ: a request id frame before the delimiter */
+	bool probe_router;    /* DEALER, REQ, ROUTER: an empty message to each new peer */
+	bool invert_matching; /* PUB, XPUB, SUB, XSUB: send / take what does not match */
+	bool xpub_manual;     /* XPUB: the app confirms each subscription */
+	uint8_t xpub_welcome_msg[ZR__SUB_MAX];
+	size_t xpub_welcome_msg_len; /* 0: none */
 	/* security: the last mechanism option set decides (libzmq's rule) */
 	int mechanism; /* enum zr_mechanism */
 	bool as_server;
@@ -265,6 +274,7 @@ struct zr__conn {
 	uint8_t rid[ZR__SUB_MAX + 1];
 	size_t rid_len;
 	struct zr__subs_owner subs; /* PUB/XPUB: what this subscriber holds in sock->ps.subs */
+	uint64_t xpub_serial;       /* XPUB: names it in XPUB_MANUAL's confirmations (>= 1) */
 	char drop_why[ZR_EVENT_REASON_MAX]; /* why we closed it, for the DISCONNECTED event */
 
 	/* tls:// (NULL otherwise, and the plain path looks at nothing else):
@@ -336,6 +346,12 @@ struct zr_socket {
 	atomic_int busy_poll_us; /* opt.busy_poll_us, for the io thread (ctx.c) */
 	int efd_rx, efd_tx;
 	size_t rx_resume_at; /* a paused rx is worth resuming at this many messages */
+	/* CONFLATE, fixed when the queues are sized: a receiving type keeps only
+	 * the newest message in rx_last instead of the rx ring (the io thread
+	 * swaps it in and frees the one it replaces, the app swaps it out); a
+	 * sending type keeps at most one unsent message per peer. */
+	bool conflate_rx, conflate_tx;
+	_Atomic(zr_msg *) rx_last;
 	bool rx_refill_each; /* ... at every free slot (a broker's read_ahead channel) */
 
 	/*
@@ -365,14 +381,16 @@ struct zr_socket {
 	bool rx_unsignalled;                 /* rx got messages the app was not told of yet */
 	/* either side, now and then */
 	_Alignas(64) atomic_int rx_armed, tx_armed; /* the app waits: signal its eventfd */
-	atomic_int dirty;                           /* queued on the ctx's dirty stack */
-	atomic_int rx_paused;                       /* some connection waits for room in rx */
-	atomic_int closed;                          /* the app closed it (io frees it later) */
-	atomic_int npipes;                          /* peers a send could go to, counted as libzmq
+	atomic_int tx_fd_armed;     /* zr_socket_poll_events found no room to send: signal
+	                           efd_rx (zr_socket_fd) when the handoff drains */
+	atomic_int dirty;           /* queued on the ctx's dirty stack */
+	atomic_int rx_paused;       /* some connection waits for room in rx */
+	atomic_int closed;          /* the app closed it (io frees it later) */
+	atomic_int npipes;          /* peers a send could go to, counted as libzmq
 	                                  counts pipes: a connecter from zr_connect on,
 	                                  an accepted peer once its handshake is done */
-	atomic_int nready;                          /* connections past their handshake */
-	atomic_int listen_fds;                      /* listening fds not yet closed */
+	atomic_int nready;          /* connections past their handshake */
+	atomic_int listen_fds;      /* listening fds not yet closed */
 	atomic_int rx_hold;         /* the owner stopped reading: rx takes nothing */
 	_Atomic uint64_t unmatched; /* PUB/XPUB: messages no subscriber matched */
 	struct zr_socket *dirty_next;

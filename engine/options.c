@@ -84,10 +84,28 @@ opt_set_routing_id(struct zr_socket *s, const struct opt_row *r, const struct op
 	return opt_store(&s->opt, r, v);
 }
 
+/* SUB, XSUB: a filter. XPUB with XPUB_MANUAL: a subscription applied to
+ * the peer whose notice the app received last (its serial goes first). */
 static int
 opt_set_subscribe(struct zr_socket *s, const struct opt_row *r, const struct opt_val *v)
 {
-	return zr__sock_subscribe(s, r->option == ZR_SUBSCRIBE, v->p, v->len);
+	uint64_t serial = s->ps.xpub_last;
+	uint8_t *buf;
+	int rc;
+
+	if (s->type != ZR_XPUB)
+		return zr__sock_subscribe(s, r->option == ZR_SUBSCRIBE, v->p, v->len);
+	if (!s->opt.xpub_manual || v->len > SIZE_MAX - sizeof serial)
+		return -EINVAL;
+	buf = malloc(sizeof serial + v->len);
+	if (buf == NULL)
+		return -ENOMEM;
+	memcpy(buf, &serial, sizeof serial);
+	if (v->len > 0)
+		memcpy(buf + sizeof serial, v->p, v->len);
+	rc = zr__sock_subscribe(s, r->option == ZR_SUBSCRIBE, buf, sizeof serial + v->len);
+	free(buf);
+	return rc;
 }
 
 /* libzmq: either credential makes a PLAIN client; (NULL, 0) goes back to NULL. */
@@ -138,6 +156,28 @@ opt_set_busy_poll(struct zr_socket *s, const struct opt_row *r, const struct opt
 	atomic_store_explicit(&s->busy_poll_us, v->i, memory_order_relaxed);
 	zr__ctx_busy_poll(s->ctx, v->i);
 	return rc;
+}
+
+/* XPUB_NODROP is PUB_POLICY's BLOCK (1) or DROP_NEW (0). */
+static int
+opt_set_nodrop(struct zr_socket *s, const struct opt_row *r, const struct opt_val *v)
+{
+	(void)r;
+	s->opt.pub_policy = v->i != 0 ? ZR_PUB_BLOCK : ZR_PUB_DROP_NEW;
+	return 0;
+}
+
+static int
+opt_get_nodrop(struct zr_socket *s, const struct opt_row *r, void *v, size_t *len)
+{
+	int i = s->opt.pub_policy == ZR_PUB_BLOCK;
+
+	(void)r;
+	if (*len < sizeof i)
+		return -EINVAL;
+	memcpy(v, &i, sizeof i);
+	*len = sizeof i;
+	return 0;
 }
 
 static int
@@ -252,11 +292,11 @@ opt_get_tls_text(struct zr_socket *s, const struct opt_row *r, void *v, size_t *
 		.option = (opt), .kind = OPT_INT, .access = OPT_RW, .types = OPT_ALL_TYPES, \
 		.min = 0, .max = 1, .arg = (mech), .set = opt_set_role, .get = opt_get_role \
 	}
-#define ROW_SUBSCRIBE(opt)                                                       \
-	{                                                                        \
-		.option = (opt), .kind = OPT_BYTES, .access = OPT_SET,           \
-		.types = OPT_TYPE(ZR_SUB) | OPT_TYPE(ZR_XSUB), .max = INT64_MAX, \
-		.set = opt_set_subscribe                                         \
+#define ROW_SUBSCRIBE(opt)                                                         \
+	{                                                                          \
+		.option = (opt), .kind = OPT_BYTES, .access = OPT_SET,             \
+		.types = OPT_TYPE(ZR_SUB) | OPT_TYPE(ZR_XSUB) | OPT_TYPE(ZR_XPUB), \
+		.max = INT64_MAX, .set = opt_set_subscribe                         \
 	}
 #define ROW_TEXT(opt, handler)                                                                \
 	{                                                                                     \
@@ -307,6 +347,39 @@ static const struct opt_row opt_table[] = {
 	ROW_INT(ZR_HEARTBEAT_TTL, heartbeat_ttl_ms, INT_MIN, INT_MAX, OPT_RW),
 	ROW_INT(ZR_HEARTBEAT_TIMEOUT, heartbeat_timeout_ms, INT_MIN, INT_MAX, OPT_RW),
 	ROW_LEVEL(ZR_XPUB_VERBOSER, xpub_verbose, 2),
+	/* libzmq takes these three on every type; the types they act on are in
+	 * zring.h. The XPUB options are PUB's and XPUB's only, as libzmq's. */
+	ROW_BOOL(ZR_PROBE_ROUTER, probe_router),
+	ROW_BOOL(ZR_REQ_CORRELATE, req_correlate),
+	ROW_BOOL(ZR_REQ_RELAXED, req_relaxed),
+	/* Fixes how the queues work: before they are made. */
+	{.option = ZR_CONFLATE,
+         .kind = OPT_BOOL,
+         .access = OPT_RW | OPT_BEFORE_QUEUES,
+         .types = OPT_ALL_TYPES,
+         .off = OFF(conflate)},
+	{.option = ZR_XPUB_NODROP,
+         .kind = OPT_INT,
+         .access = OPT_RW,
+         .types = OPT_TYPE(ZR_PUB) | OPT_TYPE(ZR_XPUB),
+         .min = INT_MIN,
+         .max = INT_MAX,
+         .set = opt_set_nodrop,
+         .get = opt_get_nodrop},
+	/* Fixes what its notices carry: before the queues are made. */
+	{.option = ZR_XPUB_MANUAL,
+         .kind = OPT_BOOL,
+         .access = OPT_RW | OPT_BEFORE_QUEUES,
+         .types = OPT_TYPE(ZR_PUB) | OPT_TYPE(ZR_XPUB),
+         .off = OFF(xpub_manual)},
+	{.option = ZR_XPUB_WELCOME_MSG,
+         .kind = OPT_BYTES,
+         .access = OPT_RW,
+         .types = OPT_TYPE(ZR_PUB) | OPT_TYPE(ZR_XPUB),
+         .off = OFF(xpub_welcome_msg),
+         .aux_off = OFF(xpub_welcome_msg_len),
+         .max = ZR__SUB_MAX},
+	ROW_BOOL(ZR_INVERT_MATCHING, invert_matching),
 	/* zring's own */
 	ROW_INT64(ZR_SNDBYTES, sndbytes, INT64_MIN),
 	ROW_INT64(ZR_RCVBYTES, rcvbytes, INT64_MIN),

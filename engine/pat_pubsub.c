@@ -93,7 +93,7 @@ sub_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m)
 	const uint8_t *f0 = zr_msg_frame(m, 0, &len);
 
 	(void)c;
-	if (!zr__subs_match(&s->ps.subs, f0, len)) {
+	if (zr__subs_match(&s->ps.subs, f0, len) == s->opt.invert_matching) {
 		zr_msg_free(m);
 		return 1;
 	}
@@ -133,6 +133,26 @@ xsub_route(struct zr_socket *s, zr_msg *m)
  * with a full queue is handled by ZR_PUB_POLICY; one that does not match
  * never holds the publisher back, whatever its state.
  */
+/*
+ * INVERT_MATCHING: every subscriber the collect did not find (its stamp is
+ * not the walk's), linked the same way, as libzmq's reverse match (a peer
+ * holding nothing at all gets everything).
+ */
+static struct zr__subs_owner *
+pub_invert(struct zr_socket *s, struct zr__subs_owner *hit)
+{
+	struct zr__subs_owner *list = NULL;
+	uint64_t stamp = s->ps.subs.stamp;
+
+	for (struct zr__conn *c = s->conns; c != NULL; c = c->next) {
+		if (c->state != ZR__CONN_ACTIVE || (c->subs.stamp == stamp && hit != NULL))
+			continue;
+		c->subs.match_next = list;
+		list = &c->subs;
+	}
+	return list;
+}
+
 static bool
 pub_route(struct zr_socket *s, zr_msg *m)
 {
@@ -142,7 +162,9 @@ pub_route(struct zr_socket *s, zr_msg *m)
 	struct zr__subs_owner *hit = zr__subs_collect(&s->ps.subs, f0, len), *o, *next;
 	struct zr__conn *c;
 
-	if (policy == ZR_PUB_BLOCK) {
+	if (s->opt.invert_matching)
+		hit = pub_invert(s, hit);
+	if (policy == ZR_PUB_BLOCK && !s->conflate_tx) {
 		/* Lossless: all or nothing, so a retry never duplicates. */
 		for (o = hit; o != NULL; o = o->match_next) {
 			c = ZR_CONTAINER_OF(o, struct zr__conn, subs);
@@ -162,6 +184,10 @@ pub_route(struct zr_socket *s, zr_msg *m)
 		if (c->state != ZR__CONN_ACTIVE)
 			continue;
 		matched = true;
+		if (s->conflate_tx) {
+			zr__pat_send_conflated(c, m);
+			continue;
+		}
 		room = zr__conn_has_room(c);
 		if (!room && policy == ZR_PUB_DROP_OLD)
 			room = zr__conn_drop_oldest(c);
@@ -226,6 +252,23 @@ xpub_notice(bool subscribe, const uint8_t *topic, size_t len, const struct zr__s
 	return m;
 }
 
+/* XPUB_MANUAL: a notice's origin when no connection can be named (a lost
+ * one's cancels). */
+#define XPUB_NOBODY UINTPTR_MAX
+
+/* A notice into rx, with (XPUB_MANUAL) its origin beside it. */
+static bool
+xpub_rx_push(struct zr_socket *s, zr_msg *m, uintptr_t serial)
+{
+	if (!zr__sock_rx_push(s, m))
+		return false;
+	/* The ring has room: it is twice rx's size and the app takes one
+	 * entry for each notice it takes from rx. */
+	if (s->ps.xpub_who != NULL)
+		(void)zr__spsc_push(s->ps.xpub_who, (void *)serial);
+	return true;
+}
+
 /* Pending cancels into rx while it has room; true when none is left. */
 static bool
 xpub_flush(struct zr_socket *s)
@@ -234,7 +277,7 @@ xpub_flush(struct zr_socket *s)
 	bool pushed = false;
 
 	while (ps->xpub_pending_n > 0) {
-		if (!zr__sock_rx_push(s, ps->xpub_pending[ps->xpub_pending_head]))
+		if (!xpub_rx_push(s, ps->xpub_pending[ps->xpub_pending_head], XPUB_NOBODY))
 			break;
 		pushed = true;
 		ps->xpub_pending_head = (ps->xpub_pending_head + 1) % ps->xpub_pending_cap;
@@ -291,7 +334,8 @@ xpub_pend(struct zr_socket *s, zr_msg *m)
 /* Tells the app; 1, 0 when rx (or an older pending cancel) leaves no room,
  * -ENOMEM. */
 static int
-xpub_tell(struct zr_socket *s, bool subscribe, const uint8_t *topic, size_t len)
+xpub_tell(struct zr_socket *s, const struct zr__conn *c, bool subscribe, const uint8_t *topic,
+          size_t len)
 {
 	zr_msg *m;
 
@@ -300,7 +344,7 @@ xpub_tell(struct zr_socket *s, bool subscribe, const uint8_t *topic, size_t len)
 	m = xpub_notice(subscribe, topic, len, NULL);
 	if (m == NULL)
 		return -ENOMEM;
-	if (!zr__sock_rx_push(s, m)) {
+	if (!xpub_rx_push(s, m, (uintptr_t)c->xpub_serial)) {
 		zr_msg_free(m);
 		return 0;
 	}
@@ -319,7 +363,7 @@ xpub_lost(struct zr_socket *s, struct zr__conn *c)
 		m = xpub_notice(false, NULL, zr__subs_topic(h, NULL), h);
 		if (m == NULL)
 			continue; /* out of memory */
-		if (s->ps.xpub_pending_n > 0 || !zr__sock_rx_push(s, m))
+		if (s->ps.xpub_pending_n > 0 || !xpub_rx_push(s, m, XPUB_NOBODY))
 			xpub_pend(s, m);
 	}
 	zr__sock_rx_flush(s);
@@ -353,12 +397,16 @@ pub_subscription_of(struct zr_socket *s, struct zr__conn *c, bool subscribe, con
 	struct zr__subs *t = &s->ps.subs;
 	int rc, told;
 
+	/* XPUB_MANUAL: the app hears every one and applies what it will
+	 * (xpub_subscribe); 0 pauses c to offer it again, as below. */
+	if (xpub && o->xpub_manual)
+		return xpub_tell(s, c, subscribe, topic, len);
 	if (!subscribe) {
 		rc = zr__subs_peek_remove(t, &c->subs, topic, len);
 		if (rc == 0)
 			return 1; /* not held: nothing to undo, nothing to tell */
 		if (xpub && ((rc & ZR__SUBS_GONE_TRIE) || o->xpub_verbose == 2)) {
-			told = xpub_tell(s, false, topic, len);
+			told = xpub_tell(s, c, false, topic, len);
 			if (told <= 0)
 				return told;
 		}
@@ -375,7 +423,7 @@ pub_subscription_of(struct zr_socket *s, struct zr__conn *c, bool subscribe, con
 	if (rc < 0)
 		return rc;
 	if (xpub && ((rc & ZR__SUBS_NEW_TRIE) || o->xpub_verbose >= 1)) {
-		told = xpub_tell(s, true, topic, len);
+		told = xpub_tell(s, c, true, topic, len);
 		if (told <= 0) {
 			/* Undone, to be offered again with room (or c closes). */
 			(void)zr__subs_remove(t, &c->subs, topic, len);
@@ -427,6 +475,74 @@ xpub_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m)
 	return pub_deliver_of(s, c, m, true);
 }
 
+/* XPUB_WELCOME_MSG: the first message a new subscriber gets (forced: never
+ * over a limit). */
+static int
+xpub_conn_active(struct zr_socket *s, struct zr__conn *c)
+{
+	size_t n = s->opt.xpub_welcome_msg_len;
+	zr_msg *m;
+
+	c->xpub_serial = ++s->ps.xpub_serial_next;
+	if (s->type == ZR_XPUB && s->opt.xpub_manual && s->ps.xpub_who == NULL) {
+		struct zr__spsc *q = malloc(sizeof *q);
+
+		if (q == NULL || zr__spsc_init(q, 2 * zr__spsc_cap(&s->rx)) < 0) {
+			free(q);
+			return -ENOMEM; /* this peer is refused; the next one tries again */
+		}
+		s->ps.xpub_who = q;
+	}
+	if (n == 0 || zr_msg_new(&m) < 0)
+		return 0;
+	if (zr_msg_add(m, s->opt.xpub_welcome_msg, n) < 0 || !zr__conn_send(c, m, true))
+		zr_msg_free(m);
+	return 0;
+}
+
+/* App thread: the origin of the notice just received (XPUB_MANUAL). */
+static int
+xpub_recv_finish(struct zr_socket *s, zr_msg *m)
+{
+	(void)m;
+	if (s->ps.xpub_who != NULL) {
+		void *who = zr__spsc_pop(s->ps.xpub_who);
+
+		s->ps.xpub_last = who != NULL ? (uint64_t)(uintptr_t)who : 0;
+	}
+	return 1;
+}
+
+/* io thread, XPUB_MANUAL: the app's SUBSCRIBE / UNSUBSCRIBE, applied to the
+ * connection named in front of the topic (zr__sock_xpub_confirm). */
+static void
+xpub_subscribe(struct zr_socket *s, bool subscribe, const uint8_t *data, size_t len)
+{
+	const struct zr__options *o = &s->opt;
+	uint64_t serial;
+
+	if (!ZR_INVARIANT(len >= sizeof serial))
+		return;
+	memcpy(&serial, data, sizeof serial);
+	data += sizeof serial;
+	len -= sizeof serial;
+	for (struct zr__conn *c = s->conns; c != NULL; c = c->next) {
+		if (c->xpub_serial != serial || c->state != ZR__CONN_ACTIVE)
+			continue;
+		if (!subscribe)
+			(void)zr__subs_remove(&s->ps.subs, &c->subs, data, len);
+		else if (zr__subs_add(&s->ps.subs, &c->subs, data, len,
+		                      o->subs_max >= 0 ? (size_t)o->subs_max : SIZE_MAX,
+		                      o->subs_maxbytes >= 0 && (uint64_t)o->subs_maxbytes < SIZE_MAX
+		                              ? (size_t)o->subs_maxbytes
+		                              : SIZE_MAX) == -EDQUOT) {
+			pub_subs_over(s, c);
+			zr__conn_kick_out(c); /* as a peer over the limit on its own */
+		}
+		return;
+	}
+}
+
 /* A reconnected subscriber subscribes afresh. */
 static void
 pub_conn_lost(struct zr_socket *s, struct zr__conn *c)
@@ -451,6 +567,10 @@ pubsub_fini(struct zr_socket *s)
 		ps->xpub_pending_head = (ps->xpub_pending_head + 1) % ps->xpub_pending_cap;
 	}
 	free(ps->xpub_pending);
+	if (ps->xpub_who != NULL) {
+		zr__spsc_fini(ps->xpub_who);
+		free(ps->xpub_who);
+	}
 	zr__subs_drop(&ps->subs, &ps->self);
 	zr__subs_fini(&ps->subs);
 }
@@ -463,6 +583,7 @@ const struct zr__sock_ops zr__pat_pub = {
 	.route = pub_route,
 	.deliver = pub_deliver,
 	.peer_subscription = pub_subscription,
+	.conn_active = xpub_conn_active, /* the welcome message */
 	.conn_lost = pub_conn_lost,
 	.fini = pubsub_fini,
 };
@@ -473,7 +594,11 @@ const struct zr__sock_ops zr__pat_xpub = {
 	.tx_burst = true,
 	.route = pub_route,
 	.deliver = xpub_deliver,
+	.app_subscribes = true, /* XPUB_MANUAL's confirmations (options.c) */
+	.recv_finish = xpub_recv_finish,
+	.subscribe = xpub_subscribe,
 	.peer_subscription = xpub_subscription,
+	.conn_active = xpub_conn_active,
 	.conn_lost = xpub_conn_lost,
 	.rx_room = xpub_rx_room,
 	.fini = pubsub_fini,

@@ -142,7 +142,7 @@ router_conn_active(struct zr_socket *s, struct zr__conn *c)
 {
 	(void)rep_conn_active(s, c);
 	route_rid_publish(s, c, true);
-	return 0;
+	return zr__pat_probe(s, c);
 }
 
 static void
@@ -174,6 +174,12 @@ router_fini(struct zr_socket *s)
 }
 
 /* ---- REP's envelope ----------------------------------------------------- */
+
+static int
+rep_send_check(struct zr_socket *s)
+{
+	return s->route.rep_has_request ? 0 : -EFSM;
+}
 
 static int
 rep_send_prepare(struct zr_socket *s, zr_msg *m, uint32_t *added)
@@ -261,6 +267,7 @@ const struct zr__sock_ops zr__pat_router = {
 const struct zr__sock_ops zr__pat_rep = {
 	.can_send = true,
 	.can_recv = true,
+	.send_check = rep_send_check,
 	.send_prepare = rep_send_prepare,
 	.send_done = rep_send_done,
 	.recv_check = rep_recv_check,

@@ -8,7 +8,12 @@
  * REQ is DEALER with the envelope kept on the app side: it adds the empty
  * delimiter and takes one reply, only from the peer it asked.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include <sodium.h>
 
 #include "engine.h"
 
@@ -30,11 +35,39 @@ rr_next_ready(struct zr_socket *s)
 	return NULL;
 }
 
+/* CONFLATE: the next connection that is up, full or not. */
+static struct zr__conn *
+rr_next_up(struct zr_socket *s)
+{
+	struct zr__conn *cur = s->rr.cursor;
+	struct zr__conn *start = cur != NULL && cur->next != NULL ? cur->next : s->conns;
+	struct zr__conn *c = start;
+
+	if (c == NULL)
+		return NULL;
+	do {
+		if (zr__pat_conn_up(c))
+			return c;
+		c = c->next != NULL ? c->next : s->conns;
+	} while (c != start);
+	return NULL;
+}
+
 static bool
 rr_route(struct zr_socket *s, zr_msg *m)
 {
-	struct zr__conn *c = rr_next_ready(s);
+	struct zr__conn *c;
 
+	if (s->conflate_tx) {
+		c = rr_next_up(s);
+		if (c == NULL)
+			return false; /* no peer up yet: it waits in the handoff */
+		s->rr.cursor = c;
+		zr__pat_send_conflated(c, m);
+		zr__msg_unref(m);
+		return true;
+	}
+	c = rr_next_ready(s);
 	if (c == NULL)
 		return false;
 	s->rr.cursor = c;
@@ -72,13 +105,51 @@ pair_conn_active(struct zr_socket *s, struct zr__conn *c)
 
 /* ---- REQ ---------------------------------------------------------------- */
 
+/* libzmq starts the request ids at a random value. */
+static int
+req_init(struct zr_socket *s)
+{
+	if (getrandom(&s->rr.req_id, sizeof s->rr.req_id, GRND_NONBLOCK) !=
+	    (ssize_t)sizeof s->rr.req_id)
+		randombytes_buf(&s->rr.req_id, sizeof s->rr.req_id);
+	return 0;
+}
+
+static int
+req_send_check(struct zr_socket *s)
+{
+	return s->rr.req_waiting && !s->opt.req_relaxed ? -EFSM : 0;
+}
+
+/*
+ * The envelope: the empty delimiter and, with REQ_CORRELATE, the request id
+ * before it, 4 octets of a uint32 in host order as libzmq writes it. A
+ * relaxed REQ may send while a request is out: the new one supersedes it.
+ */
 static int
 req_send_prepare(struct zr_socket *s, zr_msg *m, uint32_t *added)
 {
-	if (s->rr.req_waiting)
-		return -EFSM;
+	int rc = req_send_check(s);
+
+	if (rc < 0)
+		return rc;
+	rc = zr__msg_push_front(m, "", 0);
+	if (rc < 0)
+		return rc;
 	*added = 1;
-	return zr__msg_push_front(m, "", 0);
+	if (s->opt.req_correlate) {
+		uint32_t id = s->rr.req_id + 1;
+
+		rc = zr__msg_push_front(m, &id, sizeof id);
+		if (rc < 0) {
+			zr__msg_drop_front(m, 1); /* a refusal leaves m as it was */
+			*added = 0;
+			return rc;
+		}
+		s->rr.req_id = id;
+		*added = 2;
+	}
+	return 0;
 }
 
 static void
@@ -93,15 +164,27 @@ req_recv_check(struct zr_socket *s)
 	return s->rr.req_waiting ? 0 : -EFSM;
 }
 
-/* Only an answer to the request we have out, behind its delimiter. */
+/* Only an answer to the request we have out, behind its delimiter (and,
+ * with REQ_CORRELATE, its id). */
 static int
 req_recv_finish(struct zr_socket *s, zr_msg *m)
 {
+	uint32_t head = 0;
 	size_t len;
 
-	if (!s->rr.req_waiting || m->nframes < 2 || (zr_msg_frame(m, 0, &len), len != 0))
+	if (!s->rr.req_waiting)
 		return 0;
-	zr__msg_drop_front(m, 1);
+	if (s->opt.req_correlate) {
+		const void *id = zr_msg_frame(m, 0, &len);
+
+		if (m->nframes < 2 || len != sizeof s->rr.req_id ||
+		    memcmp(id, &s->rr.req_id, sizeof s->rr.req_id) != 0)
+			return 0;
+		head = 1;
+	}
+	if (m->nframes < head + 2 || (zr_msg_frame(m, head, &len), len != 0))
+		return 0;
+	zr__msg_drop_front(m, head + 1);
 	s->rr.req_waiting = false;
 	return 1;
 }
@@ -145,6 +228,7 @@ const struct zr__sock_ops zr__pat_dealer = {
 	.can_recv = true,
 	.waits_for_peer = true,
 	.route = rr_route,
+	.conn_active = zr__pat_probe,
 	.conn_lost = rr_conn_lost,
 };
 
@@ -161,11 +245,14 @@ const struct zr__sock_ops zr__pat_req = {
 	.can_send = true,
 	.can_recv = true,
 	.waits_for_peer = true,
+	.send_check = req_send_check,
 	.send_prepare = req_send_prepare,
+	.init = req_init,
 	.send_done = req_send_done,
 	.recv_check = req_recv_check,
 	.recv_finish = req_recv_finish,
 	.route = req_route,
 	.deliver = req_deliver,
+	.conn_active = zr__pat_probe,
 	.conn_lost = rr_conn_lost,
 };

@@ -27,3 +27,33 @@ zr__pat_route_drop(struct zr_socket *s, zr_msg *m)
 	zr__msg_unref(m);
 	return true;
 }
+
+bool
+zr__pat_conn_up(const struct zr__conn *c)
+{
+	return c->state == ZR__CONN_ACTIVE && (!c->inproc || c->twin != NULL);
+}
+
+void
+zr__pat_send_conflated(struct zr__conn *c, zr_msg *m)
+{
+	/* Every unsent message goes: m is the one this peer gets next. */
+	while (zr__conn_drop_oldest(c)) {
+	}
+	m->refs++;
+	if (!zr__conn_send(c, m, true))
+		m->refs--;
+}
+
+int
+zr__pat_probe(struct zr_socket *s, struct zr__conn *c)
+{
+	zr_msg *m;
+
+	if (!s->opt.probe_router || zr_msg_new(&m) < 0)
+		return 0;
+	/* Forced: the first message on a new connection, never over a limit. */
+	if (zr_msg_add(m, "", 0) < 0 || !zr__conn_send(c, m, true))
+		zr_msg_free(m);
+	return 0;
+}

@@ -52,6 +52,9 @@ struct zr__sock_ops {
 	 * dropped again if the send fails) or a refusal (-EFSM, -EHOSTUNREACH).
 	 * NULL: nothing to do. */
 	int (*send_prepare)(struct zr_socket *s, zr_msg *m, uint32_t *added);
+	/* Whether the state allows a send now (zr_socket_poll_events): 0 or
+	 * -EFSM, as send_prepare would answer. NULL: 0. */
+	int (*send_check)(struct zr_socket *s);
 	/* The message went into the handoff. NULL: nothing to do. */
 	void (*send_done)(struct zr_socket *s);
 	/* Before a receive: 0 or -EFSM. NULL: 0. */
@@ -101,6 +104,7 @@ struct zr__pat_rr {
 	struct zr__conn *cursor;   /* io: round-robin position */
 	struct zr__conn *req_peer; /* io, REQ: where the request went */
 	bool req_waiting;          /* app, REQ: a request is out, waiting for its reply */
+	uint32_t req_id;           /* app, REQ: REQ_CORRELATE's id of the last request */
 };
 
 struct zr__rid {
@@ -129,6 +133,12 @@ struct zr__pat_pubsub {
 	 * first (see pat_pubsub.c for the bound). */
 	zr_msg **xpub_pending;
 	size_t xpub_pending_head, xpub_pending_n, xpub_pending_cap;
+	/* XPUB_MANUAL: for each notice put in rx, in the same order, the serial
+	 * of the connection it came from (io -> app; made with the first
+	 * subscriber), and the app's copy of the last one it received. */
+	uint64_t xpub_serial_next; /* io */
+	struct zr__spsc *xpub_who; /* written before the first notice it covers */
+	uint64_t xpub_last;        /* app */
 };
 
 /* The hooks of a socket type; NULL for a type zring does not implement. */
@@ -141,6 +151,17 @@ extern const struct zr__sock_ops zr__pat_pub, zr__pat_xpub, zr__pat_sub, zr__pat
 
 /* The route of a type that never sends (its handoff stays empty). */
 bool zr__pat_route_drop(struct zr_socket *s, zr_msg *m);
+
+/* c takes messages (a handshaken connection, an inproc pipe with its
+ * other end). */
+bool zr__pat_conn_up(const struct zr__conn *c);
+/* CONFLATE: m (a reference of its own is taken) replaces whatever c has
+ * not started to send. */
+void zr__pat_send_conflated(struct zr__conn *c, zr_msg *m);
+
+/* PROBE_ROUTER: a conn_active that sends c one empty frame when the option
+ * is set (DEALER, REQ; ROUTER calls it from its own). Returns 0. */
+int zr__pat_probe(struct zr_socket *s, struct zr__conn *c);
 
 /* ---- what the socket core offers the patterns (socket.c) ---- */
 

@@ -135,6 +135,12 @@ sock_queues(struct zr_socket *s)
 			hwm = (size_t)s->opt.rcvhwm;
 		s->rx_resume_at = s->rx_refill_each ? hwm - 1 : hwm / 2;
 	}
+	/* libzmq conflates on these types only (others take the option and
+	 * ignore it). */
+	if (s->opt.conflate) {
+		s->conflate_rx = s->type == ZR_PULL || s->type == ZR_SUB || s->type == ZR_DEALER;
+		s->conflate_tx = s->type == ZR_PUSH || s->type == ZR_PUB || s->type == ZR_DEALER;
+	}
 	atomic_store_explicit(&s->queues_ready, true, memory_order_release); /* engine.h */
 	return 0;
 }
@@ -278,6 +284,8 @@ zr_socket_open(zr_ctx *ctx, int type, zr_socket **out)
 	}
 	atomic_init(&s->rx_armed, 0);
 	atomic_init(&s->tx_armed, 0);
+	atomic_init(&s->tx_fd_armed, 0);
+	atomic_init(&s->rx_last, NULL);
 	atomic_init(&s->dirty, 0);
 	atomic_init(&s->rx_paused, 0);
 	atomic_init(&s->closed, 0);
@@ -640,6 +648,23 @@ sock_send(zr_socket *s, zr_msg **msg, uint64_t deadline, int cancel_fd)
 	}
 }
 
+/* App thread: the next received message (CONFLATE: the newest one). */
+static zr_msg *
+sock_rx_pop(zr_socket *s)
+{
+	if (s->conflate_rx)
+		return atomic_exchange_explicit(&s->rx_last, NULL, memory_order_acquire);
+	return zr__spsc_pop(&s->rx);
+}
+
+static bool
+sock_rx_any(zr_socket *s)
+{
+	if (s->conflate_rx)
+		return atomic_load_explicit(&s->rx_last, memory_order_acquire) != NULL;
+	return zr__spsc_peek(&s->rx) != NULL;
+}
+
 /*
  * App thread: a small message the io thread made is copied into one this
  * thread makes, and the io thread's goes back to it through rx_spare. The
@@ -676,7 +701,7 @@ sock_spin_for_msg(struct zr_socket *s, uint64_t deadline)
 
 	while (end != 0 && !atomic_load_explicit(&s->rx_paused, memory_order_relaxed) &&
 	       sock_spin_on(s, end, &steps)) {
-		zr_msg *m = zr__spsc_pop(&s->rx);
+		zr_msg *m = sock_rx_pop(s);
 
 		if (m != NULL)
 			return m;
@@ -702,7 +727,7 @@ sock_recv(zr_socket *s, zr_msg **msg, int flags, bool own)
 	if (rc < 0)
 		return rc;
 	for (;;) {
-		m = zr__spsc_pop(&s->rx);
+		m = sock_rx_pop(s);
 		if (m == NULL && s->opt.busy_poll_us > 0)
 			m = sock_spin_for_msg(s, deadline);
 		if (m == NULL) {
@@ -714,7 +739,7 @@ sock_recv(zr_socket *s, zr_msg **msg, int flags, bool own)
 				sock_drain_fd(s->efd_rx);
 			atomic_store(&s->rx_armed, 1);
 			atomic_thread_fence(memory_order_seq_cst);
-			m = zr__spsc_pop(&s->rx);
+			m = sock_rx_pop(s);
 			/* Found after all: we will not wait, so spare the io thread a
 			 * wake (a stale one would only cost one extra loop). */
 			if (m != NULL)
@@ -904,6 +929,81 @@ zr_socket_fd(zr_socket *s)
 	return s->efd_rx;
 }
 
+/* App thread, as the tx producer: a free slot, and bytes left within
+ * SNDBYTES (an empty handoff takes any message). */
+static bool
+sock_tx_room(zr_socket *s)
+{
+	size_t cap = zr__spsc_cap(&s->tx); /* what sock_tx_offer fills */
+
+	if (zr__spsc_count_upto(&s->tx, cap) >= cap)
+		return false;
+	return sock_budget_room(s->opt.sndbytes, s->tx_given, &s->tx_taken_seen, &s->tx_taken, 0);
+}
+
+static bool
+sock_can_send_now(zr_socket *s)
+{
+	const struct zr__sock_ops *ops = s->ops;
+
+	if (ops->send_check != NULL && ops->send_check(s) < 0)
+		return false;
+	if (ops->waits_for_peer && atomic_load(&s->npipes) == 0)
+		return false;
+	return sock_tx_room(s);
+}
+
+static int
+sock_poll_events(zr_socket *s)
+{
+	const struct zr__sock_ops *ops = s->ops;
+	int ev = 0;
+
+	if (sock_queues(s) < 0)
+		return 0;
+	/* The wake that brought the caller here is consumed: what it meant is
+	 * read below, and whatever is missing arms the fd again. */
+	sock_drain_fd(s->efd_rx);
+	if (ops->can_recv && (ops->recv_check == NULL || ops->recv_check(s) == 0)) {
+		if (sock_rx_any(s)) {
+			ev |= ZR_POLLIN;
+		} else {
+			/* As a receive that found none: the next message wakes
+			 * the fd (zr__sock_rx_flush). */
+			atomic_store(&s->rx_armed, 1);
+			atomic_thread_fence(memory_order_seq_cst);
+			if (sock_rx_any(s))
+				ev |= ZR_POLLIN;
+			else if (atomic_load_explicit(&s->rx_paused, memory_order_relaxed))
+				zr__ctx_dirty(s->ctx, s);
+		}
+	}
+	if (ops->can_send && (ops->send_check == NULL || ops->send_check(s) == 0)) {
+		if (sock_can_send_now(s)) {
+			ev |= ZR_POLLOUT;
+		} else {
+			/* The io thread signals the fd when the handoff drains or
+			 * a first peer comes (sock_tx_taken); looked at again after
+			 * arming, so a drain in between is not missed. */
+			atomic_store(&s->tx_fd_armed, 1);
+			atomic_thread_fence(memory_order_seq_cst);
+			if (sock_can_send_now(s))
+				ev |= ZR_POLLOUT;
+			else
+				zr__ctx_dirty(s->ctx, s); /* make sure the io thread drains */
+		}
+	}
+	return ev;
+}
+
+/* see zring.h */
+int
+zr_socket_poll_events(zr_socket *s)
+{
+	sock_call_enter(s, SOCK_CALL_OTHER);
+	return sock_call_leave(s, SOCK_CALL_OTHER, sock_poll_events(s));
+}
+
 static int
 sock_subscribe(zr_socket *s, int type, const void *v, size_t len)
 {
@@ -935,6 +1035,8 @@ sock_tx_taken(struct zr_socket *s)
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load(&s->tx_armed) && atomic_exchange(&s->tx_armed, 0))
 		sock_signal(s->efd_tx);
+	if (atomic_load(&s->tx_fd_armed) && atomic_exchange(&s->tx_fd_armed, 0))
+		sock_signal(s->efd_rx); /* zr_socket_poll_events found no room */
 }
 
 static void
@@ -1033,6 +1135,22 @@ sock_rx_push(struct zr_socket *s, zr_msg *m)
 	return true;
 }
 
+/* io thread, CONFLATE: m replaces the unread message, if any (freed here,
+ * where it was made). Always taken, so a peer is never held back. */
+static int
+sock_rx_conflate(struct zr_socket *s, zr_msg *m)
+{
+	zr_msg *old;
+
+	if (atomic_load_explicit(&s->rx_hold, memory_order_relaxed))
+		return 0;
+	old = atomic_exchange_explicit(&s->rx_last, m, memory_order_acq_rel);
+	if (old != NULL)
+		zr_msg_free(old);
+	s->rx_unsignalled = true; /* the wake waits for zr__sock_rx_flush */
+	return 1;
+}
+
 bool
 zr__sock_rx_push(struct zr_socket *s, zr_msg *m)
 {
@@ -1082,6 +1200,8 @@ zr__sock_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m)
 		if (rc != ZR__PAT_RX)
 			return rc;
 	}
+	if (s->conflate_rx)
+		return sock_rx_conflate(s, m);
 	return sock_rx_push(s, m) ? 1 : 0;
 }
 
@@ -1535,6 +1655,7 @@ zr__sock_io_free(struct zr_socket *s)
 			zr_msg_free(m);
 		while ((m = zr__spsc_pop(&s->rx)) != NULL)
 			zr_msg_free(m);
+		zr_msg_free(atomic_exchange(&s->rx_last, NULL));
 		while ((m = zr__spsc_pop(&s->rx_spare)) != NULL)
 			zr_msg_free(m);
 		while ((m = zr__spsc_pop(&s->tx_spare)) != NULL)
@@ -1579,6 +1700,8 @@ zr__sock_ready_peers(zr_socket *s)
 size_t
 zr__sock_rx_queued(zr_socket *s)
 {
+	if (s->queues_ready && s->conflate_rx)
+		return atomic_load(&s->rx_last) != NULL ? 1 : 0;
 	return s->queues_ready ? zr__spsc_count(&s->rx) : 0;
 }
 

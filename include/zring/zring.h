@@ -146,9 +146,36 @@ ZR_API int zr_recv_bytes(zr_socket *s, void *buf, size_t cap, int flags);
 /*
  * A file descriptor that becomes readable when a message may be received:
  * after zr_recv returned -EAGAIN, the fd turns readable when the next message
- * arrives (fold it into poll/epoll; never read or close it).
+ * arrives (fold it into poll/epoll; never read or close it). After
+ * zr_socket_poll_events, also when what it left out may have come.
  */
 ZR_API int zr_socket_fd(zr_socket *s);
+
+/* zr_socket_poll_events' answer: bits of these. */
+#define ZR_POLLIN 1
+#define ZR_POLLOUT 2
+/*
+ * What the socket can do at once, without waiting:
+ *   ZR_POLLIN   a message is waiting (and the type and its state allow a
+ *               receive: REQ with a request out, REP without one to answer);
+ *   ZR_POLLOUT  a zr_send would not block: the type and its state allow a
+ *               send (REQ: no request out, unless ZR_REQ_RELAXED; REP: a
+ *               request to answer), a type that waits for a peer (PUSH,
+ *               DEALER, REQ, PAIR) has one (as libzmq's pipes: a connecter
+ *               counts from zr_connect, an inproc one before the bind too),
+ *               and the send queue has a free slot within SNDHWM and bytes
+ *               left within SNDBYTES. A message larger than the bytes left
+ *               may still get -EAGAIN.
+ * It clears zr_socket_fd's wake, and each bit it leaves out arms the fd,
+ * which then turns readable when that bit may have come: a message arrived,
+ * or the send queue drained to half its slots or a first peer came. So the
+ * fd is edge-triggered: after a wake, call this again to learn what changed,
+ * and call it last before waiting on the fd (a zr_recv with ZR_DONTWAIT
+ * finding nothing clears the fd too). It looks at both directions: call it
+ * from the thread that sends and receives on the socket (not while another
+ * thread does either). Returns the bits (0 when neither).
+ */
+ZR_API int zr_socket_poll_events(zr_socket *s);
 
 /* ---- monitoring: libzmq's event names and numbers ------------------------ */
 
@@ -212,7 +239,7 @@ ZR_API int zr_monitor_fd(zr_socket *s);
 
 enum zr_option {
 	ZR_ROUTING_ID = 5,         /* bytes, 1..255, not starting with 0x00 */
-	ZR_SUBSCRIBE = 6,          /* bytes: a prefix (SUB, XSUB) */
+	ZR_SUBSCRIBE = 6,          /* bytes: a prefix (SUB, XSUB; XPUB: ZR_XPUB_MANUAL) */
 	ZR_UNSUBSCRIBE = 7,        /* bytes */
 	ZR_SNDBUF = 11,            /* int, bytes: SO_SNDBUF (0 = kernel default) */
 	ZR_RCVBUF = 12,            /* int, bytes: SO_RCVBUF (0 = kernel default) */
@@ -227,15 +254,60 @@ enum zr_option {
 	ZR_LAST_ENDPOINT = 32,     /* string, read only: the last bound endpoint */
 	ZR_XPUB_VERBOSE = 40, /* int 0/1: XPUB hands over every subscribe (default 0: new ones) */
 	ZR_IPV6 = 42,         /* int 0/1: "*" binds dual-stack "::", names may resolve to IPv6 */
-	ZR_ROUTER_MANDATORY = 33,  /* int 0/1: unknown peer -> -EHOSTUNREACH */
-	ZR_MECHANISM = 43,         /* int, read only: ZR_MECH_NULL, _PLAIN or _CURVE */
-	ZR_PLAIN_SERVER = 44,      /* int 0/1: be a PLAIN server */
-	ZR_PLAIN_USERNAME = 45,    /* string: be a PLAIN client ((NULL, 0): back to NULL) */
-	ZR_PLAIN_PASSWORD = 46,    /* string: likewise */
-	ZR_CURVE_SERVER = 47,      /* int 0/1: be a CURVE server (needs CURVE_SECRETKEY) */
-	ZR_CURVE_PUBLICKEY = 48,   /* key: our long-term public key */
-	ZR_CURVE_SECRETKEY = 49,   /* key: our long-term secret key */
-	ZR_CURVE_SERVERKEY = 50,   /* key: be a CURVE client of the server with this key */
+	ZR_ROUTER_MANDATORY = 33, /* int 0/1: unknown peer -> -EHOSTUNREACH */
+	ZR_MECHANISM = 43,        /* int, read only: ZR_MECH_NULL, _PLAIN or _CURVE */
+	ZR_PLAIN_SERVER = 44,     /* int 0/1: be a PLAIN server */
+	ZR_PLAIN_USERNAME = 45,   /* string: be a PLAIN client ((NULL, 0): back to NULL) */
+	ZR_PLAIN_PASSWORD = 46,   /* string: likewise */
+	ZR_CURVE_SERVER = 47,     /* int 0/1: be a CURVE server (needs CURVE_SECRETKEY) */
+	ZR_CURVE_PUBLICKEY = 48,  /* key: our long-term public key */
+	ZR_CURVE_SECRETKEY = 49,  /* key: our long-term secret key */
+	ZR_CURVE_SERVERKEY = 50,  /* key: be a CURVE client of the server with this key */
+	/* int 0/1 (DEALER, REQ, ROUTER): an empty one-frame message goes to each
+	 * new peer as soon as its connection is up (libzmq's probe: a ROUTER
+	 * learns of the peer before it asks anything). Default 0. */
+	ZR_PROBE_ROUTER = 51,
+	/* int 0/1 (REQ): each request carries a 4-octet request id frame before
+	 * the empty delimiter (a uint32 in host order, starting at a random
+	 * value, one more per request: libzmq's wire form), and a reply counts
+	 * only when it starts with the id of the request last sent. Default 0. */
+	ZR_REQ_CORRELATE = 52,
+	/* int 0/1 (REQ): a new request may go while the last one waits for its
+	 * reply (instead of -EFSM); the old reply is then discarded. Use with
+	 * ZR_REQ_CORRELATE, or a late reply may pass for the new one's. Default 0. */
+	ZR_REQ_RELAXED = 53,
+	/* int 0/1, set before the first bind, connect, send or receive: keep only
+	 * the newest message. PULL, SUB, DEALER receiving: the receive queue holds
+	 * one message (for the socket, not per peer), each arrival replacing the
+	 * unread one (RCVHWM and RCVBYTES ignored; peers are never held back).
+	 * PUSH, PUB, DEALER sending: each peer's queue holds one unsent message, a newer one
+	 * replacing it (SNDHWM and ZR_PUB_POLICY ignored; the send never waits
+	 * for room, but a PUSH/DEALER still waits for a first peer). Messages
+	 * stay whole (libzmq keeps one frame of a multipart one). Other types
+	 * take and ignore it, as libzmq. Default 0. */
+	ZR_CONFLATE = 54,
+	/* int 0/1 (PUB, XPUB): 1 is ZR_PUB_POLICY = ZR_PUB_BLOCK (a send waits,
+	 * or gets -EAGAIN, while a matching subscriber is full), 0 is
+	 * ZR_PUB_DROP_NEW; reads 1 when the policy is ZR_PUB_BLOCK. Default 0. */
+	ZR_XPUB_NODROP = 69,
+	/* int 0/1 (XPUB; PUB takes it and ignores it), set before the first
+	 * bind, connect, send or receive: every subscribe and cancel a peer sends is handed to the app (each
+	 * one, duplicates too), and none is applied until the app sets
+	 * ZR_SUBSCRIBE / ZR_UNSUBSCRIBE on the XPUB, which applies the topic it
+	 * gives (any topic) to the peer whose notice the app received last
+	 * (none yet, or that peer gone: nothing). SUBS_MAX and SUBS_MAXBYTES
+	 * still bound what a peer holds. Default 0. */
+	ZR_XPUB_MANUAL = 71,
+	/* bytes, 0..255 (XPUB, PUB): a message each new subscriber gets as soon
+	 * as it connects (a SUB subscribed to it receives it first). Empty:
+	 * none (default). */
+	ZR_XPUB_WELCOME_MSG = 72,
+	/* int 0/1 (PUB, XPUB, SUB; others take it and ignore it, and an XSUB
+	 * does not filter): matching is inverted: a PUB sends to the
+	 * subscribers that do NOT match frame 0 (one holding nothing too, as
+	 * libzmq), a SUB takes the messages that match none of its
+	 * subscriptions. Both ends must agree (libzmq's rule). Default 0. */
+	ZR_INVERT_MATCHING = 74,
 	ZR_HANDSHAKE_IVL = 66,     /* int, ms: 30000 */
 	ZR_HEARTBEAT_IVL = 75,     /* int, ms: 0 */
 	ZR_HEARTBEAT_TTL = 76,     /* int, ms: 0 */
