@@ -7,7 +7,9 @@
  * struct zr__curve, every command is written into a caller buffer. The only
  * outside input is randomness, taken through cfg.random (default:
  * libsodium's randombytes_buf) so tests and fuzzers can fix it. All the
- * cryptography is libsodium's crypto_box / crypto_secretbox.
+ * cryptography is libsodium's: crypto_box / crypto_secretbox for the
+ * handshake; MESSAGE boxes are the same XSalsa20-Poly1305 built from its
+ * parts (HSalsa20 once per direction, Salsa20, Poly1305; see curve.c).
  *
  * Byte layouts, as libzmq 4.3 puts them on the wire. A "body" is a ZMTP
  * command frame body as the codec sees it: name-length octet, name, data.
