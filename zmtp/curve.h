@@ -160,12 +160,17 @@ struct zr__curve {
 	uint8_t cn_peer[ZR__CURVE_KEY];    /* the peer's transient public key */
 	uint8_t peer_key[ZR__CURVE_KEY];   /* server: the client's long-term C */
 	uint8_t cookie_key[ZR__CURVE_KEY]; /* server: K, one per HELLO */
-	uint8_t cookie[96];                /* client: the cookie from WELCOME */
-	uint8_t precom[ZR__CURVE_KEY];     /* crypto_box_beforenm(peer transient, our transient) */
-	/* TRAFFIC: HSalsa20(precom, MESSAGE nonce prefix), ours and the peer's:
-	 * XSalsa20's first step, the same for every MESSAGE one way. */
-	uint8_t tx_key[ZR__CURVE_KEY];
-	uint8_t rx_key[ZR__CURVE_KEY];
+	union {
+		uint8_t cookie[96]; /* client, until READY: the cookie from WELCOME */
+		/* TRAFFIC: HSalsa20(precom, MESSAGE nonce prefix), ours and the
+		 * peer's: XSalsa20's first step, the same for every MESSAGE one way.
+		 * Made after the cookie is wiped (it shares the storage). */
+		struct {
+			uint8_t tx_key[ZR__CURVE_KEY];
+			uint8_t rx_key[ZR__CURVE_KEY];
+		};
+	};
+	uint8_t precom[ZR__CURVE_KEY]; /* crypto_box_beforenm(peer transient, our transient) */
 	uint8_t reason_len;
 	char reason[256]; /* client: the server's ERROR reason, NUL-terminated */
 };
