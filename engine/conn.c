@@ -447,8 +447,10 @@ conn_keep_reason(struct zr__conn *c, const uint8_t *p, size_t n)
 /*
  * Sizes c->in for what the codec needs next: under CURVE a whole MESSAGE
  * (up to MAXMSGSIZE + 42 octets, the codec checked the size against that);
- * back to the usual size once a large frame is consumed, so one big message
- * does not pin its buffer for the connection's life. Returns 0 or -ENOMEM.
+ * back to the usual size once a frame over twice that is consumed, so one
+ * big message does not pin its buffer for the connection's life. Frames just
+ * over the usual size (a 64 KiB message's box) keep their buffer: shrinking
+ * after each cost a realloc and a copy per message. Returns 0 or -ENOMEM.
  */
 static int
 conn_in_fit(struct zr__conn *c)
@@ -459,7 +461,8 @@ conn_in_fit(struct zr__conn *c)
 
 	if (want > cap)
 		cap = want;
-	else if (cap > ZR__CONN_RX_BUF && want <= ZR__CONN_RX_BUF && c->in_len <= ZR__CONN_RX_BUF)
+	else if (cap > 2 * ZR__CONN_RX_BUF && want <= ZR__CONN_RX_BUF &&
+	         c->in_len <= ZR__CONN_RX_BUF)
 		cap = ZR__CONN_RX_BUF;
 	if (cap == c->in_cap)
 		return 0;

@@ -804,7 +804,8 @@ conn_curve_handshake(struct zr_zmtp *z, uint8_t *body, size_t len, struct zr_zmt
 }
 
 /*
- * A frame in CURVE traffic: one MESSAGE, opened in place. Its plaintext is a
+ * A frame in CURVE traffic: one MESSAGE, opened in place (the event's data
+ * points into the box, past its header and flags). Its plaintext is a
  * message frame (the event) or, flagged 0x02, a command (PING, SUBSCRIBE...).
  */
 static int
@@ -817,9 +818,10 @@ conn_curve_traffic(struct zr_zmtp *z, uint8_t *body, const struct zr_zmtp_frame 
 
 	if (f->flags & ZR_ZMTP_MORE)
 		return codec_fail(z, -ZR_ECURVECMD); /* MORE travels inside the box */
-	n = zr__curve_decode_message(conn_curve(z), body, f->len, body, f->len, &mflags);
+	n = zr__curve_open_message(conn_curve(z), body, f->len, &mflags);
 	if (n < 0)
 		return codec_fail(z, n == -EMSGSIZE ? -ZR_ETOOLARGE : n);
+	body += ZR__CURVE_MESSAGE_DATA_OFFSET; /* opened in place: no pass to move it */
 	if (mflags & 0x02) {
 		if (mflags & 0x01)
 			return codec_fail(z, -ZR_ECMDMORE);

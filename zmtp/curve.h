@@ -7,7 +7,9 @@
  * struct zr__curve, every command is written into a caller buffer. The only
  * outside input is randomness, taken through cfg.random (default:
  * libsodium's randombytes_buf) so tests and fuzzers can fix it. All the
- * cryptography is libsodium's crypto_box / crypto_secretbox.
+ * cryptography is libsodium's: crypto_box / crypto_secretbox for the
+ * handshake; MESSAGE boxes are the same XSalsa20-Poly1305 built from its
+ * parts (HSalsa20 once per direction, Salsa20, Poly1305; see curve.c).
  *
  * Byte layouts, as libzmq 4.3 puts them on the wire. A "body" is a ZMTP
  * command frame body as the codec sees it: name-length octet, name, data.
@@ -158,8 +160,17 @@ struct zr__curve {
 	uint8_t cn_peer[ZR__CURVE_KEY];    /* the peer's transient public key */
 	uint8_t peer_key[ZR__CURVE_KEY];   /* server: the client's long-term C */
 	uint8_t cookie_key[ZR__CURVE_KEY]; /* server: K, one per HELLO */
-	uint8_t cookie[96];                /* client: the cookie from WELCOME */
-	uint8_t precom[ZR__CURVE_KEY];     /* crypto_box_beforenm(peer transient, our transient) */
+	union {
+		uint8_t cookie[96]; /* client, until READY: the cookie from WELCOME */
+		/* TRAFFIC: HSalsa20(precom, MESSAGE nonce prefix), ours and the
+		 * peer's: XSalsa20's first step, the same for every MESSAGE one way.
+		 * Made after the cookie is wiped (it shares the storage). */
+		struct {
+			uint8_t tx_key[ZR__CURVE_KEY];
+			uint8_t rx_key[ZR__CURVE_KEY];
+		};
+	};
+	uint8_t precom[ZR__CURVE_KEY]; /* crypto_box_beforenm(peer transient, our transient) */
 	uint8_t reason_len;
 	char reason[256]; /* client: the server's ERROR reason, NUL-terminated */
 };
@@ -229,12 +240,21 @@ const char *zr__curve_error_reason(const struct zr__curve *c);
 
 /*
  * TRAFFIC: encrypts one frame (flags: 0x01 MORE, 0x02 COMMAND) into a
- * MESSAGE command body in out (cap >= 33 + len). Returns 33 + len. data may
- * already sit at out + ZR__CURVE_MESSAGE_DATA_OFFSET (no copy is then made);
- * any other overlap with out is not allowed.
+ * MESSAGE command body in out (cap >= 33 + len). Returns 33 + len. data is
+ * read where it is, never copied first: it may sit at out +
+ * ZR__CURVE_MESSAGE_DATA_OFFSET or anywhere outside out; any other overlap
+ * with out is not allowed.
  */
 int zr__curve_encode_message(struct zr__curve *c, uint8_t flags, const uint8_t *data, size_t len,
                              uint8_t *out, size_t cap);
+
+/*
+ * TRAFFIC: checks and decrypts one MESSAGE body in place, the fast form:
+ * nothing is moved, the data is left at body + ZR__CURVE_MESSAGE_DATA_OFFSET
+ * (n octets) and its flags octet goes to *flags; returns n = len - 33. On any
+ * failure body is as it came. Errors as zr__curve_decode_message.
+ */
+int zr__curve_open_message(struct zr__curve *c, uint8_t *body, size_t len, uint8_t *flags);
 
 /*
  * TRAFFIC: checks and decrypts one MESSAGE body. The data goes to out[0..n)

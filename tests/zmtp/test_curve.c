@@ -390,6 +390,103 @@ Test(zmtp_curve, message_encodes_without_copy_and_decodes_in_place)
 	cr_assert_arr_eq(wire, "placed already", 14);
 }
 
+/*
+ * The MESSAGE boxes skip crypto_box's per-box HSalsa20 (done once per
+ * direction), make the plaintext's first block once, and make short tails
+ * block by block (from 256 octets after the first block, one stream call):
+ * the bytes must still be crypto_box_easy_afternm's at every length around
+ * the 32-octet first-block boundary, the 64-octet Salsa20 blocks and the
+ * switch to the stream call (lengths 286-288), both ways; and the
+ * in-place open must give back the data where it lay.
+ */
+Test(zmtp_curve, message_boxes_equal_crypto_box_easy_afternm_at_every_length)
+{
+	handshake();
+	static uint8_t data[70000], wire[sizeof data + 64], ref[sizeof data + 64];
+	for (size_t i = 0; i < sizeof data; i++)
+		data[i] = (uint8_t)(i * 31u + 5u);
+	size_t lens[300];
+	size_t nl = 0;
+	for (size_t l = 0; l <= 260; l++)
+		lens[nl++] = l;
+	const size_t big[] = {286, 287, 288, 1023, 1024, 4095, 4096, 65535, 65536, 65537, 69999};
+	for (size_t i = 0; i < sizeof big / sizeof big[0]; i++)
+		lens[nl++] = big[i];
+	for (size_t i = 0; i < nl; i++) {
+		for (int dir = 0; dir < 2; dir++) {
+			struct zr__curve *from = dir ? &sv : &cl, *to = dir ? &cl : &sv;
+			uint8_t flags = (uint8_t)(i & 3u);
+			size_t len = lens[i];
+			int n = zr__curve_encode_message(from, flags, data, len, wire, sizeof wire);
+			cr_assert_eq(n, (int)(33 + len), "len %zu", len);
+			uint8_t nn[24];
+			nonce_make(nn, dir ? "CurveZMQMESSAGES" : "CurveZMQMESSAGEC", 16, wire + 8);
+			ref[0] = flags;
+			memcpy(ref + 1, data, len);
+			cr_assert_eq(crypto_box_easy_afternm(ref, ref, 1 + len, nn, from->precom),
+			             0);
+			cr_assert_arr_eq(wire + 16, ref, 17 + len,
+			                 "len %zu dir %d: not crypto_box's", len, dir);
+			uint8_t *body = zt_guard_place(&guard, wire, (size_t)n);
+			uint8_t got_flags = 0xee;
+			cr_assert_eq(zr__curve_open_message(to, body, (size_t)n, &got_flags),
+			             (int)len, "len %zu dir %d", len, dir);
+			cr_assert_eq(got_flags, flags);
+			cr_assert_arr_eq(body + ZR__CURVE_MESSAGE_DATA_OFFSET, data, len, "len %zu",
+			                 len);
+		}
+	}
+}
+
+Test(zmtp_curve, message_encodes_in_place_as_from_elsewhere)
+{
+	handshake();
+	static uint8_t a[3000], b[3000];
+	for (size_t len = 0; len < 2900; len += 97) {
+		for (size_t i = 0; i < len; i++)
+			b[ZR__CURVE_MESSAGE_DATA_OFFSET + i] = (uint8_t)(i ^ len);
+		struct zr__curve copy = cl; /* the same nonce for both */
+		int n = zr__curve_encode_message(&cl, 0x01, b + ZR__CURVE_MESSAGE_DATA_OFFSET, len,
+		                                 a, sizeof a);
+		int m = zr__curve_encode_message(&copy, 0x01, b + ZR__CURVE_MESSAGE_DATA_OFFSET,
+		                                 len, b, sizeof b);
+		cr_assert_eq(n, m);
+		cr_assert_arr_eq(a, b, (size_t)n, "len %zu", len);
+		zr__curve_fini(&copy);
+	}
+}
+
+Test(zmtp_curve, message_open_in_place_refuses_every_tampered_octet_and_leaves_the_body)
+{
+	static const size_t lens[] = {0, 20, 31, 32, 100, 5000};
+	for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+		size_t len = lens[li];
+		size_t total = 33 + len;
+		size_t ats[] = {16, 31, 32, 33, 47, 63, 64, 65, 97, total - 1};
+		for (size_t ai = 0; ai < sizeof ats / sizeof ats[0]; ai++) {
+			if (ats[ai] >= total)
+				continue;
+			curve_open(&cl, false, server_pk, &rnd_client, 0x11);
+			curve_open(&sv, true, NULL, &rnd_server, 0x22);
+			handshake();
+			static uint8_t data[5000], wire[5100], before[5100];
+			memset(data, 0xa5, len);
+			int n = zr__curve_encode_message(&cl, 0, data, len, wire, sizeof wire);
+			cr_assert_eq(n, (int)total);
+			wire[ats[ai]] ^= 0x40;
+			memcpy(before, wire, total);
+			uint8_t *body = zt_guard_place(&guard, wire, total);
+			uint8_t flags = 0xee;
+			cr_assert_eq(zr__curve_open_message(&sv, body, total, &flags),
+			             ZR__CURVE_EBOX, "len %zu octet %zu", len, ats[ai]);
+			cr_assert_arr_eq(body, before, total, "len %zu octet %zu: body changed",
+			                 len, ats[ai]);
+			cr_assert_eq(flags, 0xee);
+			cr_assert_eq(zr__curve_error(&sv), ZR__CURVE_EBOX);
+		}
+	}
+}
+
 /* ---- tampering: every box --------------------------------------------------- */
 
 Test(zmtp_curve, hello_with_a_flipped_box_octet_fails_on_the_server_as_a_box_error)
