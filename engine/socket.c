@@ -746,8 +746,12 @@ sock_recv(zr_socket *s, zr_msg **msg, int flags, bool own)
 			/* A caller polling zr_socket_fd returns here with -EAGAIN: clear
 			 * the wake it came for before re-arming, or the fd would stay
 			 * readable and its poll would spin. (A blocking wait clears it
-			 * after poll.) */
-			if (deadline == 0)
+			 * after poll.) Still armed from the last time, the fd has had
+			 * no wake since (the io thread disarms before it signals), so
+			 * there is nothing to clear: no read(2) each time a
+			 * non-blocking receive finds the queue empty. */
+			if (deadline == 0 &&
+			    !atomic_load_explicit(&s->rx_armed, memory_order_relaxed))
 				sock_drain_fd(s->efd_rx);
 			atomic_store(&s->rx_armed, 1);
 			atomic_thread_fence(memory_order_seq_cst);
