@@ -80,8 +80,12 @@ sock_drain_fd(int fd)
 
 /* Spare messages per direction: at least a default handoff's worth, so a
  * sender that outruns the io thread still finds them (each holds at most
- * 256 octets of buffer: ~384 KiB per direction at worst). */
-#define SOCK_SPARE_MAX 1024
+ * 256 octets of buffer: ~768 KiB per direction at worst). A full default
+ * HWM (1000 in the ring) and the batch on the wire come back at once: at
+ * 1024 the rest was freed on the io thread and made again by the app
+ * (a 64 B zmq.h sender: calloc, realloc and the io thread's free, ~6% of
+ * its samples, perf), at 2048 none is. */
+#define SOCK_SPARE_MAX 2048
 
 static int
 sock_queues(struct zr_socket *s)
