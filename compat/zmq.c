@@ -436,7 +436,10 @@ zc_msg_valid(const struct zc_msg *m)
 static void
 zc_content_release(struct zc_content *ct)
 {
-	if (atomic_fetch_sub_explicit(&ct->refs, 1, memory_order_acq_rel) != 1)
+	/* The last reference needs no locked subtract: nobody else holds one
+	 * to add or drop (a zmq_msg_close after each zmq_msg_send, perf). */
+	if (atomic_load_explicit(&ct->refs, memory_order_acquire) != 1 &&
+	    atomic_fetch_sub_explicit(&ct->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	switch (ct->kind) {
 	case ZC_EXT:
@@ -507,9 +510,12 @@ zmq_msg_init_size(zmq_msg_t *msg, size_t size)
 }
 
 /*
- * ffn runs once no zmq_msg_t refers to the bytes any more: for a sent
- * message, as soon as zmq_msg_send copied them into the outgoing zr_msg
- * (zring's messages own their bytes), in the sending thread.
+ * ffn runs once nothing refers to the bytes any more, as in libzmq: no
+ * zmq_msg_t, and for a sent message, zring is done with it (written to the
+ * peers, or dropped). A message of this frame alone is sent zero-copy
+ * (zr_msg_new_data); a frame of several is copied, and held until the
+ * whole message is done with. So ffn may run on zring's io thread, or in
+ * the thread that closes the last zmq_msg_t (see zr_msg_new_data).
  */
 ZC_API int
 zmq_msg_init_data(zmq_msg_t *msg, void *data, size_t size, zmq_free_fn *ffn, void *hint)
@@ -693,8 +699,11 @@ struct zc_socket {
 	int type;
 	struct zc_ctx *ctx;
 	zr_socket *zr;
-	/* sending: the frames of the message being built */
+	/* sending: the frames of the message being built, and the contents of
+	 * its zmq_msg_init_data frames, held until zring is done with it */
 	zr_msg *out;
+	struct zc_content **keep;
+	size_t nkeep, capkeep;
 	/* receiving: the message being handed out, its next frame */
 	struct zc_content *in;
 	size_t in_next, in_frames;
@@ -893,6 +902,9 @@ zmq_close(void *sock)
 		zc_monitor_stop(s);
 	s->magic = ZC_SOCK_DEAD;
 	zr_msg_free(s->out);
+	for (size_t i = 0; i < s->nkeep; i++)
+		zc_content_release(s->keep[i]);
+	free(s->keep);
 	if (s->in != NULL)
 		zc_content_release(s->in);
 	zr_socket_close(s->zr);
@@ -1283,39 +1295,43 @@ zc_clear_fd(struct zc_socket *s)
 	(void)!read(zr_socket_fd(s->zr), &v, sizeof v);
 }
 
-/* Takes the next message off zring without waiting. 0, or a zring code. */
+/* Takes the next message off zring without waiting. 0, or a zring code.
+ * Only called with every frame of the last message consumed. */
 static int
 zc_fetch(struct zc_socket *s)
 {
-	zr_msg *m;
-	int rc = zr_recv(s->zr, &m, ZR_DONTWAIT);
+	int rc;
 
+	/* A frame of the last message still out (a zmq_msg_t the app kept)
+	 * holds that message: it gets a holder of its own. Otherwise the one
+	 * holder and its zr_msg take message after message (zr_recv_into),
+	 * with no allocation per message. */
+	if (s->in != NULL && atomic_load_explicit(&s->in->refs, memory_order_acquire) != 1) {
+		zc_content_release(s->in);
+		s->in = NULL;
+	}
+	if (s->in == NULL) {
+		struct zc_content *in = malloc(sizeof *in);
+
+		if (in == NULL)
+			return -ENOMEM;
+		rc = zr_msg_new(&in->rx);
+		if (rc < 0) {
+			free(in);
+			return rc;
+		}
+		atomic_init(&in->refs, 1);
+		in->kind = ZC_RX;
+		in->ffn = NULL;
+		in->data = NULL;
+		s->in = in;
+	}
+	s->in_next = s->in_frames = 0;
+	rc = zr_recv_into(s->zr, s->in->rx, ZR_DONTWAIT);
 	if (rc < 0)
 		return rc;
-	if (zr_msg_frames(m) == 0) { /* nothing to hand out */
-		zr_msg_free(m);
-		return -EAGAIN;
-	}
-	/* Reuse the holder when no frame of the last message is still out. */
-	if (s->in != NULL && atomic_load_explicit(&s->in->refs, memory_order_acquire) == 1) {
-		zr_msg_free(s->in->rx);
-	} else {
-		if (s->in != NULL)
-			zc_content_release(s->in);
-		s->in = malloc(sizeof *s->in);
-		if (s->in == NULL) {
-			zr_msg_free(m);
-			return -ENOMEM;
-		}
-		atomic_init(&s->in->refs, 1);
-		s->in->kind = ZC_RX;
-		s->in->ffn = NULL;
-		s->in->data = NULL;
-	}
-	s->in->rx = m;
-	s->in_next = 0;
-	s->in_frames = zr_msg_frames(m);
-	return 0;
+	s->in_frames = zr_msg_frames(s->in->rx);
+	return s->in_frames == 0 ? -EAGAIN : 0; /* nothing to hand out */
 }
 
 /* Waits until a frame is in hand, up to timeout_ms. 0 or an errno. */
@@ -1384,7 +1400,12 @@ zc_take_frame(struct zc_socket *s, struct zc_msg *m)
 	const void *f = zr_msg_frame(s->in->rx, s->in_next, &len);
 
 	zc_frame_done(s);
-	atomic_fetch_add_explicit(&s->in->refs, 1, memory_order_relaxed);
+	/* Held by the socket alone, the count is this thread's: a plain store
+	 * (a locked add here was most of zmq_msg_recv's samples, perf). */
+	if (atomic_load_explicit(&s->in->refs, memory_order_relaxed) == 1)
+		atomic_store_explicit(&s->in->refs, 2, memory_order_relaxed);
+	else
+		atomic_fetch_add_explicit(&s->in->refs, 1, memory_order_relaxed);
 	m->kind = ZC_MSG_SHARED;
 	m->content = s->in;
 	m->data = (unsigned char *)(uintptr_t)f;
@@ -1407,7 +1428,13 @@ zmq_msg_recv(zmq_msg_t *msg, void *sock, int flags)
 	 * message on failure too): the caller's last frame then no longer holds
 	 * the received message, and zc_fetch reuses its holder instead of a
 	 * malloc and free per message. */
-	zmq_msg_close(msg);
+	if (m->kind == ZC_MSG_SHARED && m->content == s->in &&
+	    atomic_load_explicit(&s->in->refs, memory_order_acquire) == 2)
+		/* This frame and the socket are the only references, both in
+		 * this thread's hands: no other thread can touch the count. */
+		atomic_store_explicit(&s->in->refs, 1, memory_order_relaxed);
+	else
+		zmq_msg_close(msg);
 	zc_msg_set_empty(m);
 	err = zc_wait_frame(s, flags);
 	if (err != 0)
@@ -1525,9 +1552,82 @@ zc_sent(struct zc_socket *s)
 		s->rep_replying = false;
 }
 
-/* One frame of bytes. 0 or an errno; the bytes are copied. */
+/* zring is done with a zero-copy frame's bytes (any thread). */
+static void
+zc_zr_release(void *data, void *hint)
+{
+	(void)data;
+	zc_content_release(hint);
+}
+
+/* The zmq_msg_init_data frames of a gathered message, released together. */
+struct zc_keep {
+	size_t n;
+	struct zc_content *ct[];
+};
+
+static void
+zc_keep_release(void *data, void *hint)
+{
+	struct zc_keep *k = hint;
+
+	(void)data;
+	for (size_t i = 0; i < k->n; i++)
+		zc_content_release(k->ct[i]);
+	free(k);
+}
+
+/* Holds a frame's content until the gathered message is sent. 0 or an errno. */
 static int
-zc_send_frame(struct zc_socket *s, const void *data, size_t len, int flags)
+zc_keep_add(struct zc_socket *s, struct zc_content *ct)
+{
+	if (s->nkeep == s->capkeep) {
+		size_t cap = s->capkeep ? s->capkeep * 2 : 4;
+		struct zc_content **n = realloc(s->keep, cap * sizeof *n);
+
+		if (n == NULL)
+			return ENOMEM;
+		s->keep = n;
+		s->capkeep = cap;
+	}
+	atomic_fetch_add_explicit(&ct->refs, 1, memory_order_relaxed);
+	s->keep[s->nkeep++] = ct;
+	return 0;
+}
+
+/* The held contents go with s->out: released when zring is done with it
+ * (should that fail, now, with libzmq's timing lost). */
+static void
+zc_keep_attach(struct zc_socket *s)
+{
+	struct zc_keep *k;
+
+	if (s->nkeep == 0)
+		return;
+	k = malloc(sizeof *k + s->nkeep * sizeof k->ct[0]);
+	if (k != NULL) {
+		k->n = s->nkeep;
+		memcpy(k->ct, s->keep, s->nkeep * sizeof k->ct[0]);
+		if (zr_msg_set_free(s->out, zc_keep_release, k) == 0) {
+			s->nkeep = 0;
+			return;
+		}
+		free(k);
+	}
+	for (size_t i = 0; i < s->nkeep; i++)
+		zc_content_release(s->keep[i]);
+	s->nkeep = 0;
+}
+
+/*
+ * One frame of bytes. 0 or an errno. The bytes are copied, unless keep (a
+ * zmq_msg_init_data frame's content) is given: a message of that frame
+ * alone goes zero-copy (zr_msg_new_data), a frame of several is copied;
+ * either way keep is held until zring is done with the message, when the
+ * frame's free function may run, as in libzmq.
+ */
+static int
+zc_send_frame(struct zc_socket *s, const void *data, size_t len, int flags, struct zc_content *keep)
 {
 	int err;
 	int rc;
@@ -1550,11 +1650,29 @@ zc_send_frame(struct zc_socket *s, const void *data, size_t len, int flags)
 		if (zc_terminating(s->ctx))
 			return ETERM;
 		/* One frame: zring's own one-frame send (it recycles messages). */
-		if (!(flags & ZMQ_SNDMORE)) {
+		if (!(flags & ZMQ_SNDMORE) && keep == NULL) {
 			err = zc_send_out(s, flags, true, data, len);
 			if (err == 0)
 				zc_sent(s);
 			return err;
+		}
+		if (!(flags & ZMQ_SNDMORE)) {
+			atomic_fetch_add_explicit(&keep->refs, 1, memory_order_relaxed);
+			rc = zr_msg_new_data(&s->out, (void *)(uintptr_t)data, len, zc_zr_release,
+			                     keep);
+			if (rc < 0) {
+				zc_content_release(keep);
+				return -rc;
+			}
+			err = zc_send_out(s, flags, false, NULL, 0);
+			if (err != 0) {
+				zr_msg_free(s->out); /* the zmq_msg_t keeps its own reference */
+				s->out = NULL;
+				return err;
+			}
+			s->out = NULL;
+			zc_sent(s);
+			return 0;
 		}
 		/*
 		 * libzmq decides at the first frame: a non-blocking send fails
@@ -1571,8 +1689,14 @@ zc_send_frame(struct zc_socket *s, const void *data, size_t len, int flags)
 	rc = zr_msg_add(s->out, data, len);
 	if (rc < 0)
 		return -rc;
+	if (keep != NULL) {
+		err = zc_keep_add(s, keep);
+		if (err != 0)
+			return err;
+	}
 	if (flags & ZMQ_SNDMORE)
 		return 0;
+	zc_keep_attach(s);
 	/* Taken at its first frame, the message waits for room whatever the
 	 * flags (up to SNDTIMEO); should it fail all the same, all of it goes. */
 	err = zc_send_out(s, flags & ~ZMQ_DONTWAIT, false, NULL, 0);
@@ -1596,7 +1720,7 @@ zmq_send(void *sock, const void *buf, size_t len, int flags)
 		return zc_fail(ENOTSOCK);
 	if (buf == NULL && len > 0)
 		return zc_fail(EFAULT);
-	err = zc_send_frame(s, buf, len, flags);
+	err = zc_send_frame(s, buf, len, flags, NULL);
 	if (err != 0)
 		return zc_fail(err);
 	return len > INT_MAX ? INT_MAX : (int)len;
@@ -1621,10 +1745,12 @@ zmq_msg_send(zmq_msg_t *msg, void *sock, int flags)
 	if (!zc_msg_valid(m))
 		return zc_fail(EFAULT);
 	len = m->size;
-	err = zc_send_frame(s, zc_msg_bytes(m), len, flags);
+	err = zc_send_frame(s, zc_msg_bytes(m), len, flags,
+	                    m->kind == ZC_MSG_SHARED && m->content->kind == ZC_EXT ? m->content
+	                                                                           : NULL);
 	if (err != 0)
 		return zc_fail(err);
-	/* The bytes are in s->out: the message is done with (ffn may run). */
+	/* Copied, or held by zring (zc_send_frame): this reference goes. */
 	zmq_msg_close(msg);
 	zc_msg_set_empty(m);
 	return len > INT_MAX ? INT_MAX : (int)len;

@@ -51,9 +51,14 @@ struct zr_msg {
 	struct zr__span *frames; /* inl while frame_cap <= ZR__MSG_INLINE_FRAMES */
 	struct zr__span inl[ZR__MSG_INLINE_FRAMES];
 	uint8_t *data;
-	size_t len, cap;
+	size_t len;
+	union {
+		size_t cap;                /* !hooked: data's size */
+		struct zr__msg_hook *hook; /* hooked: zr_msg_new_data / zr_msg_set_free */
+	};
 	uint32_t refs;         /* io thread only: a fan-out shares one message */
 	bool raw;              /* io thread only: data is wire bytes (a subscription) */
+	bool hooked;           /* a free callback to run when zring is done (msg.c) */
 	struct zr__meta *meta; /* received: its connection's properties (zr_msg_gets) */
 	/* No inline bytes: at 120 octets the struct stays in glibc's fast bins,
 	 * which matters when the other thread frees it (measured). */
@@ -112,6 +117,8 @@ bool zr__msg_small(const zr_msg *m);
 /* The empty dst takes a copy of the small src's frames and bytes, and its
  * property reference (src is left without one). */
 int zr__msg_take_small(zr_msg *dst, zr_msg *src);
+/* a and b trade everything they hold (frames, bytes, properties). */
+void zr__msg_swap(zr_msg *a, zr_msg *b);
 
 /* ---- single-producer single-consumer queue of pointers ------------------- */
 
@@ -373,6 +380,12 @@ struct zr_socket {
 	atomic_size_t rx_taken;         /* bytes the app has taken out of rx, ever */
 	size_t tx_given;                /* bytes the app has put into tx, ever */
 	size_t tx_taken_seen;           /* the app's copy of tx_taken */
+	/* zr_recv_into: references to one connection's properties the app
+	 * dropped and has not yet given back (one locked subtract per batch,
+	 * not per message); the io thread gives them back when it frees the
+	 * socket. */
+	struct zr__meta *rx_meta_owed;
+	uint32_t rx_meta_owed_n;
 	/* the io thread writes */
 	_Alignas(64) atomic_size_t tx_taken; /* bytes the io thread took out of tx, ever */
 	atomic_size_t rx_peak;               /* the most messages rx ever held */

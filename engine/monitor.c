@@ -90,8 +90,11 @@ zr__monitor_recv(struct zr_socket *s, struct zr_event *ev, int timeout_ms)
 		if (e == NULL) {
 			/* As zr_recv: a caller polling zr_monitor_fd comes back
 			 * with -EAGAIN, so the wake it came for is cleared
-			 * before re-arming, or the fd would stay readable. */
-			if (deadline == 0)
+			 * before re-arming, or the fd would stay readable. Still
+			 * armed, the fd has had no wake since it was last cleared
+			 * (the io thread disarms before it signals): no read(2) then,
+			 * which a poll for events between messages would pay. */
+			if (deadline == 0 && !atomic_load_explicit(&m->armed, memory_order_relaxed))
 				zr__sock_drain(m->efd);
 			atomic_store(&m->armed, 1);
 			atomic_thread_fence(memory_order_seq_cst);

@@ -27,12 +27,102 @@ zr_msg_new(zr_msg **msg)
 	return 0;
 }
 
+/*
+ * A message's free callback (zr_msg_new_data, zr_msg_set_free). It takes the
+ * place of cap in the message (only this file reads either), so the message
+ * stays 120 octets; cap lives here while the callback is set.
+ */
+struct zr__msg_hook {
+	zr_free_fn *ffn;
+	void *hint;
+	void *data; /* what ffn is given */
+	size_t cap; /* own: the size of the message's buffer */
+	bool own;   /* the bytes are zring's (zr_msg_set_free), not the caller's */
+};
+
+static size_t
+msg_cap(const zr_msg *m)
+{
+	return m->hooked ? (m->hook->own ? m->hook->cap : m->len) : m->cap;
+}
+
+/* Runs the callback and goes back to a plain message: own bytes stay, the
+ * caller's go (data NULL). */
+static void
+msg_unhook(zr_msg *m)
+{
+	struct zr__msg_hook *h = m->hook;
+
+	if (!m->hooked)
+		return;
+	m->hooked = false;
+	if (h->own) {
+		m->cap = h->cap;
+	} else {
+		m->data = NULL;
+		m->cap = 0;
+	}
+	if (h->ffn != NULL)
+		h->ffn(h->data, h->hint);
+	free(h);
+}
+
+static int
+msg_hook(zr_msg *m, bool own, void *data, zr_free_fn *ffn, void *hint)
+{
+	struct zr__msg_hook *h;
+
+	if (m->hooked)
+		return -EBUSY;
+	h = malloc(sizeof *h);
+	if (h == NULL)
+		return -ENOMEM;
+	*h = (struct zr__msg_hook){
+		.ffn = ffn, .hint = hint, .data = data, .own = own, .cap = m->cap};
+	m->hook = h;
+	m->hooked = true;
+	return 0;
+}
+
+/* see zring.h */
+int
+zr_msg_new_data(zr_msg **msg, void *data, size_t len, zr_free_fn *ffn, void *hint)
+{
+	zr_msg *m;
+	int rc;
+
+	if (data == NULL && len > 0)
+		return -EINVAL;
+	rc = zr_msg_new(&m);
+	if (rc < 0)
+		return rc;
+	rc = msg_hook(m, false, data, ffn, hint);
+	if (rc < 0) {
+		zr_msg_free(m);
+		return rc;
+	}
+	m->data = data;
+	m->len = len;
+	m->frames[0] = (struct zr__span){.off = 0, .len = len};
+	m->nframes = 1;
+	*msg = m;
+	return 0;
+}
+
+/* see zring.h */
+int
+zr_msg_set_free(zr_msg *msg, zr_free_fn *ffn, void *hint)
+{
+	return msg_hook(msg, true, NULL, ffn, hint);
+}
+
 /* see zring.h */
 void
 zr_msg_free(zr_msg *m)
 {
 	if (m == NULL)
 		return;
+	msg_unhook(m);
 	if (m->frames != m->inl)
 		free(m->frames);
 	zr__meta_unref(m->meta);
@@ -155,6 +245,7 @@ zr_msg_gets(const zr_msg *msg, const char *property)
 bool
 zr__msg_recycle(zr_msg *m)
 {
+	msg_unhook(m);
 	if (m->frames != m->inl) {
 		free(m->frames);
 		m->frames = m->inl;
@@ -177,7 +268,7 @@ zr__msg_recycle(zr_msg *m)
 bool
 zr__msg_small(const zr_msg *m)
 {
-	return m->len <= MSG_SPARE_DATA_MAX && m->frames == m->inl && !m->raw;
+	return m->len <= MSG_SPARE_DATA_MAX && m->frames == m->inl && !m->raw && !m->hooked;
 }
 
 int
@@ -203,6 +294,20 @@ zr__msg_take_small(zr_msg *dst, zr_msg *src)
 }
 
 void
+zr__msg_swap(zr_msg *a, zr_msg *b)
+{
+	zr_msg t = *a;
+
+	*a = *b;
+	*b = t;
+	/* An inline span table stays in its struct: each points at its own. */
+	if (a->frames == b->inl)
+		a->frames = a->inl;
+	if (b->frames == a->inl)
+		b->frames = b->inl;
+}
+
+void
 zr__msg_unref(zr_msg *m)
 {
 	if (m != NULL && --m->refs == 0)
@@ -215,19 +320,35 @@ zr__msg_reserve(zr_msg *m, size_t extra)
 	size_t want, cap;
 	uint8_t *d;
 
-	if (extra <= m->cap - m->len)
+	if (extra <= msg_cap(m) - m->len)
 		return 0;
 	if (extra > SIZE_MAX / 2 - m->len)
 		return -ENOMEM;
 	want = m->len + extra;
-	cap = m->cap ? m->cap : 64;
+	cap = msg_cap(m) ? msg_cap(m) : 64;
 	while (cap < want)
 		cap *= 2;
+	if (m->hooked && !m->hook->own) {
+		/* The caller's bytes cannot grow: a copy of them can (their
+		 * callback runs now). */
+		d = malloc(cap);
+		if (d == NULL)
+			return -ENOMEM;
+		if (m->len > 0)
+			memcpy(d, m->data, m->len);
+		msg_unhook(m);
+		m->data = d;
+		m->cap = cap;
+		return 0;
+	}
 	d = realloc(m->data, cap);
 	if (d == NULL)
 		return -ENOMEM;
 	m->data = d;
-	m->cap = cap;
+	if (m->hooked)
+		m->hook->cap = cap;
+	else
+		m->cap = cap;
 	return 0;
 }
 

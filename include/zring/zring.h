@@ -51,6 +51,31 @@ ZR_API size_t zr_msg_size(const zr_msg *msg);
 /* Frees a message; NULL is fine. */
 ZR_API void zr_msg_free(zr_msg *msg);
 /*
+ * Zero-copy: a new one-frame message over the caller's len octets at data,
+ * which zring does not copy (libzmq's zmq_msg_init_data). The bytes must
+ * stay valid and unchanged until ffn(data, hint) runs: exactly once, when
+ * zring is done with them, which for a sent message is after they were
+ * written to every peer that takes them (or dropped: the socket closed, a
+ * PUB with no subscriber), and for one never sent, at zr_msg_free. It runs on
+ * whichever thread lets go of the message: the context's io thread, usually,
+ * so it must not block, nor wait on a zring socket of the same context;
+ * zr_msg_free and a failed zr_send leave it to the caller's thread. ffn may
+ * be NULL (constant bytes: nothing is called). Over inproc:// the receiver
+ * gets the caller's bytes themselves, and ffn runs once it freed them.
+ * Adding a frame (zr_msg_add) copies the bytes into the message first, and
+ * ffn runs then. Returns 0, -EINVAL (data NULL with len > 0) or -ENOMEM.
+ */
+typedef void zr_free_fn(void *data, void *hint);
+ZR_API int zr_msg_new_data(zr_msg **msg, void *data, size_t len, zr_free_fn *ffn, void *hint);
+/*
+ * ffn(NULL, hint) runs once zring is done with msg (a message made by
+ * zr_msg_new or received), on the thread and at the moment zr_msg_new_data
+ * says: e.g. to learn when a copied message has gone out (pyzmq's
+ * MessageTracker). Returns 0, -EBUSY (msg has a callback already: one
+ * each) or -ENOMEM.
+ */
+ZR_API int zr_msg_set_free(zr_msg *msg, zr_free_fn *ffn, void *hint);
+/*
  * A property of the connection a received message came in on, as libzmq's
  * zmq_msg_gets: "User-Id" (what the socket's authenticator gave the client,
  * see zr_socket_set_auth; else, on tls:// with a client certificate, its
@@ -137,6 +162,13 @@ ZR_API int zr_send(zr_socket *s, zr_msg **msg, int flags);
  * peer's routing id. REP: the envelope is kept for the reply.
  */
 ZR_API int zr_recv(zr_socket *s, zr_msg **msg, int flags);
+/*
+ * As zr_recv, into msg, a message the caller keeps (from zr_msg_new or an
+ * earlier receive): its frames, bytes and properties are replaced by the
+ * next message's. A loop that receives into one message allocates nothing
+ * per message of up to 256 octets. On failure msg is left as it was.
+ */
+ZR_API int zr_recv_into(zr_socket *s, zr_msg *msg, int flags);
 
 /* Convenience: send / receive a single-frame message of bytes (zr_recv_bytes
  * truncates to cap and returns the message's full length). */
