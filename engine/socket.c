@@ -753,7 +753,12 @@ sock_spin_for_msg(struct zr_socket *s, uint64_t deadline)
 static int
 sock_recv(zr_socket *s, zr_msg **msg, int flags, bool own)
 {
-	uint64_t deadline = sock_deadline(flags, s->opt.rcvtimeo_ms);
+	/* Read from the clock only once the queue is found empty: a receive
+	 * that finds a message (the busy case) makes no clock_gettime, which
+	 * was 3-5% of a CURVE receiver's samples with RCVTIMEO set (perf). The
+	 * deadline moves by the time one empty pop takes. */
+	uint64_t deadline = 0;
+	bool timed = false;
 	zr_msg *m;
 	int rc;
 
@@ -769,6 +774,10 @@ sock_recv(zr_socket *s, zr_msg **msg, int flags, bool own)
 		return rc;
 	for (;;) {
 		m = sock_rx_pop(s);
+		if (m == NULL && !timed) {
+			deadline = sock_deadline(flags, s->opt.rcvtimeo_ms);
+			timed = true;
+		}
 		if (m == NULL && s->opt.busy_poll_us > 0)
 			m = sock_spin_for_msg(s, deadline);
 		if (m == NULL) {
