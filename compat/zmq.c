@@ -676,7 +676,7 @@ struct zc_inert {
 	int tcp_keepalive, tcp_keepalive_cnt, tcp_keepalive_idle, tcp_keepalive_intvl;
 	int connect_timeout, tcp_maxrt;
 	int loopback_fastpath, multicast_loop;
-	char zap_domain[256];
+	char zap_domain[256]; /* ZAP_DOMAIN as set, for its read-back with a NUL */
 	/* SNDHWM/RCVHWM set after the first bind/connect: zring sizes its
 	 * queues then and keeps them; libzmq applies a new HWM to new
 	 * connections only. Read back as set; -1: not set that way. */
@@ -1831,6 +1831,12 @@ zc_int_out(void *v, size_t *len, int i)
 	return 0;
 }
 
+/* libzmq 4.3 options outside the stable zmq.h (its draft API), readable
+ * all the same. */
+#define ZC_ZAP_ENFORCE_DOMAIN 93
+#define ZC_LOOPBACK_FASTPATH 94
+#define ZC_MULTICAST_LOOP 96
+
 /* Options with the same number, meaning and value in zring (zring.h). */
 static bool
 zc_zr_option(int option)
@@ -1858,6 +1864,7 @@ zc_zr_option(int option)
 	case ZMQ_CURVE_PUBLICKEY:
 	case ZMQ_CURVE_SECRETKEY:
 	case ZMQ_CURVE_SERVERKEY:
+	case ZC_ZAP_ENFORCE_DOMAIN:
 	case ZMQ_HANDSHAKE_IVL:
 	case ZMQ_HEARTBEAT_IVL:
 	case ZMQ_HEARTBEAT_TTL:
@@ -1868,12 +1875,6 @@ zc_zr_option(int option)
 		return false;
 	}
 }
-
-/* libzmq 4.3 options outside the stable zmq.h (its draft API), readable
- * all the same. */
-#define ZC_ZAP_ENFORCE_DOMAIN 93
-#define ZC_LOOPBACK_FASTPATH 94
-#define ZC_MULTICAST_LOOP 96
 
 /*
  * Options zring does not implement, readable at libzmq's default (pyzmq
@@ -1886,7 +1887,6 @@ zc_fixed_int(int option, int *dflt)
 	switch (option) {
 	case ZMQ_CONFLATE:
 	case ZMQ_INVERT_MATCHING:
-	case ZC_ZAP_ENFORCE_DOMAIN:
 		*dflt = 0;
 		return true;
 	case ZMQ_USE_FD:
@@ -1972,13 +1972,21 @@ zmq_setsockopt(void *sock, int option, const void *v, size_t len)
 			return zc_fail(EINVAL);
 		memcpy(&s->inert.affinity, v, sizeof(uint64_t));
 		return 0;
-	case ZMQ_ZAP_DOMAIN:
+	case ZMQ_ZAP_DOMAIN: {
+		/* zring keeps the octets (ZR_ZAP_DOMAIN); the copy here reads
+		 * back as libzmq's NUL-terminated string. */
+		int rc;
+
 		if (len >= sizeof s->inert.zap_domain || (v == NULL && len > 0))
 			return zc_fail(EINVAL);
+		rc = zr_setsockopt(s->zr, ZR_ZAP_DOMAIN, v, len);
+		if (rc < 0)
+			return zc_fail_zr(rc);
 		if (len > 0)
 			memcpy(s->inert.zap_domain, v, len);
 		s->inert.zap_domain[len] = '\0';
 		return 0;
+	}
 	case ZMQ_MAXMSGSIZE: {
 		int64_t n;
 

@@ -307,6 +307,8 @@ static const struct opt_row opt_table[] = {
 	ROW_INT(ZR_HEARTBEAT_TTL, heartbeat_ttl_ms, INT_MIN, INT_MAX, OPT_RW),
 	ROW_INT(ZR_HEARTBEAT_TIMEOUT, heartbeat_timeout_ms, INT_MIN, INT_MAX, OPT_RW),
 	ROW_LEVEL(ZR_XPUB_VERBOSER, xpub_verbose, 2),
+	ROW_BYTES(ZR_ZAP_DOMAIN, zap_domain, 0, OPT_RW, NULL),
+	ROW_BOOL(ZR_ZAP_ENFORCE_DOMAIN, zap_enforce_domain),
 	/* zring's own */
 	ROW_INT64(ZR_SNDBYTES, sndbytes, INT64_MIN),
 	ROW_INT64(ZR_RCVBYTES, rcvbytes, INT64_MIN),
