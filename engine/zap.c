@@ -112,12 +112,9 @@ zap_address(const char *peer, char *out, size_t cap)
 	size_t n;
 
 	out[0] = '\0';
-	if (strncmp(peer, "tcp://", 6) == 0)
-		p = peer + 6;
-	else if (strncmp(peer, "tls://", 6) == 0)
-		p = peer + 6;
-	else
+	if (strncmp(peer, "tcp://", 6) != 0 && strncmp(peer, "tls://", 6) != 0)
 		return 0;
+	p = peer + 6;
 	if (*p == '[') {
 		p++;
 		end = strchr(p, ']');
