@@ -58,9 +58,12 @@ auth_record_cb(void *arg, struct zr_zmtp_auth_req *req)
 
 	a->calls++;
 	a->mechanism = req->mechanism;
-	memcpy(a->user, req->username, req->username_len);
+	/* NULL (auth_null) has no credentials: no pointers to copy from. */
+	if (req->username_len > 0)
+		memcpy(a->user, req->username, req->username_len);
 	a->user[req->username_len] = '\0';
-	memcpy(a->pass, req->password, req->password_len);
+	if (req->password_len > 0)
+		memcpy(a->pass, req->password, req->password_len);
 	a->pass[req->password_len] = '\0';
 	return a->status;
 }
