@@ -467,9 +467,10 @@ ZR_API int zr_socket_set_auth(zr_socket *s, zr_zmtp_auth_cb *cb, void *arg);
  * (HANDSHAKE_FAILED_PROTOCOL, -EPROTO). The io thread never waits for the
  * handler: the handshake waits (HANDSHAKE_IVL still runs) while every other
  * connection goes on; a connection that closes meanwhile is forgotten and
- * its late reply dropped. 4096 requests may wait per context; one more is
- * refused with 300, and a handler that closes with requests outstanding
- * refuses them with 500.
+ * its late reply dropped. Requests wait in the pipe to the handler (its
+ * RCVHWM, then 1000 more) and at most 4096 per context: one more is refused
+ * with 300; a handler that closes with requests outstanding refuses them
+ * with 500.
  *
  * With no handler bound, every client is accepted (libzmq's rule), unless
  * ZR_ZAP_ENFORCE_DOMAIN is 1: then it is refused with 500 (libzmq closes

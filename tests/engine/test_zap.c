@@ -74,6 +74,8 @@ decide(struct handler *h, const zr_msg *m, const char **user)
 			*user = "admin";
 			return 200;
 		}
+		if (frame_is(m, 6, "bogus"))
+			return 999; /* not a ZAP status: a malformed reply */
 		if (frame_is(m, 6, "slow")) {
 			atomic_store(&h->held, 1);
 			while (!atomic_load(&h->release) && !atomic_load(&h->stop))
@@ -122,7 +124,7 @@ handler_main(void *arg)
 		status = frame_is(m, 0, "1.0") ? decide(h, m, &user) : 500;
 		if (status != 200)
 			user = "";
-		snprintf(code, sizeof code, "%d", status);
+		snprintf(code, sizeof code, "%d", status % 1000);
 		mlen = status == 200 ? zr_zmtp_prop_encode(meta, sizeof meta, "X-Zap",
 		                                           (const uint8_t *)"yes", 3)
 		                     : 0;
@@ -457,4 +459,25 @@ Test(engine_zap, without_a_handler_clients_get_in_unless_the_domain_is_enforced)
 	zr_socket_close(b);
 	zr_socket_close(c);
 	zr_socket_close(d);
+}
+
+Test(engine_zap, a_malformed_reply_fails_the_handshake_as_a_protocol_error)
+{
+	zr_ctx *ctx = et_ctx_get(0);
+	zr_socket *srv_s, *bogus;
+	struct zr_event ev;
+
+	handler_start(ctx);
+	srv_s = sock(ctx, ZR_PULL);
+	et_zopt_int(srv_s, ZR_PLAIN_SERVER, 1);
+	bogus = sock(ctx, ZR_PUSH);
+	plain_client(bogus, "bogus", "x");
+	link_up(srv_s, bogus);
+	cr_assert(mon_wait(srv_s, ZR_EVENT_HANDSHAKE_FAILED_PROTOCOL, &ev, WAIT_MS),
+	          "a status of 999 was taken");
+	cr_assert_eq(ev.value, -EPROTO);
+	cr_assert_eq(mon_count(srv_s, ZR_EVENT_HANDSHAKE_SUCCEEDED), 0);
+	zr_socket_close(bogus);
+	zr_socket_close(srv_s);
+	handler_stop();
 }
