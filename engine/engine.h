@@ -302,6 +302,7 @@ struct zr__conn {
 	 * timer turn, and the reply's metadata (for the messages' properties). */
 	uint32_t zap_id;
 	struct zr__conn *zap_next;
+	struct zr__conn *zap_pipe; /* the requester's pipe the request went on */
 	bool zap_resume;
 	uint8_t *zap_props;
 	size_t zap_props_len;

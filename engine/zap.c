@@ -137,6 +137,7 @@ zap_unlink(struct zr__zap *z, struct zr__conn *c)
 			*p = c->zap_next;
 			c->zap_next = NULL;
 			c->zap_id = 0;
+			c->zap_pipe = NULL;
 			z->npending--;
 			return;
 		}
@@ -202,6 +203,7 @@ zr__zap_ask(struct zr__conn *c, const struct zr_zmtp_auth_req *req)
 		return 300; /* the handler is that far behind: try again later */
 	}
 	c->zap_id = z->next_id;
+	c->zap_pipe = pipe;
 	c->zap_next = z->pending;
 	z->pending = c;
 	z->npending++;
@@ -257,7 +259,6 @@ zap_deliver(struct zr_socket *s, struct zr__conn *pipe, zr_msg *m)
 	int status = 0;
 	bool ok;
 
-	(void)pipe;
 	if (z == NULL || nf < 3) {
 		zr_msg_free(m);
 		return 1;
@@ -268,7 +269,7 @@ zap_deliver(struct zr_socket *s, struct zr__conn *pipe, zr_msg *m)
 	}
 	zap_text(f[2], n[2], idtext, sizeof idtext);
 	id = strtoul(idtext, NULL, 10);
-	for (c = z->pending; c != NULL && c->zap_id != id; c = c->zap_next)
+	for (c = z->pending; c != NULL && (c->zap_id != id || c->zap_pipe != pipe); c = c->zap_next)
 		;
 	if (c == NULL || id == 0) {
 		zr_msg_free(m); /* a late reply: its connection went */
@@ -302,8 +303,9 @@ zap_deliver(struct zr_socket *s, struct zr__conn *pipe, zr_msg *m)
 	return 1;
 }
 
-/* The handler went (its socket closed): those waiting for it are told with
- * a 500, as a handler that answers nothing more is an internal error. */
+/* The handler went (its socket closed): those whose requests went to it
+ * are told with a 500, as a handler that answers nothing more is an
+ * internal error. Requests on a newer pipe (a handler bound since) wait on. */
 static void
 zap_conn_lost(struct zr_socket *s, struct zr__conn *pipe)
 {
@@ -313,9 +315,10 @@ zap_conn_lost(struct zr_socket *s, struct zr__conn *pipe)
 		return;
 	if (z->conn == pipe)
 		z->conn = NULL;
-	while (z->pending != NULL) {
-		struct zr__conn *c = z->pending;
-
+	for (struct zr__conn *c = z->pending, *next; c != NULL; c = next) {
+		next = c->zap_next;
+		if (c->zap_pipe != pipe)
+			continue;
 		zap_unlink(z, c);
 		zr_zmtp_auth_reply(&c->z, 500, NULL, "ZAP handler went away");
 		zr__conn_auth_done(c);

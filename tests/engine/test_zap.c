@@ -122,6 +122,10 @@ handler_main(void *arg)
 			frame_text(m, i, h->last[i], sizeof h->last[i]);
 		pthread_mutex_unlock(&h->lock);
 		status = frame_is(m, 0, "1.0") ? decide(h, m, &user) : 500;
+		if (atomic_load(&h->stop)) {
+			zr_msg_free(m); /* stopped while holding one: no answer */
+			break;
+		}
 		if (status != 200)
 			user = "";
 		snprintf(code, sizeof code, "%d", status % 1000);
@@ -478,6 +482,41 @@ Test(engine_zap, a_malformed_reply_fails_the_handshake_as_a_protocol_error)
 	cr_assert_eq(ev.value, -EPROTO);
 	cr_assert_eq(mon_count(srv_s, ZR_EVENT_HANDSHAKE_SUCCEEDED), 0);
 	zr_socket_close(bogus);
+	zr_socket_close(srv_s);
+	handler_stop();
+}
+
+Test(engine_zap, a_handler_closing_refuses_what_it_held_and_a_new_one_takes_over)
+{
+	zr_ctx *ctx = et_ctx_get(0);
+	zr_socket *srv_s, *slow, *good;
+	struct zr_event ev;
+
+	handler_start(ctx);
+	srv_s = sock(ctx, ZR_PULL);
+	et_zopt_int(srv_s, ZR_PLAIN_SERVER, 1);
+	slow = sock(ctx, ZR_PUSH);
+	plain_client(slow, "slow", "x");
+	link_up(srv_s, slow);
+	cr_assert(wait_flag(&H.held));
+	handler_stop(); /* closes the handler with the request unanswered */
+	cr_assert(mon_wait(srv_s, ZR_EVENT_HANDSHAKE_FAILED_AUTH, &ev, WAIT_MS),
+	          "the held handshake was not refused");
+	cr_assert_eq(ev.value, 500);
+
+	handler_start(ctx);
+	good = sock(ctx, ZR_PUSH);
+	plain_client(good, "admin", "secret");
+	{
+		char ep[128];
+		size_t len = sizeof ep;
+
+		cr_assert_eq(zr_getsockopt(srv_s, ZR_LAST_ENDPOINT, ep, &len), 0);
+		cr_assert_eq(zr_connect(good, ep), 0);
+	}
+	expect_through(good, srv_s, "again", "admin");
+	zr_socket_close(slow);
+	zr_socket_close(good);
 	zr_socket_close(srv_s);
 	handler_stop();
 }
