@@ -677,6 +677,7 @@ struct zc_inert {
 	int connect_timeout, tcp_maxrt;
 	int loopback_fastpath, multicast_loop;
 	char zap_domain[256]; /* ZAP_DOMAIN as set, for its read-back with a NUL */
+	int zap_enforce;      /* ZAP_ENFORCE_DOMAIN as set (zc_zap_rule) */
 	/* SNDHWM/RCVHWM set after the first bind/connect: zring sizes its
 	 * queues then and keeps them; libzmq applies a new HWM to new
 	 * connections only. Read back as set; -1: not set that way. */
@@ -1864,7 +1865,6 @@ zc_zr_option(int option)
 	case ZMQ_CURVE_PUBLICKEY:
 	case ZMQ_CURVE_SECRETKEY:
 	case ZMQ_CURVE_SERVERKEY:
-	case ZC_ZAP_ENFORCE_DOMAIN:
 	case ZMQ_HANDSHAKE_IVL:
 	case ZMQ_HEARTBEAT_IVL:
 	case ZMQ_HEARTBEAT_TTL:
@@ -1941,6 +1941,29 @@ zc_inert_int(struct zc_socket *s, int option)
 	}
 }
 
+/*
+ * libzmq 4.3's PLAIN server cannot do without a ZAP handler (it fails the
+ * handshake when none is bound), while its CURVE server and NULL with a
+ * ZAP_DOMAIN accept every client then unless ZAP_ENFORCE_DOMAIN is set.
+ * zring accepts in all three without ENFORCE, so a PLAIN server here gets
+ * ENFORCE; re-judged whenever the mechanism or the option changes (the
+ * last mechanism option set wins). ZAP_ENFORCE_DOMAIN reads back as set.
+ */
+static int
+zc_zap_rule(struct zc_socket *s)
+{
+	int mech = 0, server = 0, enforce;
+	size_t n = sizeof mech;
+
+	if (zr_getsockopt(s->zr, ZR_MECHANISM, &mech, &n) < 0)
+		return -EINVAL;
+	n = sizeof server;
+	if (mech == ZR_MECH_PLAIN && zr_getsockopt(s->zr, ZR_PLAIN_SERVER, &server, &n) < 0)
+		return -EINVAL;
+	enforce = s->inert.zap_enforce || (mech == ZR_MECH_PLAIN && server);
+	return zr_setsockopt(s->zr, ZR_ZAP_ENFORCE_DOMAIN, &enforce, sizeof enforce);
+}
+
 ZC_API int
 zmq_setsockopt(void *sock, int option, const void *v, size_t len)
 {
@@ -1972,6 +1995,15 @@ zmq_setsockopt(void *sock, int option, const void *v, size_t len)
 			return zc_fail(EINVAL);
 		memcpy(&s->inert.affinity, v, sizeof(uint64_t));
 		return 0;
+	case ZC_ZAP_ENFORCE_DOMAIN: {
+		int rc;
+
+		if (zc_int_arg(v, len, &i) != 0 || (i != 0 && i != 1))
+			return zc_fail(EINVAL);
+		s->inert.zap_enforce = i;
+		rc = zc_zap_rule(s);
+		return rc < 0 ? zc_fail_zr(rc) : 0;
+	}
 	case ZMQ_ZAP_DOMAIN: {
 		/* zring keeps the octets (ZR_ZAP_DOMAIN); the copy here reads
 		 * back as libzmq's NUL-terminated string. */
@@ -2044,6 +2076,11 @@ zmq_setsockopt(void *sock, int option, const void *v, size_t len)
 			s->inert.plain[k][len] = '\0';
 			s->inert.plain_len[k] = len;
 		}
+		if (rc == 0 && (option == ZMQ_PLAIN_SERVER || option == ZMQ_PLAIN_USERNAME ||
+		                option == ZMQ_PLAIN_PASSWORD || option == ZMQ_CURVE_SERVER ||
+		                option == ZMQ_CURVE_SERVERKEY || option == ZMQ_CURVE_PUBLICKEY ||
+		                option == ZMQ_CURVE_SECRETKEY))
+			rc = zc_zap_rule(s);
 		return rc < 0 ? zc_fail_zr(rc) : 0;
 	}
 	inert = zc_inert_int(s, option);
@@ -2113,6 +2150,8 @@ zmq_getsockopt(void *sock, int option, void *v, size_t *len)
 		memcpy(v, &s->inert.affinity, sizeof(uint64_t));
 		*len = sizeof(uint64_t);
 		return 0;
+	case ZC_ZAP_ENFORCE_DOMAIN:
+		return zc_int_out(v, len, s->inert.zap_enforce);
 	case ZMQ_ZAP_DOMAIN: {
 		size_t n = strlen(s->inert.zap_domain) + 1;
 
