@@ -684,7 +684,8 @@ struct zc_inert {
 	int tcp_keepalive, tcp_keepalive_cnt, tcp_keepalive_idle, tcp_keepalive_intvl;
 	int connect_timeout, tcp_maxrt;
 	int loopback_fastpath, multicast_loop;
-	char zap_domain[256];
+	char zap_domain[256]; /* ZAP_DOMAIN as set, for its read-back with a NUL */
+	int zap_enforce;      /* ZAP_ENFORCE_DOMAIN as set (zc_zap_rule) */
 	/* SNDHWM/RCVHWM set after the first bind/connect: zring sizes its
 	 * queues then and keeps them; libzmq applies a new HWM to new
 	 * connections only. Read back as set; -1: not set that way. */
@@ -1968,6 +1969,12 @@ zc_int_out(void *v, size_t *len, int i)
 	return 0;
 }
 
+/* libzmq 4.3 options outside the stable zmq.h (its draft API), readable
+ * all the same. */
+#define ZC_ZAP_ENFORCE_DOMAIN 93
+#define ZC_LOOPBACK_FASTPATH 94
+#define ZC_MULTICAST_LOOP 96
+
 /* Options with the same number, meaning and value in zring (zring.h). */
 static bool
 zc_zr_option(int option)
@@ -2014,12 +2021,6 @@ zc_zr_option(int option)
 	}
 }
 
-/* libzmq 4.3 options outside the stable zmq.h (its draft API), readable
- * all the same. */
-#define ZC_ZAP_ENFORCE_DOMAIN 93
-#define ZC_LOOPBACK_FASTPATH 94
-#define ZC_MULTICAST_LOOP 96
-
 /*
  * Options zring does not implement, readable at libzmq's default (pyzmq
  * reads every option): setting the default is accepted, any other value
@@ -2029,9 +2030,6 @@ static bool
 zc_fixed_int(int option, int *dflt)
 {
 	switch (option) {
-	case ZC_ZAP_ENFORCE_DOMAIN:
-		*dflt = 0;
-		return true;
 	case ZMQ_USE_FD:
 		*dflt = -1;
 		return true;
@@ -2084,6 +2082,29 @@ zc_inert_int(struct zc_socket *s, int option)
 	}
 }
 
+/*
+ * libzmq 4.3's PLAIN server cannot do without a ZAP handler (it fails the
+ * handshake when none is bound), while its CURVE server and NULL with a
+ * ZAP_DOMAIN accept every client then unless ZAP_ENFORCE_DOMAIN is set.
+ * zring accepts in all three without ENFORCE, so a PLAIN server here gets
+ * ENFORCE; re-judged whenever the mechanism or the option changes (the
+ * last mechanism option set wins). ZAP_ENFORCE_DOMAIN reads back as set.
+ */
+static int
+zc_zap_rule(struct zc_socket *s)
+{
+	int mech = 0, server = 0, enforce;
+	size_t n = sizeof mech;
+
+	if (zr_getsockopt(s->zr, ZR_MECHANISM, &mech, &n) < 0)
+		return -EINVAL;
+	n = sizeof server;
+	if (mech == ZR_MECH_PLAIN && zr_getsockopt(s->zr, ZR_PLAIN_SERVER, &server, &n) < 0)
+		return -EINVAL;
+	enforce = s->inert.zap_enforce || (mech == ZR_MECH_PLAIN && server);
+	return zr_setsockopt(s->zr, ZR_ZAP_ENFORCE_DOMAIN, &enforce, sizeof enforce);
+}
+
 ZC_API int
 zmq_setsockopt(void *sock, int option, const void *v, size_t len)
 {
@@ -2115,13 +2136,30 @@ zmq_setsockopt(void *sock, int option, const void *v, size_t len)
 			return zc_fail(EINVAL);
 		memcpy(&s->inert.affinity, v, sizeof(uint64_t));
 		return 0;
-	case ZMQ_ZAP_DOMAIN:
+	case ZC_ZAP_ENFORCE_DOMAIN: {
+		int rc;
+
+		if (zc_int_arg(v, len, &i) != 0 || (i != 0 && i != 1))
+			return zc_fail(EINVAL);
+		s->inert.zap_enforce = i;
+		rc = zc_zap_rule(s);
+		return rc < 0 ? zc_fail_zr(rc) : 0;
+	}
+	case ZMQ_ZAP_DOMAIN: {
+		/* zring keeps the octets (ZR_ZAP_DOMAIN); the copy here reads
+		 * back as libzmq's NUL-terminated string. */
+		int rc;
+
 		if (len >= sizeof s->inert.zap_domain || (v == NULL && len > 0))
 			return zc_fail(EINVAL);
+		rc = zr_setsockopt(s->zr, ZR_ZAP_DOMAIN, v, len);
+		if (rc < 0)
+			return zc_fail_zr(rc);
 		if (len > 0)
 			memcpy(s->inert.zap_domain, v, len);
 		s->inert.zap_domain[len] = '\0';
 		return 0;
+	}
 	case ZMQ_MAXMSGSIZE: {
 		int64_t n;
 
@@ -2184,6 +2222,11 @@ zmq_setsockopt(void *sock, int option, const void *v, size_t len)
 			memcpy(&i, v, sizeof i); /* an int: zring checked it */
 			s->req_relaxed = i != 0;
 		}
+		if (rc == 0 && (option == ZMQ_PLAIN_SERVER || option == ZMQ_PLAIN_USERNAME ||
+		                option == ZMQ_PLAIN_PASSWORD || option == ZMQ_CURVE_SERVER ||
+		                option == ZMQ_CURVE_SERVERKEY || option == ZMQ_CURVE_PUBLICKEY ||
+		                option == ZMQ_CURVE_SECRETKEY))
+			rc = zc_zap_rule(s);
 		return rc < 0 ? zc_fail_zr(rc) : 0;
 	}
 	inert = zc_inert_int(s, option);
@@ -2253,6 +2296,8 @@ zmq_getsockopt(void *sock, int option, void *v, size_t *len)
 		memcpy(v, &s->inert.affinity, sizeof(uint64_t));
 		*len = sizeof(uint64_t);
 		return 0;
+	case ZC_ZAP_ENFORCE_DOMAIN:
+		return zc_int_out(v, len, s->inert.zap_enforce);
 	case ZMQ_ZAP_DOMAIN: {
 		size_t n = strlen(s->inert.zap_domain) + 1;
 

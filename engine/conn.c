@@ -38,6 +38,7 @@
 
 #include "common/base.h"
 #include "engine.h"
+#include "zap.h"
 
 #define CONN_MAX_CMD (32u * 1024u) /* fits c->in with room for a header */
 #define CONN_META_BLOCK 4096u      /* references to c->meta taken at once */
@@ -83,6 +84,21 @@ zr__conn_new(struct zr_socket *s)
 	return c;
 }
 
+/*
+ * The codec's authenticator: the socket's own (zr_socket_set_auth, a
+ * synchronous answer) when installed, else a ZAP handler of the context
+ * (zap.c: an answer later), else libzmq's rules without a handler.
+ */
+static int
+conn_auth_cb(void *arg, struct zr_zmtp_auth_req *req)
+{
+	struct zr__conn *c = arg;
+
+	if (c->sock->auth != NULL)
+		return c->sock->auth(c->sock->auth_arg, req);
+	return zr__zap_ask(c, req);
+}
+
 static void
 conn_codec_config(struct zr__conn *c)
 {
@@ -106,9 +122,13 @@ conn_codec_config(struct zr__conn *c)
 		cfg->curve_server_key =
 			o->curve_server_set && !o->as_server ? o->curve_server : NULL;
 	}
-	if (o->as_server) {
-		cfg->auth = c->sock->auth;
-		cfg->auth_arg = c->sock->auth_arg;
+	/* PLAIN and CURVE servers always ask; NULL peers only with a ZAP
+	 * domain (libzmq's rule), on either side. */
+	if ((o->as_server && o->mechanism != ZR_MECH_NULL) ||
+	    (o->mechanism == ZR_MECH_NULL && o->zap_domain_len > 0)) {
+		cfg->auth = conn_auth_cb;
+		cfg->auth_arg = c;
+		cfg->auth_null = o->mechanism == ZR_MECH_NULL;
 	}
 	cfg->peer_address = c->peer_addr;
 	cfg->tls_subject = c->tls_subject;
@@ -141,6 +161,10 @@ conn_timer_codec(struct zr__conn *c)
 {
 	if (c->kick_out)
 		return; /* the timer is set to close it now: keep it so */
+	if (c->zap_resume) {
+		conn_timer_set(c, 0); /* an authenticator's answer to act on */
+		return;
+	}
 	if (c->state == ZR__CONN_HANDSHAKE || c->state == ZR__CONN_ACTIVE)
 		conn_timer_set(c, zr_zmtp_deadline(&c->z));
 }
@@ -217,6 +241,7 @@ conn_start(struct zr__conn *c, int fd)
 
 	c->fd = fd;
 	c->in_len = 0;
+	c->in_skip = 0;
 	c->peer_status = 0;
 	c->peer_reason[0] = '\0';
 	c->rx_total = 0;
@@ -485,12 +510,34 @@ conn_user_id(const struct zr__conn *c, const char *auth)
 	return auth;
 }
 
+/* The connection's properties: a ZAP reply's metadata first (the
+ * handler's word over the peer's), then the peer's own. */
+static struct zr__meta *
+conn_meta_new(struct zr__conn *c, const struct zr_zmtp_event *ev)
+{
+	struct zr__meta *m;
+	uint8_t *both;
+
+	if (c->zap_props == NULL)
+		return zr__meta_new(ev->data, ev->len, c->peer_addr, conn_user_id(c, ev->user_id));
+	both = malloc(c->zap_props_len + ev->len);
+	if (both == NULL)
+		return NULL;
+	memcpy(both, c->zap_props, c->zap_props_len);
+	if (ev->len > 0)
+		memcpy(both + c->zap_props_len, ev->data, ev->len);
+	m = zr__meta_new(both, c->zap_props_len + ev->len, c->peer_addr,
+	                 conn_user_id(c, ev->user_id));
+	free(both);
+	return m;
+}
+
 /* Feeds what is buffered to the codec until it needs more, the socket is
  * full, or the connection fails. Returns <0 on failure. */
 static int
 conn_decode(struct zr__conn *c)
 {
-	size_t off = 0, used;
+	size_t off = c->in_skip, used;
 	uint64_t now = zr__now_ms(); /* one clock read per batch, not per frame */
 	int rc = 0;
 
@@ -524,8 +571,7 @@ conn_decode(struct zr__conn *c)
 				c->rid_len = ev.peer_identity_len;
 			}
 			conn_meta_drop(c);
-			c->meta = zr__meta_new(ev.data, ev.len, c->peer_addr,
-			                       conn_user_id(c, ev.user_id));
+			c->meta = conn_meta_new(c, &ev);
 			if (c->meta == NULL) {
 				rc = -ENOMEM;
 				break;
@@ -563,6 +609,15 @@ conn_decode(struct zr__conn *c)
 			break;
 	}
 	zr__sock_rx_flush(c->sock); /* one wake for the whole batch */
+	c->in_skip = 0;
+	if (c->rx_armed && c->tls == NULL) {
+		/* Resumed by an authenticator's answer with a receive in flight
+		 * into c->in + c->in_len: nothing may move until it lands. */
+		c->in_skip = off;
+		if (rc == 1)
+			rc = 0;
+		return rc == 0 ? zr_zmtp_error(&c->z) : rc;
+	}
 	memmove(c->in, c->in + off, c->in_len - off);
 	c->in_len -= off;
 	if (rc == 1)
@@ -767,6 +822,7 @@ conn_rx_done(struct zr__op *op, int res, uint32_t flags)
 	if (c->state == ZR__CONN_FINISHING) {
 		if (res > 0 || res == -EINTR || res == -EAGAIN) {
 			c->in_len = 0; /* the app closed: nothing read now is delivered */
+			c->in_skip = 0;
 			conn_rx_arm(c);
 		} else {
 			conn_teardown(c); /* the peer's FIN (or an error): done */
@@ -826,6 +882,15 @@ conn_rx_done(struct zr__op *op, int res, uint32_t flags)
 	conn_tx_kick(c);
 	conn_rx_arm(c);
 	conn_timer_codec(c);
+}
+
+void
+zr__conn_auth_done(struct zr__conn *c)
+{
+	if (c->state != ZR__CONN_HANDSHAKE)
+		return;
+	c->zap_resume = true;
+	conn_timer_set(c, 0);
 }
 
 void
@@ -1401,6 +1466,22 @@ conn_timer_fired(struct zr__timer *t)
 	}
 	if (c->state != ZR__CONN_HANDSHAKE && c->state != ZR__CONN_ACTIVE)
 		return;
+	if (c->zap_resume) {
+		/* The authenticator answered (zr__conn_auth_done): a refusal
+		 * is the codec's sticky error, which the tick below reports;
+		 * an acceptance goes on with the bytes the codec left parked. */
+		c->zap_resume = false;
+		if (zr_zmtp_error(&c->z) == 0) {
+			rc = conn_decode(c);
+			if (rc < 0) {
+				engine_conn_fail(c, rc);
+				return;
+			}
+			if (c->tls != NULL)
+				conn_tls_pump(c);
+			conn_rx_arm(c);
+		}
+	}
 	/* Paused by backpressure, we read nothing, the peer's PINGs included:
 	 * its silence is ours, not a dead peer: an unarmed receive sees no PING. */
 	if (c->rx_paused)
@@ -1423,6 +1504,7 @@ conn_reset_buffers(struct zr__conn *c)
 	c->rx_ready = NULL;
 	c->rx_paused = false;
 	c->in_len = 0;
+	c->in_skip = 0;
 	/* Messages of a batch that was in flight may be half on the wire: they
 	 * are lost with the connection (the peer drops a partial message). */
 	/* A batch still counted here was cut off: its whole messages and the one
@@ -1475,6 +1557,7 @@ conn_free(struct zr__conn *c)
 	if (c->accepted)
 		s->naccepted--;
 	zr__subs_drop(&s->ps.subs, &c->subs);
+	zr__zap_cancel(c);
 	zr_zmtp_fini(&c->z);
 	conn_meta_drop(c);
 	zr__tls_free(c->tls);
@@ -1505,6 +1588,7 @@ conn_teardown(struct zr__conn *c)
 			zr__sock_event_why(s, ZR_EVENT_DISCONNECTED, c->fd, c->endpoint, why);
 		c->state = ZR__CONN_CLOSING;
 		zr__timer_stop(conn_loop(c), &c->timer);
+		zr__zap_cancel(c); /* a late reply finds nothing */
 		if (was_active)
 			zr__sock_conn_lost(s, c); /* out of routing at once */
 		if (c->inproc)

@@ -15,6 +15,7 @@
 
 #include "engine.h"
 #include "sock.h"
+#include "zap.h"
 
 #define CTX_SQ_ENTRIES 1024
 /* Terminating, the io thread re-checks the sockets left this often: an app
@@ -114,6 +115,7 @@ ctx_main(void *arg)
 		zr__loop_run(&ctx->loop, ctx->term ? zr__now_ms() + CTX_TERM_POLL_MS : UINT64_MAX);
 		ctx_reap_sockets(ctx);
 	}
+	zr__zap_ctx_fini(ctx); /* its pipe's timer lives on the loop */
 	zr__loop_fini(&ctx->loop);
 	return NULL;
 }

@@ -179,6 +179,12 @@ struct zr__options {
 	bool xpub_manual;     /* XPUB: the app confirms each subscription */
 	uint8_t xpub_welcome_msg[ZR__SUB_MAX];
 	size_t xpub_welcome_msg_len; /* 0: none */
+	/* ZAP (RFC 27): the domain sent in requests; a non-empty one makes NULL
+	 * peers asked too. ENFORCE: no handler bound refuses instead of
+	 * accepting. */
+	uint8_t zap_domain[ZR__SUB_MAX];
+	size_t zap_domain_len;
+	bool zap_enforce_domain;
 	/* security: the last mechanism option set decides (libzmq's rule) */
 	int mechanism; /* enum zr_mechanism */
 	bool as_server;
@@ -239,6 +245,7 @@ struct zr__conn {
 	/* receive */
 	uint8_t *in;
 	size_t in_len, in_cap;
+	size_t in_skip; /* consumed bytes at in's start not yet moved out (conn_decode) */
 	bool rx_armed, rx_paused;
 	zr_msg *rx_msg;   /* in assembly */
 	zr_msg *rx_ready; /* complete, waiting for room in the socket's queue */
@@ -306,6 +313,16 @@ struct zr__conn {
 	bool ip_flush_queued;  /* on the ctx's ip_flush list */
 	struct zr__conn *twin; /* the other end (NULL: it went; this one goes too) */
 	struct zr__conn *ip_flush_next;
+
+	/* ZAP (zap.c): the request waiting for the handler (0: none), the
+	 * context's list of such connections, a reply to act on at the next
+	 * timer turn, and the reply's metadata (for the messages' properties). */
+	uint32_t zap_id;
+	struct zr__conn *zap_next;
+	struct zr__conn *zap_pipe; /* the requester's pipe the request went on */
+	bool zap_resume;
+	uint8_t *zap_props;
+	size_t zap_props_len;
 };
 
 /* ---- sockets ------------------------------------------------------------ */
@@ -454,6 +471,7 @@ enum zr__cmd_type {
 };
 
 struct zr__listener;
+struct zr__zap;
 
 struct zr__cmd {
 	struct zr__cmd *next;
@@ -493,6 +511,7 @@ struct zr_ctx {
 	 * until the router dropped its own reference, so that the last of them
 	 * takes the message itself rather than a copy. */
 	struct zr__conn *ip_flush;
+	struct zr__zap *zap; /* the ZAP requester (zap.c), made at the first request */
 };
 
 /* Queues a command for the io thread and wakes it. Takes ownership of cmd. */
@@ -608,5 +627,12 @@ void zr__inproc_route_begin(struct zr_ctx *ctx);
 void zr__inproc_route_end(struct zr_ctx *ctx);
 /* c goes: the twin is told (it closes on its next timer turn). */
 void zr__inproc_detach(struct zr__conn *c);
+/* A pipe from s to the socket bound at name, made now (no waiting for a
+ * later bind): its end in s, active, or NULL (nobody bound there, refused,
+ * no memory). For the context's own requesters (zap.c). */
+struct zr__conn *zr__inproc_dial(struct zr_socket *s, const char *name);
+/* ZAP (zap.c): a reply ended c's wait for the handler (conn.c resumes c on
+ * its next timer turn, never inside the caller's routing). */
+void zr__conn_auth_done(struct zr__conn *c);
 
 #endif /* ZR_ENGINE_ENGINE_H */

@@ -20,6 +20,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -227,6 +228,36 @@ zr__inproc_connect(struct zr__conn *c)
 	c->state = ZR__CONN_WAITING; /* no timer: zr__inproc_bind ends the wait */
 	if (b != NULL)
 		ip_attach(c, b);
+}
+
+struct zr__conn *
+zr__inproc_dial(struct zr_socket *s, const char *name)
+{
+	struct zr_socket *b = ip_binder(s->ctx, name);
+	struct zr__conn *c;
+	char text[ZR__ENDPOINT_TEXT_MAX];
+
+	if (b == NULL)
+		return NULL;
+	snprintf(text, sizeof text, "inproc://%s", name);
+	c = zr__conn_new(s);
+	if (c == NULL)
+		return NULL;
+	if (zr__endpoint_parse(text, false, false, &c->ep) < 0) {
+		c->state = ZR__CONN_WAITING;
+		zr__conn_close(c);
+		return NULL;
+	}
+	memcpy(c->endpoint, text, sizeof c->endpoint);
+	c->inproc = true;
+	c->no_reconnect = true;
+	c->state = ZR__CONN_WAITING;
+	ip_attach(c, b);
+	/* ip_attach may have closed (and freed) c: look for it. */
+	for (struct zr__conn *k = s->conns; k != NULL; k = k->next)
+		if (k == c)
+			return c->state == ZR__CONN_ACTIVE ? c : NULL;
+	return NULL;
 }
 
 void

@@ -380,6 +380,8 @@ static const struct opt_row opt_table[] = {
          .aux_off = OFF(xpub_welcome_msg_len),
          .max = ZR__SUB_MAX},
 	ROW_BOOL(ZR_INVERT_MATCHING, invert_matching),
+	ROW_BYTES(ZR_ZAP_DOMAIN, zap_domain, 0, OPT_RW, NULL),
+	ROW_BOOL(ZR_ZAP_ENFORCE_DOMAIN, zap_enforce_domain),
 	/* zring's own */
 	ROW_INT64(ZR_SNDBYTES, sndbytes, INT64_MIN),
 	ROW_INT64(ZR_RCVBYTES, rcvbytes, INT64_MIN),

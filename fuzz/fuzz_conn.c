@@ -17,7 +17,8 @@
  *           bit 7 a small max_msg_frames (fz_frame_limits[4 + byte 7 % 4])
  *   byte 5  bits 0-1 handshake_ivl, 2-3 identity, 4-5 properties, 6-7 credentials
  *   byte 6  the authenticator's verdicts, 2 bits per HELLO (200/300/400/500)
- *   byte 7  seed of the chunk sizes
+ *   byte 7  seed of the chunk sizes; bit 7 also: the authenticator answers
+ *           later (ZR_ZMTP_AUTH_PENDING, then zr_zmtp_auth_reply)
  *   byte 8  n, the script length; then n script bytes; the rest is the
  *           peer's byte stream
  */
@@ -91,6 +92,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	p.verdicts = &data[6];
 	p.n_verdicts = 1;
 	p.seed = data[7];
+	p.defer_auth = (data[7] & 0x80) != 0;
 
 	ctl_len = data[8];
 	rest = size - CONN_HEADER;

@@ -29,7 +29,9 @@
  *   byte 1  bits 0-4 delay of the second handshake command: index into
  *           fcs_dt; bits 5-7 max_msg_frames of the codec under test
  *           (fz_frame_limits: half the default, half 1, 2, 3 or 8)
- *   byte 2  seed of the chunk sizes
+ *   byte 2  seed of the chunk sizes; bit 7 also: the server's authenticator
+ *           answers later (ZR_ZMTP_AUTH_PENDING; the INITIATE stays parked
+ *           until zr_zmtp_auth_reply, given as soon as the feed parks)
  *   then operations, op = one octet, kind = op & 7, arg = op >> 3:
  *     0 frame: len (1 octet, 2 if arg bit 0), data; MORE if arg bit 1
  *     1 MESSAGE with the inner flags octet given next, then len, data
@@ -144,6 +146,7 @@ static const uint8_t fcs_tag_client = 0xa1, fcs_tag_server = 0xb2;
 
 struct fcs_auth {
 	int status;
+	bool defer, pending;
 	unsigned calls;
 	bool key_ok;
 	const uint8_t *client_pk;
@@ -158,6 +161,11 @@ fcs_auth_cb(void *arg, struct zr_zmtp_auth_req *req)
 	FZ_CHECK(req->mechanism == ZR_MECH_CURVE);
 	FZ_CHECK(req->client_key != NULL);
 	a->key_ok = memcmp(req->client_key, a->client_pk, ZR_CURVE_KEY_LEN) == 0;
+	if (a->defer) {
+		FZ_CHECK(!a->pending);
+		a->pending = true;
+		return ZR_ZMTP_AUTH_PENDING;
+	}
 	return a->status;
 }
 
@@ -197,6 +205,7 @@ struct fcs_plan {
 	bool honest_initiate; /* the peer's whole honest handshake is in the stream */
 	bool initiate_in_time;
 	bool refuse;
+	bool defer_auth; /* the authenticator answers later */
 };
 
 /* Moves what `from` wants written into to_in (and its transcript). */
@@ -720,6 +729,25 @@ fcs_feed_loop(struct fcs_run *r)
 			}
 		}
 		fz_buf_drop(&r->in, used);
+		if (rc == ZR_NEED_MORE && r->auth.pending) {
+			/* Parked on INITIATE, which stays in the input: a feed
+			 * takes nothing until the answer, which completes it. */
+			int arc;
+
+			FZ_CHECK(zr_zmtp_auth_pending(&r->z) && r->in.len > 0);
+			FZ_CHECK(zr_zmtp_feed(&r->z, r->in.p, r->in.len, &used, &ev, r->now) ==
+			         ZR_NEED_MORE);
+			FZ_CHECK(used == 0);
+			r->auth.pending = false;
+			arc = zr_zmtp_auth_reply(&r->z, r->auth.status, NULL, NULL);
+			if (arc < 0) {
+				FZ_CHECK(arc == -ZR_EAUTH);
+				fz_buf_drop(&r->in, r->in.len);
+				fcs_failed(r, arc);
+				return;
+			}
+			continue;
+		}
 		if (rc == ZR_NEED_MORE) {
 			FZ_CHECK(zr_zmtp_want(&r->z, r->in.p, r->in.len) > r->in.len);
 			return;
@@ -756,6 +784,7 @@ fcs_run(struct fcs_run *r, const struct fcs_plan *pl, bool chunked, uint32_t see
 	fz_buf_init(&r->in);
 	r->auth.status = pl->refuse ? 400 : 200;
 	r->auth.client_pk = pl->client_pk;
+	r->auth.defer = pl->defer_auth;
 	if (pl->server) {
 		cfg.auth = fcs_auth_cb;
 		cfg.auth_arg = &r->auth;
@@ -888,6 +917,7 @@ fcs_fuzz(const uint8_t *data, size_t size, bool server)
 		abort();
 	memset(pl, 0, sizeof *pl);
 	fcs_plan_build(pl, data, size, server);
+	pl->defer_auth = size > 2 && (data[2] & 0x80) != 0;
 
 	fcs_run(one, pl, false, 0);
 	fcs_run(chunked, pl, true, size > 2 ? data[2] : 0);

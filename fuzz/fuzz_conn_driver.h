@@ -53,6 +53,9 @@
 struct cd_params {
 	struct zr_zmtp_config cfg; /* auth is filled in by the driver when use_auth */
 	bool use_auth;
+	/* The authenticator answers ZR_ZMTP_AUTH_PENDING; the driver gives its
+	 * verdict with zr_zmtp_auth_reply as soon as the feed parks. */
+	bool defer_auth;
 	const uint8_t *verdicts; /* the authenticator's answers, 2 bits each */
 	size_t n_verdicts;
 	uint64_t now0;
@@ -72,6 +75,8 @@ static const int cd_verdict_codes[4] = {200, 300, 400, 500};
 struct cd_auth {
 	const uint8_t *verdicts;
 	size_t n;
+	bool defer;
+	bool pending; /* answered ZR_ZMTP_AUTH_PENDING; last is the verdict to give */
 	unsigned calls;
 	bool inside;
 	int last;
@@ -132,6 +137,11 @@ cd_auth_cb(void *arg, struct zr_zmtp_auth_req *req)
 	a->last = cd_verdict_codes[sel & 3];
 	a->calls++;
 	a->inside = false;
+	if (a->defer) {
+		FZ_CHECK(!a->pending);
+		a->pending = true;
+		return ZR_ZMTP_AUTH_PENDING;
+	}
 	return a->last;
 }
 
@@ -329,6 +339,31 @@ cd_feed_loop(struct cd_run *r)
 		}
 		if (r->peer_error)
 			FZ_CHECK(!"a call after PEER_ERROR did not fail");
+		if (rc == ZR_NEED_MORE && r->auth.pending) {
+			/* Parked: nothing more is taken until the answer. */
+			int arc;
+
+			FZ_CHECK(zr_zmtp_auth_pending(&r->z));
+			r->consumed_total += consumed;
+			fz_buf_drop(&r->in, consumed);
+			memset(&ev, 0xa5, sizeof ev);
+			FZ_CHECK(zr_zmtp_feed(&r->z, r->in.p, r->in.len, &consumed, &ev, r->now) ==
+			         ZR_NEED_MORE);
+			FZ_CHECK(consumed == 0);
+			r->auth.pending = false;
+			arc = zr_zmtp_auth_reply(&r->z, r->auth.last, NULL, NULL);
+			FZ_CHECK(!zr_zmtp_auth_pending(&r->z));
+			FZ_CHECK(zr_zmtp_auth_reply(&r->z, 200, NULL, NULL) ==
+			         (arc < 0 ? arc : -EINVAL));
+			fz_log_u8(&r->log, 'R');
+			fz_log_int(&r->log, arc);
+			if (arc < 0) {
+				FZ_CHECK(arc == -ZR_EAUTH && r->auth.last != 200);
+				cd_fail_seen(r, arc, 'E');
+				return;
+			}
+			continue;
+		}
 		if (rc == ZR_NEED_MORE) {
 			r->consumed_total += consumed;
 			fz_buf_drop(&r->in, consumed);
@@ -489,6 +524,7 @@ cd_run_init(struct cd_run *r, const struct cd_params *p, bool chunked)
 	r->cfg = p->cfg;
 	r->auth.verdicts = p->verdicts;
 	r->auth.n = p->n_verdicts;
+	r->auth.defer = p->defer_auth;
 	r->auth.log = &r->log;
 	r->auth.sum = &r->sum;
 	if (p->use_auth) {

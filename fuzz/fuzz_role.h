@@ -11,7 +11,8 @@
  *           bit 2 libzmq-style padding, bit 3 drain output after every chunk
  *           in the chunked run, bit 4 our minor is 0, bits 5-6 identity (NULL)
  *           or credentials (PLAIN client); PLAIN server: bit 5 no
- *           authenticator (accept all, as libzmq without ZAP); bit 7 a small
+ *           authenticator (accept all, as libzmq without ZAP), bit 6 it
+ *           answers later (ZR_ZMTP_AUTH_PENDING); bit 7 a small
  *           max_msg_frames (fz_frame_limits[4 + byte 3 % 4])
  *   byte 1  our socket type (index into the 19 handshake types)
  *   byte 2  PLAIN server: the authenticator's verdicts, 2 bits per HELLO
@@ -48,6 +49,7 @@ role_fuzz(const uint8_t *data, size_t size, int mechanism, bool as_server)
 		p.cfg.max_msg_frames = fz_frame_limits[4 + data[3] % 4];
 	if (mechanism == ZR_MECH_PLAIN && as_server) {
 		p.use_auth = (data[0] & 0x20) == 0;
+		p.defer_auth = (data[0] & 0x40) != 0;
 		p.verdicts = &data[2];
 		p.n_verdicts = 1;
 	} else {

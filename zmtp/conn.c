@@ -41,6 +41,7 @@
  *    Refused by the authenticator: ERROR with the bare status ("400").
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <sodium.h>
@@ -57,6 +58,9 @@ _Static_assert(_Alignof(struct zr__curve) <= _Alignof(uint64_t),
                "the CURVE state needs more alignment than struct zr_zmtp gives");
 
 #define CONN_NEVER UINT64_MAX
+/* Internal return: the authenticator's answer is pending and the frame just
+ * decoded (a CURVE INITIATE) stays unconsumed until it comes. */
+#define CONN_PARKED 2
 #define CONN_ERROR_REASON_MAX 96
 /* ERROR frame: header 2, name 6, length 1, reason. */
 #define CONN_ERROR_CMD_MAX (2 + 6 + 1 + CONN_ERROR_REASON_MAX)
@@ -423,6 +427,8 @@ conn_curve_start(struct zr_zmtp *z)
 	return 0;
 }
 
+static int conn_auth(struct zr_zmtp *z, struct zr_zmtp_auth_req *req);
+
 /* The greeting is whole and valid: check the mechanism, start the handshake. */
 static int
 conn_on_greeting(struct zr_zmtp *z, const struct zr_zmtp_greeting *g)
@@ -435,8 +441,17 @@ conn_on_greeting(struct zr_zmtp *z, const struct zr_zmtp_greeting *g)
 	z->peer_minor = g->minor;
 	z->state = ZR_ZMTP_HANDSHAKE;
 	if (z->cfg.mechanism == ZR_MECH_NULL) {
-		conn_queue_metadata(z, "READY");
 		z->step = ZR__ZMTP_NULL_WAIT_READY;
+		/* libzmq asks ZAP before its READY goes out: a refused peer
+		 * learns nothing of our metadata. */
+		if (z->cfg.auth != NULL && z->cfg.auth_null) {
+			struct zr_zmtp_auth_req req = {.mechanism = ZR_MECH_NULL};
+			int rc = conn_auth(z, &req);
+
+			if (rc < 0 || z->auth_wait)
+				return rc;
+		}
+		conn_queue_metadata(z, "READY");
 	} else if (z->cfg.mechanism == ZR_MECH_CURVE) {
 		return conn_curve_start(z);
 	} else if (!z->cfg.as_server) {
@@ -522,24 +537,17 @@ conn_peer_error(struct zr_zmtp *z, const struct zr_zmtp_cmd *cmd, struct zr_zmtp
  * ERROR with the bare status and fails with -ZR_EAUTH.
  */
 static int
-conn_auth(struct zr_zmtp *z, struct zr_zmtp_auth_req *req)
+conn_auth_answer(struct zr_zmtp *z, int status, const char *user_id, const char *text)
 {
-	int status;
 	char code[4];
 
-	req->peer_address = z->cfg.peer_address;
-	req->tls_subject = z->cfg.tls_subject;
-	req->user_id[0] = '\0';
-	req->text[0] = '\0';
-	status = z->cfg.auth ? z->cfg.auth(z->cfg.auth_arg, req) : 200;
-	req->user_id[ZR_ZMTP_USER_ID_MAX] = '\0';
-	req->text[ZR_ZMTP_AUTH_TEXT_MAX] = '\0';
 	if (status != 200 && (status < 300 || status > 599))
 		status = 500;
 	z->auth_status = status;
-	memcpy(z->auth_text, req->text, sizeof z->auth_text);
+	snprintf(z->auth_text, sizeof z->auth_text, "%s", text != NULL ? text : "");
 	if (status == 200) {
-		memcpy(z->user_id, req->user_id, sizeof z->user_id);
+		snprintf(z->user_id, sizeof z->user_id, "%s", user_id != NULL ? user_id : "");
+		z->auth_ok = true;
 		return 0;
 	}
 	/* libzmq recognises only "300", "400" and "500" (its handle_error_reason). */
@@ -549,6 +557,27 @@ conn_auth(struct zr_zmtp *z, struct zr_zmtp_auth_req *req)
 	code[3] = '\0';
 	conn_queue_error(z, code);
 	return codec_fail(z, -ZR_EAUTH);
+}
+
+/* Asks the authenticator; returns 0 with z->auth_wait set when it answered
+ * ZR_ZMTP_AUTH_PENDING (zr_zmtp_auth_reply brings the answer). */
+static int
+conn_auth(struct zr_zmtp *z, struct zr_zmtp_auth_req *req)
+{
+	int status;
+
+	req->peer_address = z->cfg.peer_address;
+	req->tls_subject = z->cfg.tls_subject;
+	req->user_id[0] = '\0';
+	req->text[0] = '\0';
+	status = z->cfg.auth ? z->cfg.auth(z->cfg.auth_arg, req) : 200;
+	if (status == ZR_ZMTP_AUTH_PENDING && z->cfg.auth != NULL) {
+		z->auth_wait = true;
+		return 0;
+	}
+	req->user_id[ZR_ZMTP_USER_ID_MAX] = '\0';
+	req->text[ZR_ZMTP_AUTH_TEXT_MAX] = '\0';
+	return conn_auth_answer(z, status, req->user_id, req->text);
 }
 
 /* PLAIN server: ask the application about a HELLO. */
@@ -599,8 +628,9 @@ conn_handshake_cmd(struct zr_zmtp *z, const struct zr_zmtp_cmd *cmd, struct zr_z
 		if (cmd->type != ZR_CMD_HELLO)
 			break;
 		rc = conn_plain_auth(z, cmd);
-		if (rc < 0)
-			return rc;
+		if (rc < 0 || z->auth_wait)
+			return rc < 0 ? rc
+			              : ZR_NEED_MORE; /* HELLO is taken: the reply says WELCOME */
 		conn_queue_cmd(z, "WELCOME", NULL, 0);
 		z->step = ZR__ZMTP_PLAIN_S_WAIT_INITIATE;
 		return ZR_NEED_MORE;
@@ -777,6 +807,13 @@ conn_curve_handshake(struct zr_zmtp *z, uint8_t *body, size_t len, struct zr_zmt
 	case ZR__ZMTP_CURVE_S_WAIT_INITIATE: {
 		struct zr_zmtp_auth_req req = {.mechanism = ZR_MECH_CURVE};
 
+		if (z->auth_ok) {
+			/* The INITIATE parked for an answer, presented again: its
+			 * box is open already (in place), the nonce taken. */
+			if ((size_t)z->hold_off + z->hold_len > len)
+				return codec_fail(z, -EINVAL); /* not the bytes we left */
+			return conn_curve_opened(z, body + z->hold_off, z->hold_len, ev, now_ms);
+		}
 		rc = zr__curve_server_on_initiate(c, body, len, now_ms, body, len, &meta,
 		                                  &meta_len);
 		if (rc < 0)
@@ -787,6 +824,11 @@ conn_curve_handshake(struct zr_zmtp *z, uint8_t *body, size_t len, struct zr_zmt
 		rc = conn_auth(z, &req);
 		if (rc < 0)
 			return rc;
+		if (z->auth_wait) {
+			z->hold_off = (uint32_t)(meta - body);
+			z->hold_len = (uint32_t)meta_len;
+			return CONN_PARKED;
+		}
 		return conn_curve_opened(z, meta, meta_len, ev, now_ms);
 	}
 	case ZR__ZMTP_STEP_NONE:
@@ -939,6 +981,10 @@ conn_feed(struct zr_zmtp *z, uint8_t *buf, size_t len, size_t *consumed, struct 
 			continue;
 		case ZR_ZMTP_HANDSHAKE:
 		case ZR_ZMTP_TRAFFIC:
+			if (z->auth_wait) {
+				*consumed = off;
+				return ZR_NEED_MORE; /* parked until zr_zmtp_auth_reply */
+			}
 			rc = zr_zmtp_dec_feed(&z->dec, buf + off, len - off, &used, &f);
 			if (rc < 0) {
 				if (z->state == ZR_ZMTP_HANDSHAKE)
@@ -949,9 +995,15 @@ conn_feed(struct zr_zmtp *z, uint8_t *buf, size_t len, size_t *consumed, struct 
 				*consumed = off + used;
 				return ZR_NEED_MORE;
 			}
+			rc = conn_on_frame(z, &f, ev, now_ms);
+			if (rc == CONN_PARKED) {
+				/* The frame stays: a command frame leaves the decoder
+				 * at a header, so the same bytes decode again. */
+				*consumed = off;
+				return ZR_NEED_MORE;
+			}
 			off += used;
 			*consumed = off;
-			rc = conn_on_frame(z, &f, ev, now_ms);
 			if (rc != ZR_NEED_MORE)
 				return rc;
 			continue;
@@ -1218,4 +1270,48 @@ zr_zmtp_auth_status(const struct zr_zmtp *z, const char **text)
 	if (text != NULL)
 		*text = z->auth_text;
 	return z->auth_status;
+}
+
+/* see zmtp.h */
+int
+zr_zmtp_auth_reply(struct zr_zmtp *z, int status, const char *user_id, const char *text)
+{
+	int rc;
+
+	if (z->err)
+		return z->err;
+	if (!z->auth_wait)
+		return -EINVAL;
+	z->auth_wait = false;
+	rc = conn_auth_answer(z, status, user_id, text);
+	if (rc < 0)
+		return rc;
+	switch (z->step) {
+	case ZR__ZMTP_NULL_WAIT_READY:
+		conn_queue_metadata(z, "READY");
+		return 0;
+	case ZR__ZMTP_PLAIN_S_WAIT_HELLO:
+		conn_queue_cmd(z, "WELCOME", NULL, 0);
+		z->step = ZR__ZMTP_PLAIN_S_WAIT_INITIATE;
+		return 0;
+	case ZR__ZMTP_CURVE_S_WAIT_INITIATE:
+		return 0; /* the next feed completes the parked INITIATE */
+	case ZR__ZMTP_STEP_NONE:
+	case ZR__ZMTP_PLAIN_C_WAIT_WELCOME:
+	case ZR__ZMTP_PLAIN_C_WAIT_READY:
+	case ZR__ZMTP_PLAIN_S_WAIT_INITIATE:
+	case ZR__ZMTP_CURVE_C_WAIT_WELCOME:
+	case ZR__ZMTP_CURVE_C_WAIT_READY:
+	case ZR__ZMTP_CURVE_S_WAIT_HELLO:
+		break;
+	}
+	(void)ZR_INVARIANT(!"a wait for the authenticator only at a step that asks it");
+	return codec_fail(z, -EINVAL);
+}
+
+/* see zmtp.h */
+bool
+zr_zmtp_auth_pending(const struct zr_zmtp *z)
+{
+	return z->auth_wait && z->err == 0;
 }

@@ -344,7 +344,7 @@ ZR_API int zr_zmtp_sub_prefix(uint8_t out[ZR_ZMTP_SUB_PREFIX_MAX], uint8_t peer_
  * fill them.
  */
 struct zr_zmtp_auth_req {
-	int mechanism;            /* ZR_MECH_PLAIN or ZR_MECH_CURVE */
+	int mechanism;            /* ZR_MECH_PLAIN, ZR_MECH_CURVE, or ZR_MECH_NULL (auth_null) */
 	const char *peer_address; /* zr_zmtp_config.peer_address (may be NULL) */
 	/* zr_zmtp_config.tls_subject: on a tls:// connection with a client
 	 * certificate, its subject ("CN=client,O=example"); else NULL or "". */
@@ -370,10 +370,25 @@ struct zr_zmtp_auth_req {
 /*
  * Returns a ZAP status code (RFC 27): 200 accepts; 300 (temporary), 400
  * (refused) or 500 (internal error) refuses (any other value counts as 500),
- * and the three digits are sent as the ERROR reason. Called from inside
+ * and the three digits are sent as the ERROR reason. Or it returns
+ * ZR_ZMTP_AUTH_PENDING: the answer comes later, through zr_zmtp_auth_reply
+ * (an asynchronous authenticator such as a ZAP handler). Called from inside
  * zr_zmtp_feed, on its thread; it must not call back into the same codec.
+ * Everything req points at is valid only during the call: a pending
+ * authenticator copies what it needs.
  */
 typedef int zr_zmtp_auth_cb(void *arg, struct zr_zmtp_auth_req *req);
+
+/*
+ * The authenticator's "ask me later". The codec then parks the handshake:
+ * zr_zmtp_feed takes nothing more (it returns ZR_NEED_MORE, leaving every
+ * further byte unconsumed; under CURVE the INITIATE itself stays unconsumed,
+ * its box already opened in place, so keep the bytes as they are), emits
+ * nothing and queues nothing; it keeps no timer of its own, but the
+ * handshake deadline (zr_zmtp_tick) still runs. zr_zmtp_auth_reply ends the
+ * wait exactly as the same synchronous answer would have.
+ */
+#define ZR_ZMTP_AUTH_PENDING 1
 
 /* A source of randomness (CURVE): fills buf with len unpredictable octets.
  * Must not fail. */
@@ -420,6 +435,11 @@ struct zr_zmtp_config {
 	 * handler. */
 	zr_zmtp_auth_cb *auth;
 	void *auth_arg;
+	/* NULL mechanism: ask auth too (mechanism ZR_MECH_NULL, no credentials),
+	 * right after the peer's greeting, and send READY only once it accepts
+	 * (libzmq asks ZAP about NULL peers when ZAP_DOMAIN is set). Either
+	 * role. Default false: NULL peers are not asked. */
+	bool auth_null;
 	/* Passed to auth as peer_address ("tcp://127.0.0.1:5555"). Borrowed. */
 	const char *peer_address;
 	/* Passed to auth as tls_subject; read when auth runs, so the caller
@@ -526,6 +546,10 @@ struct zr_zmtp {
 	uint32_t msg_frames; /* CURVE: frames of the message so far */
 	bool msg_more;       /* CURVE: the last frame had MORE */
 	int auth_status;     /* server: the authenticator's answer (0: not asked) */
+	bool auth_wait;      /* parked: the authenticator answered ZR_ZMTP_AUTH_PENDING */
+	bool auth_ok;        /* it accepted (a parked CURVE INITIATE resumes on this) */
+	uint32_t hold_off;   /* parked CURVE INITIATE: its metadata, from the body's start */
+	uint32_t hold_len;
 	char user_id[ZR_ZMTP_USER_ID_MAX + 1];
 	char auth_text[ZR_ZMTP_AUTH_TEXT_MAX + 1];
 	size_t out_head, out_len;
@@ -600,6 +624,24 @@ ZR_API bool zr_zmtp_encrypts(const struct zr_zmtp *z);
  * the peer's ERROR reason instead.
  */
 ZR_API int zr_zmtp_auth_status(const struct zr_zmtp *z, const char **text);
+
+/*
+ * Ends a wait for the authenticator (it answered ZR_ZMTP_AUTH_PENDING) with
+ * its answer: status as the callback would return it, user_id (accepted:
+ * the User-Id, at most ZR_ZMTP_USER_ID_MAX octets kept) and text (refused:
+ * why, at most ZR_ZMTP_AUTH_TEXT_MAX kept), each NULL for none. Accepted,
+ * the handshake goes on: the codec queues what it would have queued
+ * (WELCOME, READY), so call zr_zmtp_out, then zr_zmtp_feed with the bytes
+ * still held (under CURVE the parked INITIATE completes there, with the
+ * READY event). Refused, ERROR with the bare status is queued and the codec
+ * fails with -ZR_EAUTH, which is returned. Returns 0, -ZR_EAUTH, the sticky
+ * error if the codec failed meanwhile (a handshake timeout: the answer is
+ * dropped), or -EINVAL when no answer is awaited (a late or second reply).
+ */
+ZR_API int zr_zmtp_auth_reply(struct zr_zmtp *z, int status, const char *user_id, const char *text);
+
+/* Whether the codec waits for zr_zmtp_auth_reply. */
+ZR_API bool zr_zmtp_auth_pending(const struct zr_zmtp *z);
 
 /*
  * The bytes the codec wants written, in order: sets *data and returns their

@@ -318,6 +318,7 @@ enum zr_option {
 	 * stay whole (libzmq keeps one frame of a multipart one). Other types
 	 * take and ignore it, as libzmq. Default 0. */
 	ZR_CONFLATE = 54,
+	ZR_ZAP_DOMAIN = 55, /* string, 0..255 octets: the ZAP domain (see below): "" */
 	/* int 0/1 (PUB, XPUB): 1 is ZR_PUB_POLICY = ZR_PUB_BLOCK (a send waits,
 	 * or gets -EAGAIN, while a matching subscriber is full), 0 is
 	 * ZR_PUB_DROP_NEW; reads 1 when the policy is ZR_PUB_BLOCK. Default 0. */
@@ -345,6 +346,7 @@ enum zr_option {
 	ZR_HEARTBEAT_TTL = 76,     /* int, ms: 0 */
 	ZR_HEARTBEAT_TIMEOUT = 77, /* int, ms: 0 = HEARTBEAT_IVL */
 	ZR_XPUB_VERBOSER = 78, /* int 0/1: XPUB_VERBOSE, and every cancel of a held subscription */
+	ZR_ZAP_ENFORCE_DOMAIN = 93, /* int 0/1: no ZAP handler refuses instead of accepting: 0 */
 
 	/* zring's own (no libzmq equivalent) */
 	ZR_SNDBYTES =
@@ -549,6 +551,38 @@ ZR_API int zr_getsockopt(zr_socket *s, int option, void *value, size_t *len);
  * removes it: every client is accepted). Returns 0.
  */
 ZR_API int zr_socket_set_auth(zr_socket *s, zr_zmtp_auth_cb *cb, void *arg);
+
+/*
+ * ZAP (RFC 27), as libzmq 4.3. A socket without an authenticator of its
+ * own (zr_socket_set_auth) asks the ZAP handler of its context, if any: a
+ * socket of the same context bound at "inproc://zeromq.zap.01" (a REP or a
+ * ROUTER; pyzmq's zmq.auth is one). PLAIN and CURVE servers ask about every
+ * client; NULL sockets (either side) ask about every peer only when their
+ * ZR_ZAP_DOMAIN is not empty, and send READY only once the handler
+ * accepted. The request is libzmq's: an empty delimiter, "1.0", a request
+ * id, ZR_ZAP_DOMAIN, the peer's IP address ("127.0.0.1", "" off tcp), our
+ * ZR_ROUTING_ID, the mechanism ("NULL", "PLAIN", "CURVE") and the
+ * credentials (PLAIN: username, password; CURVE: the client's 32-octet
+ * public key). The reply (delimiter, "1.0", the same id, status "200" /
+ * "300" / "400" / "500", status text, user id, metadata) decides: 200
+ * accepts, and the client's messages carry the user id as "User-Id" and the
+ * metadata's properties (zr_msg_gets); anything else refuses as the socket's
+ * own authenticator would (ERROR with the status, HANDSHAKE_FAILED_AUTH with
+ * it on the monitor). A malformed reply fails the handshake
+ * (HANDSHAKE_FAILED_PROTOCOL, -EPROTO). The io thread never waits for the
+ * handler: the handshake waits (HANDSHAKE_IVL still runs) while every other
+ * connection goes on; a connection that closes meanwhile is forgotten and
+ * its late reply dropped. Requests wait in the pipe to the handler (its
+ * RCVHWM, then 1000 more) and at most 4096 per context: one more is refused
+ * with 300; a handler that closes with requests outstanding refuses them
+ * with 500.
+ *
+ * With no handler bound, every client is accepted (libzmq's rule), unless
+ * ZR_ZAP_ENFORCE_DOMAIN is 1: then it is refused with 500 (libzmq closes
+ * the connection without ERROR). A socket's own authenticator, when set,
+ * is asked instead of the handler, about NULL peers too when ZR_ZAP_DOMAIN
+ * is set (mechanism ZR_MECH_NULL).
+ */
 
 /* ---- the broker model: brokers, subscriptions, publishers ----------------
  *

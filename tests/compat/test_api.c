@@ -823,3 +823,79 @@ Test(compat, pollout_waits_for_peer)
 	zmq_close(push);
 	zmq_ctx_term(ctx);
 }
+
+/* libzmq 4.3: a PLAIN server needs a ZAP handler (none bound: every client
+ * is refused), a CURVE one does not unless ZAP_ENFORCE_DOMAIN says so; the
+ * option reads back as set. */
+Test(compat, zap_plain_server_without_a_handler_refuses)
+{
+	void *ctx = zmq_ctx_new();
+	void *pull = sock_new(ctx, ZMQ_PULL);
+	void *push = sock_new(ctx, ZMQ_PUSH);
+	void *mon = sock_new(ctx, ZMQ_PAIR);
+	int one = 1, v = -1;
+	size_t len = sizeof v;
+	uint32_t value = 0;
+	uint16_t ev;
+
+	cr_assert_eq(zmq_setsockopt(pull, ZMQ_PLAIN_SERVER, &one, sizeof one), 0);
+	cr_assert_eq(zmq_getsockopt(pull, 93 /* ZMQ_ZAP_ENFORCE_DOMAIN */, &v, &len), 0);
+	cr_assert_eq(v, 0, "reads back as set, not as applied");
+	cr_assert_eq(zmq_setsockopt(push, ZMQ_PLAIN_USERNAME, "u", 1), 0);
+	cr_assert_eq(zmq_setsockopt(push, ZMQ_PLAIN_PASSWORD, "p", 1), 0);
+	cr_assert_eq(zmq_socket_monitor(pull, "inproc://mon-zap", ZMQ_EVENT_ALL), 0);
+	cr_assert_eq(zmq_connect(mon, "inproc://mon-zap"), 0);
+	link_tcp(pull, push);
+	do {
+		ev = next_event(mon, &value);
+		cr_assert_neq(ev, ZMQ_EVENT_HANDSHAKE_SUCCEEDED, "a PLAIN client got in");
+	} while (ev != ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
+	cr_assert_eq(value, 500);
+	zmq_close(mon);
+	zmq_close(push);
+	zmq_close(pull);
+	zmq_ctx_term(ctx);
+}
+
+Test(compat, zap_curve_server_without_a_handler_accepts_unless_enforced)
+{
+	char spub[41], ssec[41], cpub[41], csec[41];
+	void *ctx = zmq_ctx_new();
+	int one = 1;
+
+	cr_assert_eq(zmq_curve_keypair(spub, ssec), 0);
+	cr_assert_eq(zmq_curve_keypair(cpub, csec), 0);
+	for (int enforce = 0; enforce <= 1; enforce++) {
+		void *pull = sock_new(ctx, ZMQ_PULL);
+		void *push = sock_new(ctx, ZMQ_PUSH);
+		void *mon = sock_new(ctx, ZMQ_PAIR);
+		char name[32];
+		uint32_t value = 0;
+		uint16_t ev;
+
+		cr_assert_eq(zmq_setsockopt(pull, 93, &enforce, sizeof enforce), 0);
+		cr_assert_eq(zmq_setsockopt(pull, ZMQ_CURVE_SERVER, &one, sizeof one), 0);
+		cr_assert_eq(zmq_setsockopt(pull, ZMQ_CURVE_SECRETKEY, ssec, 40), 0);
+		cr_assert_eq(zmq_setsockopt(push, ZMQ_CURVE_SERVERKEY, spub, 40), 0);
+		cr_assert_eq(zmq_setsockopt(push, ZMQ_CURVE_PUBLICKEY, cpub, 40), 0);
+		cr_assert_eq(zmq_setsockopt(push, ZMQ_CURVE_SECRETKEY, csec, 40), 0);
+		snprintf(name, sizeof name, "inproc://mon-curve-%d", enforce);
+		cr_assert_eq(zmq_socket_monitor(pull, name, ZMQ_EVENT_ALL), 0);
+		cr_assert_eq(zmq_connect(mon, name), 0);
+		link_tcp(pull, push);
+		do
+			ev = next_event(mon, &value);
+		while (ev != ZMQ_EVENT_HANDSHAKE_SUCCEEDED &&
+		       ev != ZMQ_EVENT_HANDSHAKE_FAILED_AUTH);
+		cr_assert_eq(ev, enforce ? ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
+		                         : ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
+		if (!enforce) {
+			send_str(push, "in", 0);
+			recv_str(pull, "in", 0);
+		}
+		zmq_close(mon);
+		zmq_close(push);
+		zmq_close(pull);
+	}
+	zmq_ctx_term(ctx);
+}

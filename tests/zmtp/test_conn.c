@@ -8,6 +8,7 @@
  * bytes sit on the wire; the formatter would put each on a line of its own. */
 /* clang-format off */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
@@ -57,9 +58,12 @@ auth_record_cb(void *arg, struct zr_zmtp_auth_req *req)
 
 	a->calls++;
 	a->mechanism = req->mechanism;
-	memcpy(a->user, req->username, req->username_len);
+	/* NULL (auth_null) has no credentials: no pointers to copy from. */
+	if (req->username_len > 0)
+		memcpy(a->user, req->username, req->username_len);
 	a->user[req->username_len] = '\0';
-	memcpy(a->pass, req->password, req->password_len);
+	if (req->password_len > 0)
+		memcpy(a->pass, req->password, req->password_len);
 	a->pass[req->password_len] = '\0';
 	return a->status;
 }
@@ -1515,3 +1519,186 @@ Test(zmtp_conn, max_msg_frames_0_means_65536)
 	free(z);
 }
 /* clang-format on */
+
+/* ---------------------------------------------------------------- */
+/* An authenticator that answers later (ZR_ZMTP_AUTH_PENDING). */
+
+struct ev_rec {
+	int type;
+	char user_id[ZR_ZMTP_USER_ID_MAX + 1];
+};
+
+struct small_run {
+	struct ev_rec ev[8];
+	size_t nev;
+};
+/* Feeds buf[0..*len) until the codec needs more or fails, keeping the
+ * unconsumed rest at buf's start; events into r. Returns the last result. */
+static int
+feed_keep(struct zr_zmtp *z, uint8_t *buf, size_t *len, struct small_run *r)
+{
+	for (;;) {
+		struct zr_zmtp_event ev;
+		size_t used = 0;
+		int rc = zr_zmtp_feed(z, buf, *len, &used, &ev, 5);
+
+		cr_assert_leq(used, *len);
+		memmove(buf, buf + used, *len - used);
+		*len -= used;
+		if (rc != ZR_OK)
+			return rc;
+		cr_assert_lt(r->nev, 8);
+		r->ev[r->nev].type = ev.type;
+		if (ev.type == ZR_ZMTP_EV_READY)
+			snprintf(r->ev[r->nev].user_id, sizeof r->ev[r->nev].user_id, "%s",
+			         ev.user_id);
+		r->nev++;
+	}
+}
+
+#define LIT(buf, len, lit)                             \
+	do {                                           \
+		memcpy((buf), (lit), sizeof(lit) - 1); \
+		(len) = sizeof(lit) - 1;               \
+	} while (0)
+
+Test(zmtp_conn, plain_server_pending_answer_parks_after_hello_and_resumes_on_reply)
+{
+	struct auth_seen a = {.status = ZR_ZMTP_AUTH_PENDING};
+	struct zr_zmtp_config c = cfg_plain_server(ZR_PULL, &a);
+	struct zr_zmtp *z = conn_new(&c, 0);
+	struct small_run r = {0};
+	uint8_t buf[512];
+	size_t len;
+
+	LIT(buf, len,
+	    G_PLAIN_31_CLIENT HELLO_ADMIN_SECRET INITIATE_PUSH "\x00\x01"
+	                                                       "m");
+	cr_assert_eq(feed_keep(z, buf, &len, &r), ZR_NEED_MORE);
+	cr_assert_eq(a.calls, 1);
+	cr_assert_str_eq(a.user, "admin");
+	cr_assert(zr_zmtp_auth_pending(z));
+	cr_assert_eq(len,
+	             sizeof(INITIATE_PUSH "\x00\x01"
+	                                  "m") -
+	                     1,
+	             "INITIATE on is left");
+	cr_assert_eq(r.nev, 0);
+	OUT_IS(z, G_PLAIN_31_SERVER); /* no WELCOME yet */
+	cr_assert_eq(feed_keep(z, buf, &len, &r), ZR_NEED_MORE, "parked: takes nothing");
+	cr_assert_eq(len, sizeof(INITIATE_PUSH "\x00\x01"
+	                                       "m") -
+	                          1);
+	cr_assert_eq(zr_zmtp_auth_reply(z, 200, "admin-id", NULL), 0);
+	OUT_IS(z, WELCOME);
+	cr_assert_eq(feed_keep(z, buf, &len, &r), ZR_NEED_MORE);
+	cr_assert_eq(len, 0);
+	cr_assert_eq(r.nev, 2);
+	cr_assert_eq(r.ev[0].type, ZR_ZMTP_EV_READY);
+	cr_assert_str_eq(r.ev[0].user_id, "admin-id");
+	cr_assert_eq(r.ev[1].type, ZR_ZMTP_EV_FRAME);
+	OUT_IS(z, READY_PULL);
+	cr_assert_eq(a.calls, 1, "asked once");
+	cr_assert_eq(zr_zmtp_auth_reply(z, 200, NULL, NULL), -EINVAL, "nothing awaited");
+	free(z);
+}
+
+Test(zmtp_conn, plain_server_pending_refusal_sends_error_and_fails)
+{
+	struct auth_seen a = {.status = ZR_ZMTP_AUTH_PENDING};
+	struct zr_zmtp_config c = cfg_plain_server(ZR_PULL, &a);
+	struct zr_zmtp *z = conn_new(&c, 0);
+	struct small_run r = {0};
+	const char *text;
+	uint8_t buf[512];
+	size_t len;
+
+	LIT(buf, len, G_PLAIN_31_CLIENT HELLO_ADMIN_SECRET);
+	cr_assert_eq(feed_keep(z, buf, &len, &r), ZR_NEED_MORE);
+	cr_assert(zr_zmtp_auth_pending(z));
+	cr_assert_eq(zr_zmtp_auth_reply(z, 400, "ignored", "bad password"), -ZR_EAUTH);
+	cr_assert_eq(zr_zmtp_error(z), -ZR_EAUTH);
+	cr_assert_eq(zr_zmtp_auth_status(z, &text), 400);
+	cr_assert_str_eq(text, "bad password");
+	OUT_IS(z, G_PLAIN_31_SERVER ERROR_400);
+	free(z);
+}
+
+static struct zr_zmtp_config
+cfg_null_auth(int type, struct auth_seen *a)
+{
+	struct zr_zmtp_config c = cfg_null(type);
+
+	c.auth = auth_record_cb;
+	c.auth_arg = a;
+	c.auth_null = true;
+	return c;
+}
+
+Test(zmtp_conn, null_with_auth_null_asks_before_its_ready_goes_out)
+{
+	struct auth_seen a = {.status = 200};
+	struct zr_zmtp_config c = cfg_null_auth(ZR_PULL, &a);
+	struct zt_run r;
+
+	TRANSCRIPT(c,
+	           G_NULL_31 READY_PUSH "\x00\x01"
+	                                "m",
+	           &r);
+	cr_assert_eq(r.nev, 2);
+	BYTES_IS(r.out, r.out_len, G_NULL_31 READY_PULL);
+	zt_run_free(&r);
+	cr_assert_gt(a.calls, 0);
+	cr_assert_eq(a.mechanism, ZR_MECH_NULL);
+
+	a.status = 400;
+	TRANSCRIPT(c,
+	           G_NULL_31 READY_PUSH "\x00\x01"
+	                                "m",
+	           &r);
+	cr_assert_eq(r.rc, -ZR_EAUTH);
+	cr_assert_eq(r.nev, 0, "a refused NULL peer gets nothing, not even our READY");
+	BYTES_IS(r.out, r.out_len, G_NULL_31 ERROR_400);
+	zt_run_free(&r);
+}
+
+Test(zmtp_conn, null_without_auth_null_never_asks)
+{
+	struct auth_seen a = {.status = 400};
+	struct zr_zmtp_config c = cfg_null_auth(ZR_PULL, &a);
+	struct zt_run r;
+
+	c.auth_null = false;
+	TRANSCRIPT(c, G_NULL_31 READY_PUSH, &r);
+	cr_assert_eq(r.nev, 1);
+	cr_assert_eq(a.calls, 0);
+	zt_run_free(&r);
+}
+
+Test(zmtp_conn, null_pending_answer_holds_ready_until_the_reply)
+{
+	struct auth_seen a = {.status = ZR_ZMTP_AUTH_PENDING};
+	struct zr_zmtp_config c = cfg_null_auth(ZR_PULL, &a);
+	struct zr_zmtp *z = conn_new(&c, 0);
+	struct small_run r = {0};
+	uint8_t buf[512];
+	size_t len;
+
+	LIT(buf, len,
+	    G_NULL_31 READY_PUSH "\x00\x01"
+	                         "m");
+	cr_assert_eq(feed_keep(z, buf, &len, &r), ZR_NEED_MORE);
+	cr_assert(zr_zmtp_auth_pending(z));
+	cr_assert_eq(len,
+	             sizeof(READY_PUSH "\x00\x01"
+	                               "m") -
+	                     1,
+	             "the peer's READY waits");
+	OUT_IS(z, G_NULL_31);
+	cr_assert_eq(zr_zmtp_auth_reply(z, 200, "anon", NULL), 0);
+	OUT_IS(z, READY_PULL);
+	cr_assert_eq(feed_keep(z, buf, &len, &r), ZR_NEED_MORE);
+	cr_assert_eq(r.nev, 2);
+	cr_assert_str_eq(r.ev[0].user_id, "anon");
+	free(z);
+}

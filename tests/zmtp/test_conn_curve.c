@@ -2138,3 +2138,86 @@ Test(zmtp_conn_curve, refuses_a_frame_too_large_for_a_box)
 	cr_assert_eq(zr_zmtp_error(p.c.z), 0);
 	pair_close(&p);
 }
+
+/* ---------------------------------------------------------------- */
+/* An authenticator that answers later (ZR_ZMTP_AUTH_PENDING). */
+
+Test(zmtp_conn_curve, a_pending_answer_parks_initiate_and_the_reply_completes_it)
+{
+	struct zr_zmtp_config cc = cfg_client(ZR_DEALER), cs;
+	struct auth_seen a = {.status = ZR_ZMTP_AUTH_PENDING};
+	struct pair p;
+	size_t held;
+
+	cs = cfg_server(ZR_ROUTER, &a);
+	pair_open_cfg(&p, &cc, &cs);
+	cr_assert_eq(a.calls, 1);
+	cr_assert_arr_eq(a.key, client_pk, KEY);
+	cr_assert(zr_zmtp_auth_pending(p.s.z));
+	cr_assert_eq(zr_zmtp_state(p.s.z), ZR_ZMTP_HANDSHAKE);
+	cr_assert_eq(p.s.nev, 0);
+	/* The INITIATE stays in the server's input, opened in place. */
+	held = p.s.in_len;
+	cr_assert_gt(held, 0);
+	/* Feeding again, or a tick before the deadline, changes nothing. */
+	end_feed(&p.s, T0 + 1);
+	cr_assert_eq(p.s.in_len, held);
+	cr_assert_eq(zr_zmtp_tick(p.s.z, T0 + 1), 0);
+	OUT_NONE(p.s.z);
+	cr_assert_eq(zr_zmtp_auth_reply(p.s.z, 200, "bob", NULL), 0);
+	cr_assert_not(zr_zmtp_auth_pending(p.s.z));
+	cr_assert_eq(zr_zmtp_auth_reply(p.s.z, 200, "bob", NULL), -EINVAL, "a second reply");
+	p.s.rc = ZR_NEED_MORE;
+	end_feed(&p.s, T0 + 2); /* the parked INITIATE: READY out, the event */
+	pump(&p.c, &p.s, T0 + 2);
+	pair_ready(&p);
+	cr_assert_eq(a.calls, 1, "asked once");
+	cr_assert_eq(p.s.nev, 1);
+	cr_assert_eq(p.s.ev[0].type, ZR_ZMTP_EV_READY);
+	cr_assert_str_eq(p.s.ev[0].user_id, "bob");
+	SEND(&p.c, &p.s, 0, "after");
+	end_feed(&p.s, T0 + 3);
+	REC_FRAME_IS(&p.s, 1, 0, "after");
+	pair_close(&p);
+}
+
+Test(zmtp_conn_curve, a_pending_answer_that_refuses_sends_error_with_its_status)
+{
+	struct zr_zmtp_config cc = cfg_client(ZR_PUSH), cs;
+	struct auth_seen a = {.status = ZR_ZMTP_AUTH_PENDING};
+	const char *text = NULL;
+	struct span su[8];
+	struct pair p;
+
+	cs = cfg_server(ZR_PULL, &a);
+	pair_open_cfg(&p, &cc, &cs);
+	cr_assert(zr_zmtp_auth_pending(p.s.z));
+	cr_assert_eq(zr_zmtp_auth_reply(p.s.z, 400, NULL, "no such key"), -ZR_EAUTH);
+	cr_assert_eq(zr_zmtp_error(p.s.z), -ZR_EAUTH);
+	cr_assert_eq(zr_zmtp_auth_status(p.s.z, &text), 400);
+	cr_assert_str_eq(text, "no such key");
+	pump(&p.c, &p.s, T0 + 1);
+	cr_assert_eq(units_split(p.s.sent, p.s.sent_len, su, 8), 3);
+	zt_assert_bytes("ERROR", su[2].p, su[2].n, ERROR_400, sizeof ERROR_400 - 1, __LINE__);
+	cr_assert_eq(zr_zmtp_error(p.c.z), -ZR_EPEERERROR);
+	cr_assert_eq(p.s.nev, 0);
+	pair_close(&p);
+}
+
+Test(zmtp_conn_curve, the_handshake_deadline_runs_while_the_answer_is_pending)
+{
+	struct zr_zmtp_config cc = cfg_client(ZR_PUSH), cs;
+	struct auth_seen a = {.status = ZR_ZMTP_AUTH_PENDING};
+	struct pair p;
+
+	cs = cfg_server(ZR_PULL, &a);
+	cs.handshake_ivl_ms = 1000;
+	pair_open_cfg(&p, &cc, &cs);
+	cr_assert(zr_zmtp_auth_pending(p.s.z));
+	cr_assert_eq(zr_zmtp_deadline(p.s.z), T0 + 1000);
+	cr_assert_eq(zr_zmtp_tick(p.s.z, T0 + 1000), -ZR_EHANDSHAKE_TIMEOUT);
+	cr_assert_not(zr_zmtp_auth_pending(p.s.z));
+	cr_assert_eq(zr_zmtp_auth_reply(p.s.z, 200, NULL, NULL), -ZR_EHANDSHAKE_TIMEOUT,
+	             "a late answer is dropped");
+	pair_close(&p);
+}

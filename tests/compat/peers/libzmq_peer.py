@@ -6,8 +6,12 @@ usage: libzmq_peer.py MODE ENDPOINT [CURVE ROLE KEYS...]
                      every multipart request until one whose first frame is END
   MODE req-connect   REQ connected to ENDPOINT: sends 3 multipart requests and
                      checks each echo; exit status 0 when all came back whole
+  MODE req-refused   REQ connected to ENDPOINT, expecting the server to refuse
+                     it: prints "refused EVENT VALUE" for the first handshake
+                     failure its monitor reports (or "refused none")
   curve server SECRET             be a CURVE server
   curve client SERVERPUB PUB SEC  be a CURVE client
+  plain client USER PASS          be a PLAIN client
 First line printed: "libzmq <path of the libzmq.so it loaded>", so the test can
 check that this peer is not on the drop-in.
 """
@@ -33,7 +37,10 @@ def main():
     sock.linger = 0
     sock.rcvtimeo = 20000
     sock.sndtimeo = 20000
-    if extra and extra[0] == "curve":
+    if extra and extra[0] == "plain":
+        sock.plain_username = extra[2].encode()
+        sock.plain_password = extra[3].encode()
+    elif extra and extra[0] == "curve":
         if extra[1] == "server":
             sock.curve_server = True
             sock.curve_secretkey = extra[2].encode()
@@ -50,6 +57,21 @@ def main():
             sock.send_multipart(parts)
             if parts[0] == b"END":
                 break
+    elif mode == "req-refused":
+        mon = sock.get_monitor_socket()
+        sock.connect(endpoint)
+        failed = zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
+        seen = "none"
+        while mon.poll(20000):
+            frames = mon.recv_multipart()
+            event, value = int.from_bytes(frames[0][:2], "little"), int.from_bytes(
+                frames[0][2:6], "little")
+            if event & failed:
+                seen = "%d %d" % (event, value)
+                break
+        print("refused", seen, flush=True)
+        sock.disable_monitor()
+        mon.close()
     else:
         sock.connect(endpoint)
         for i in range(3):
