@@ -20,6 +20,7 @@
 # Usage: pyzmq_suite.sh [--lib DIR | --system] [--python PY] [--known FILE]
 #                       [--preload LIB] [--deselect FILE] [--keep]
 #                       [-- PYTEST-ARGS...]
+# --known FILE (may repeat): known failures, the files read together.
 # --deselect FILE: node ids (one a line, '#' comments) not to run.
 # Exit: 0 as expected, 1 unexpected failures, 77 pyzmq's tests not installed.
 set -euo pipefail
@@ -27,7 +28,7 @@ set -euo pipefail
 lib=
 system=0
 python=/usr/bin/python3
-known=
+known=()
 preload=
 deselect=()
 keep=0
@@ -36,7 +37,7 @@ while (($#)); do
 	--lib) lib=$(realpath "$2"); shift 2 ;;
 	--system) system=1; shift ;;
 	--python) python=$2; shift 2 ;;
-	--known) known=$(realpath "$2"); shift 2 ;;
+	--known) known+=("$(realpath "$2")"); shift 2 ;;
 	--preload) preload=$2; shift 2 ;;
 	--deselect)
 		while read -r id; do
@@ -108,16 +109,17 @@ if compgen -G "$work/sanitizer.*" >/dev/null || [[ ! -s $work/report.xml ]]; the
 	exit 1
 fi
 
-"$python" - "$work/report.xml" "${known:-/dev/null}" <<'PY'
+"$python" - "$work/report.xml" "${known[@]}" <<'PY'
 import sys
 import xml.etree.ElementTree as ET
 
-report, known_path = sys.argv[1], sys.argv[2]
+report, known_paths = sys.argv[1], sys.argv[2:]
 known = {}
-for line in open(known_path):
-    line = line.split("#", 1)[0].strip()
-    if line:
-        known[line] = True
+for known_path in known_paths:
+    for line in open(known_path):
+        line = line.split("#", 1)[0].strip()
+        if line:
+            known[line] = True
 passed, skipped, failed = [], [], []
 for case in ET.parse(report).iter("testcase"):
     path = case.get("classname", "").replace(".", "/")
