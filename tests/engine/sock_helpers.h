@@ -50,13 +50,13 @@ sock_bind_connect(zr_socket *bound, const char *endpoint, zr_socket *connecting,
 
 /* Closes two sockets without lingering and frees their context. */
 static inline void
-sock_pair_free(zr_ctx *ctx, zr_socket *a, zr_socket *b)
+sock_pair_free(zr_ctx *c, zr_socket *a, zr_socket *b)
 {
 	sopt_int(a, ZR_LINGER, 0);
 	sopt_int(b, ZR_LINGER, 0);
 	zr_socket_close(a);
 	zr_socket_close(b);
-	zr_ctx_free(ctx);
+	zr_ctx_free(c);
 }
 
 static inline void

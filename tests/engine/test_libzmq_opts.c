@@ -15,27 +15,11 @@
 
 #include <zring/zring.h>
 
+#include "ctx_fixture.h"
 #include "pyspawn.h"
 #include "sock_helpers.h"
 
-#define WAIT_MS 10000 /* generous: ASan and a loaded machine */
-
-static zr_ctx *ctx;
-
-static void
-setup(void)
-{
-	cr_assert_eq(zr_ctx_new(&ctx), 0);
-}
-
-static void
-teardown(void)
-{
-	zr_ctx_free(ctx);
-	ctx = NULL;
-}
-
-TestSuite(libzmq_opts, .init = setup, .fini = teardown, .timeout = 90);
+CTX_SUITE(libzmq_opts, 90);
 
 static zr_socket *
 open_sock(int type)

@@ -10,24 +10,11 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "ctx_fixture.h"
 #include "sock_helpers.h"
 #include <zring/zring.h>
 
-static zr_ctx *ctx;
-
-static void
-setup(void)
-{
-	cr_assert_eq(zr_ctx_new(&ctx), 0);
-}
-
-static void
-teardown(void)
-{
-	zr_ctx_free(ctx);
-}
-
-TestSuite(engine_option_table, .init = setup, .fini = teardown);
+CTX_SUITE(engine_option_table, 30);
 
 static zr_socket *
 open_sock(int type)

@@ -15,26 +15,10 @@
 
 #include <zring/zring.h>
 
+#include "ctx_fixture.h"
 #include "sock_helpers.h"
 
-#define WAIT_MS 10000 /* generous: ASan and a loaded machine */
-
-static zr_ctx *ctx;
-
-static void
-setup(void)
-{
-	cr_assert_eq(zr_ctx_new(&ctx), 0);
-}
-
-static void
-teardown(void)
-{
-	zr_ctx_free(ctx);
-	ctx = NULL;
-}
-
-TestSuite(zerocopy, .init = setup, .fini = teardown, .timeout = 60);
+CTX_SUITE(zerocopy, 60);
 
 struct freed {
 	atomic_int n;

@@ -1,0 +1,35 @@
+/*
+ * One context per test, for the engine tests whose sockets all live in one:
+ * CTX_SUITE(name, seconds) declares the Criterion suite; each test finds its
+ * fresh context in `ctx`, and the context's end closes whatever sockets a
+ * failed test left open. WAIT_MS is the receive/send timeout those tests
+ * give their sockets.
+ */
+#ifndef ZR_TESTS_ENGINE_CTX_FIXTURE_H
+#define ZR_TESTS_ENGINE_CTX_FIXTURE_H
+
+#include <criterion/criterion.h>
+
+#include <zring/zring.h>
+
+#define WAIT_MS 10000 /* generous: ASan and a loaded machine */
+
+static zr_ctx *ctx;
+
+static void
+ctx_setup(void)
+{
+	cr_assert_eq(zr_ctx_new(&ctx), 0);
+}
+
+static void
+ctx_teardown(void)
+{
+	zr_ctx_free(ctx);
+	ctx = NULL;
+}
+
+#define CTX_SUITE(name, seconds) \
+	TestSuite(name, .init = ctx_setup, .fini = ctx_teardown, .timeout = (seconds))
+
+#endif
