@@ -17,9 +17,9 @@
 
 #include "engine.h"
 
-/* The next connection with room after the cursor, or NULL. */
+/* The next connection after the cursor that ok() takes, or NULL. */
 static struct zr__conn *
-rr_next_ready(struct zr_socket *s)
+rr_next(struct zr_socket *s, bool (*ok)(const struct zr__conn *))
 {
 	struct zr__conn *cur = s->rr.cursor;
 	struct zr__conn *start = cur != NULL && cur->next != NULL ? cur->next : s->conns;
@@ -28,25 +28,7 @@ rr_next_ready(struct zr_socket *s)
 	if (c == NULL)
 		return NULL;
 	do {
-		if (zr__conn_has_room(c))
-			return c;
-		c = c->next != NULL ? c->next : s->conns;
-	} while (c != start);
-	return NULL;
-}
-
-/* CONFLATE: the next connection that is up, full or not. */
-static struct zr__conn *
-rr_next_up(struct zr_socket *s)
-{
-	struct zr__conn *cur = s->rr.cursor;
-	struct zr__conn *start = cur != NULL && cur->next != NULL ? cur->next : s->conns;
-	struct zr__conn *c = start;
-
-	if (c == NULL)
-		return NULL;
-	do {
-		if (zr__pat_conn_up(c))
+		if (ok(c))
 			return c;
 		c = c->next != NULL ? c->next : s->conns;
 	} while (c != start);
@@ -59,7 +41,7 @@ rr_route(struct zr_socket *s, zr_msg *m)
 	struct zr__conn *c;
 
 	if (s->conflate_tx) {
-		c = rr_next_up(s);
+		c = rr_next(s, zr__pat_conn_up); /* CONFLATE: up, full or not */
 		if (c == NULL)
 			return false; /* no peer up yet: it waits in the handoff */
 		s->rr.cursor = c;
@@ -67,7 +49,7 @@ rr_route(struct zr_socket *s, zr_msg *m)
 		zr__msg_unref(m);
 		return true;
 	}
-	c = rr_next_ready(s);
+	c = rr_next(s, zr__conn_has_room);
 	if (c == NULL)
 		return false;
 	s->rr.cursor = c;
