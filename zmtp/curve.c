@@ -687,8 +687,10 @@ zr__curve_encode_message(struct zr__curve *c, uint8_t flags, const uint8_t *data
 	return (int)(ZR__CURVE_MESSAGE_MIN + len);
 }
 
-int
-zr__curve_open_message(struct zr__curve *c, uint8_t *body, size_t len, uint8_t *flags)
+/* What both ways of opening a MESSAGE check first: the state, the command,
+ * the size and the nonce (into *n; taken only once the box opened). */
+static int
+curve_message_check(struct zr__curve *c, const uint8_t *body, size_t len, uint64_t *n)
 {
 	int rc = curve_expect(c, ZR__CURVE_TRAFFIC);
 	if (rc != 0)
@@ -698,9 +700,19 @@ zr__curve_open_message(struct zr__curve *c, uint8_t *body, size_t len, uint8_t *
 		return rc;
 	if (len - ZR__CURVE_MESSAGE_MIN > (size_t)INT32_MAX)
 		return -EMSGSIZE;
-	uint64_t n = curve_get_u64(body + MESSAGE_NONCE);
-	if (!curve_peer_nonce_ok(c, n))
+	*n = curve_get_u64(body + MESSAGE_NONCE);
+	if (!curve_peer_nonce_ok(c, *n))
 		return curve_fail(c, ZR__CURVE_ENONCE);
+	return 0;
+}
+
+int
+zr__curve_open_message(struct zr__curve *c, uint8_t *body, size_t len, uint8_t *flags)
+{
+	uint64_t n;
+	int rc = curve_message_check(c, body, len, &n);
+	if (rc != 0)
+		return rc;
 	if (curve_open(c->rx_key, body + MESSAGE_NONCE, body + MESSAGE_BOX,
 	               body + MESSAGE_BOX + CURVE_MAC, len - MESSAGE_BOX - CURVE_MAC) != 0)
 		return curve_fail(c, ZR__CURVE_EBOX);
@@ -713,20 +725,13 @@ int
 zr__curve_decode_message(struct zr__curve *c, const uint8_t *body, size_t len, uint8_t *out,
                          size_t cap, uint8_t *flags)
 {
-	int rc = curve_expect(c, ZR__CURVE_TRAFFIC);
+	uint64_t n;
+	int rc = curve_message_check(c, body, len, &n);
 	if (rc != 0)
 		return rc;
-	rc = curve_command(c, body, len, curve_message_name, ZR__CURVE_MESSAGE_MIN, false, false);
-	if (rc < 0)
-		return rc;
-	if (len - ZR__CURVE_MESSAGE_MIN > (size_t)INT32_MAX)
-		return -EMSGSIZE;
 	size_t plen = len - MESSAGE_BOX - CURVE_MAC; /* flags + data */
 	if (cap < plen)
-		return -ENOBUFS;
-	uint64_t n = curve_get_u64(body + MESSAGE_NONCE);
-	if (!curve_peer_nonce_ok(c, n))
-		return curve_fail(c, ZR__CURVE_ENONCE);
+		return -ENOBUFS; /* nothing taken: the same call with room opens it */
 	/* The copying form (body stays as it is unless out overlaps it): the
 	 * ciphertext moves to out, opens there, the data moves down past flags. */
 	uint8_t n8[8], mac[CURVE_MAC];
