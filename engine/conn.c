@@ -52,6 +52,21 @@ conn_loop(const struct zr__conn *c)
 	return &c->sock->ctx->loop;
 }
 
+/* Sizes the iovec table (and its headers) for cap entries. Only between
+ * batches: the one in flight points into it. */
+static int
+conn_iov_fit(struct zr__conn *c, size_t cap)
+{
+	void *p = realloc(c->tx_iov, cap * (sizeof *c->tx_iov + sizeof *c->tx_hdr));
+
+	if (p == NULL)
+		return -ENOMEM;
+	c->tx_iov = p;
+	c->tx_hdr = (uint8_t(*)[ZR_ZMTP_HEADER_MAX])(c->tx_iov + cap);
+	c->tx_iov_cap = cap;
+	return 0;
+}
+
 struct zr__conn *
 zr__conn_new(struct zr_socket *s)
 {
@@ -59,13 +74,15 @@ zr__conn_new(struct zr_socket *s)
 
 	if (c == NULL)
 		return NULL;
-	c->in_cap = ZR__CONN_RX_BUF;
+	c->in_cap = ZR__CONN_RX_FIRST;
+	c->in_norm = ZR__CONN_RX_FIRST;
 	c->in = malloc(c->in_cap);
 	c->out_cap = 16;
 	c->outq = malloc(c->out_cap * sizeof *c->outq);
-	if (c->in == NULL || c->outq == NULL) {
+	if (c->in == NULL || c->outq == NULL || conn_iov_fit(c, ZR__CONN_IOV_FIRST) < 0) {
 		free(c->in);
 		free(c->outq);
+		free(c->tx_iov);
 		free(c);
 		return NULL;
 	}
@@ -442,9 +459,12 @@ conn_keep_reason(struct zr__conn *c, const uint8_t *p, size_t n)
 
 /*
  * Sizes c->in for what the codec needs next: under CURVE a whole MESSAGE
- * (up to MAXMSGSIZE + 42 octets, the codec checked the size against that);
- * back to the usual size once a large frame is consumed, so one big message
- * does not pin its buffer for the connection's life. Returns 0 or -ENOMEM.
+ * (up to MAXMSGSIZE + 42 octets, the codec checked the size against that).
+ * Its usual size (in_norm) starts small and doubles, up to ZR__CONN_RX_BUF,
+ * when a read filled the buffer or the codec wants more: growth is
+ * amortised, never per message. Back to the usual size once a larger item
+ * is consumed, so one big message does not pin its buffer for the
+ * connection's life. Returns 0 or -ENOMEM.
  */
 static int
 conn_in_fit(struct zr__conn *c)
@@ -453,10 +473,17 @@ conn_in_fit(struct zr__conn *c)
 	size_t cap = c->in_cap;
 	uint8_t *p;
 
+	while (c->in_norm < ZR__CONN_RX_BUF && (c->in_full || want > c->in_norm)) {
+		c->in_norm *= 2;
+		c->in_full = false;
+	}
+	c->in_full = false;
 	if (want > cap)
 		cap = want;
-	else if (cap > ZR__CONN_RX_BUF && want <= ZR__CONN_RX_BUF && c->in_len <= ZR__CONN_RX_BUF)
-		cap = ZR__CONN_RX_BUF;
+	else if (cap < c->in_norm)
+		cap = c->in_norm;
+	else if (cap > c->in_norm && want <= c->in_norm && c->in_len <= c->in_norm)
+		cap = c->in_norm;
 	if (cap == c->in_cap)
 		return 0;
 	p = realloc(c->in, cap);
@@ -738,6 +765,7 @@ conn_tls_input(struct zr__conn *c)
 			return (int)n;
 		c->rx_total += (size_t)n;
 		c->in_len += (size_t)n;
+		c->in_full = c->in_len == c->in_cap;
 		rc = conn_decode(c);
 		if (rc < 0)
 			return rc;
@@ -810,6 +838,7 @@ conn_rx_done(struct zr__op *op, int res, uint32_t flags)
 	} else {
 		c->rx_total += (size_t)res;
 		c->in_len += (size_t)res;
+		c->in_full = c->in_len == c->in_cap;
 		rc = conn_decode(c);
 		if (rc < 0) {
 			engine_conn_fail(c, rc);
@@ -1042,6 +1071,11 @@ conn_tx_kick(struct zr__conn *c)
 	if (c->tx_busy || c->fd < 0 ||
 	    (c->state != ZR__CONN_HANDSHAKE && c->state != ZR__CONN_ACTIVE))
 		return;
+	/* No batch in flight: the table may move. (Without the memory, the
+	 * batches stay as short as they were.) */
+	if (c->tx_iov_short && c->tx_iov_cap < ZR__CONN_IOV_MAX)
+		(void)conn_iov_fit(c, c->tx_iov_cap * 2);
+	c->tx_iov_short = false;
 	/* The codec's own bytes go only between messages, never inside one. */
 	n = f == 0 ? zr_zmtp_out(&c->z, &ctl) : 0;
 	c->tx_ctl = n;
@@ -1077,8 +1111,10 @@ conn_tx_kick(struct zr__conn *c)
 			zr_msg *m = conn_outq_at(c, nmsg);
 
 			if (m->raw) {
-				if (niov == ZR__CONN_IOV_MAX)
+				if (niov == c->tx_iov_cap) {
+					c->tx_iov_short = true;
 					break;
+				}
 				c->tx_iov[niov].iov_base = m->data;
 				c->tx_iov[niov].iov_len = m->len;
 				niov++;
@@ -1096,8 +1132,10 @@ conn_tx_kick(struct zr__conn *c)
 					/* Packed: extend the packed iovec if it is the last one. */
 					bool extend = niov > 0 && pack_iov == niov - 1;
 
-					if (!extend && niov == ZR__CONN_IOV_MAX)
+					if (!extend && niov == c->tx_iov_cap) {
+						c->tx_iov_short = true;
 						break;
+					}
 					h = zr_zmtp_frame_header(pack + packed, len, more);
 					if (len > 0)
 						memcpy(pack + packed + h,
@@ -1114,8 +1152,10 @@ conn_tx_kick(struct zr__conn *c)
 					bytes += (size_t)h + len;
 					continue;
 				}
-				if (niov + 2 > ZR__CONN_IOV_MAX)
+				if (niov + 2 > c->tx_iov_cap) {
+					c->tx_iov_short = true;
 					break;
+				}
 				h = zr_zmtp_frame_header(c->tx_hdr[niov], len, more);
 				c->tx_iov[niov].iov_base = c->tx_hdr[niov];
 				c->tx_iov[niov].iov_len = (size_t)h;
@@ -1439,12 +1479,13 @@ conn_reset_buffers(struct zr__conn *c)
 	free(c->tx_buf);
 	c->tx_buf = NULL;
 	c->tx_buf_cap = 0;
-	if (c->in_cap > ZR__CONN_RX_BUF) {
-		uint8_t *p = realloc(c->in, ZR__CONN_RX_BUF);
+	c->in_full = false;
+	if (c->in_cap > c->in_norm) {
+		uint8_t *p = realloc(c->in, c->in_norm);
 
 		if (p != NULL) {
 			c->in = p;
-			c->in_cap = ZR__CONN_RX_BUF;
+			c->in_cap = c->in_norm;
 		}
 	}
 }
@@ -1475,6 +1516,7 @@ conn_free(struct zr__conn *c)
 	free(c->tx_buf);
 	free(c->outq);
 	free(c->in);
+	free(c->tx_iov);
 	free(c);
 }
 

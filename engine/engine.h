@@ -115,13 +115,32 @@ int zr__msg_take_small(zr_msg *dst, zr_msg *src);
 
 /* ---- single-producer single-consumer queue of pointers ------------------- */
 
+/*
+ * The queue's storage: a chain of rings. A queue starts with a small one
+ * and, when the producer finds it full below the queue's limit, links a
+ * ring twice its size and goes on there; the consumer drains the old ring,
+ * follows the link and frees it. So an idle socket holds a few slots, not
+ * its HWM's worth, and a busy one allocates log2(limit / first) times in
+ * its life, never per message. Rings do not shrink back: a queue that once
+ * filled is likely to fill again, and the limit (the HWM) bounds it.
+ */
+struct zr__spsc_seg {
+	struct zr__spsc_seg *_Atomic next; /* the producer's next ring (NULL: none yet) */
+	size_t end;                        /* first index not in this ring; set before next is */
+	size_t mask;                       /* slots - 1 */
+	void *slots[];
+};
+
 struct zr__spsc {
 	_Alignas(64) atomic_size_t head; /* consumer owns */
 	size_t tail_cache;
+	struct zr__spsc_seg *cseg;       /* the ring the consumer reads */
+	size_t limit;                    /* the queue's capacity (a power of two) */
 	_Alignas(64) atomic_size_t tail; /* producer owns */
 	size_t head_cache;
-	_Alignas(64) size_t mask;
-	void **slots;
+	struct zr__spsc_seg *pseg; /* the ring the producer writes */
+	size_t pstart;             /* the first index written to pseg */
+	size_t plimit;             /* limit, on the producer's line */
 };
 
 int zr__spsc_init(struct zr__spsc *q, size_t min_cap);
@@ -193,6 +212,9 @@ enum zr__conn_state {
 };
 
 #define ZR__CONN_IOV_MAX 128
+/* A connection's first iovec table: a few messages per batch; a batch that
+ * ran out doubles it for the next, up to ZR__CONN_IOV_MAX. */
+#define ZR__CONN_IOV_FIRST 8
 #define ZR__CONN_TX_BATCH ((size_t)256 * 1024)
 /* Frames up to this size are copied, with their header, into one packed
  * region of the batch (ZR__CONN_PACK octets at most) instead of taking two
@@ -200,6 +222,10 @@ enum zr__conn_state {
 #define ZR__CONN_SMALL_FRAME 256u
 #define ZR__CONN_PACK ((size_t)16 * 1024)
 #define ZR__CONN_RX_BUF ((size_t)64 * 1024)
+/* c->in's first size: a handshake fits; a busy connection grows it by
+ * doubling (a receive that fills it) up to ZR__CONN_RX_BUF, so an idle
+ * connection holds half a KiB and a streaming one reads 64 KiB at a time. */
+#define ZR__CONN_RX_FIRST ((size_t)512)
 #define ZR__CONN_SUBJECT ((size_t)ZR_ZMTP_USER_ID_MAX + 1)
 
 struct zr__conn {
@@ -223,6 +249,8 @@ struct zr__conn {
 	/* receive */
 	uint8_t *in;
 	size_t in_len, in_cap;
+	size_t in_norm; /* in_cap between large items: ZR__CONN_RX_FIRST, doubling */
+	bool in_full;   /* the last read filled c->in: worth a larger one */
 	bool rx_armed, rx_paused;
 	zr_msg *rx_msg;   /* in assembly */
 	zr_msg *rx_ready; /* complete, waiting for room in the socket's queue */
@@ -243,8 +271,10 @@ struct zr__conn {
 	uint32_t tx_end_frame; /* where the batch in flight stops in the next message */
 	size_t tx_ctl;         /* codec control bytes in the batch */
 	struct msghdr tx_mh;
-	struct iovec tx_iov[ZR__CONN_IOV_MAX];
-	uint8_t tx_hdr[ZR__CONN_IOV_MAX][ZR_ZMTP_HEADER_MAX];
+	struct iovec *tx_iov;                  /* tx_iov_cap of them, then ... */
+	uint8_t (*tx_hdr)[ZR_ZMTP_HEADER_MAX]; /* ... as many headers: one block */
+	size_t tx_iov_cap;
+	bool tx_iov_short;   /* the last batch ran out of iovecs */
 	size_t tx_iov_start; /* first iovec not yet fully written */
 
 	char endpoint[ZR__ENDPOINT_TEXT_MAX];  /* for monitor events */

@@ -1,14 +1,34 @@
 /*
- * The single-producer single-consumer ring between an app thread and the io
- * thread. The ring keeps each side's index on its own cache line and a
+ * The single-producer single-consumer queue between an app thread and the io
+ * thread. The queue keeps each side's index on its own cache line and a
  * cached copy of the other side's, so a busy producer and consumer touch the
- * shared line only when the cached view runs out.
+ * shared line only when the cached view runs out. Its storage starts small
+ * and grows by doubling up to the limit (engine.h, struct zr__spsc_seg).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine.h"
+
+/* The first ring's slots: a handful of messages in flight between two turns
+ * of the other thread; a busy queue doubles from here to its limit. */
+#define SPSC_FIRST 16
+
+static struct zr__spsc_seg *
+spsc_seg_new(size_t cap)
+{
+	/* Slots not zeroed: one is read only after the producer wrote it, and
+	 * a large ring's untouched pages stay out of RSS. */
+	struct zr__spsc_seg *g = malloc(sizeof *g + cap * sizeof g->slots[0]);
+
+	if (g == NULL)
+		return NULL;
+	atomic_init(&g->next, NULL);
+	g->end = 0;
+	g->mask = cap - 1;
+	return g;
+}
 
 int
 zr__spsc_init(struct zr__spsc *q, size_t min_cap)
@@ -17,12 +37,13 @@ zr__spsc_init(struct zr__spsc *q, size_t min_cap)
 
 	while (cap < min_cap)
 		cap *= 2;
-	/* Not zeroed: a slot is read only after the producer wrote it, and an
-	 * idle ring keeps its untouched pages out of RSS. */
-	q->slots = malloc(cap * sizeof *q->slots);
-	if (q->slots == NULL)
+	q->cseg = spsc_seg_new(cap < SPSC_FIRST ? cap : SPSC_FIRST);
+	if (q->cseg == NULL)
 		return -ENOMEM;
-	q->mask = cap - 1;
+	q->pseg = q->cseg;
+	q->limit = cap;
+	q->plimit = cap;
+	q->pstart = 0;
 	atomic_init(&q->head, 0);
 	atomic_init(&q->tail, 0);
 	q->head_cache = 0;
@@ -33,44 +54,97 @@ zr__spsc_init(struct zr__spsc *q, size_t min_cap)
 void
 zr__spsc_fini(struct zr__spsc *q)
 {
-	free(q->slots);
-	q->slots = NULL;
+	struct zr__spsc_seg *g = q->cseg;
+
+	while (g != NULL) {
+		struct zr__spsc_seg *next = atomic_load_explicit(&g->next, memory_order_relaxed);
+
+		free(g);
+		g = next;
+	}
+	q->cseg = NULL;
+	q->pseg = NULL;
 }
 
 size_t
 zr__spsc_cap(const struct zr__spsc *q)
 {
-	return q->mask + 1;
+	return q->limit;
 }
 
-/* Producer. Release on tail publishes the slot's contents to the consumer. */
+/*
+ * The producer's ring is full below the limit: links one twice its size
+ * (never more than the limit, which bounds what is queued in all rings
+ * together). The consumer finds the link once it has read up to end.
+ */
+static bool
+spsc_grow(struct zr__spsc *q, size_t t)
+{
+	struct zr__spsc_seg *g = q->pseg, *n;
+	size_t cap = (g->mask + 1) * 2;
+
+	if (cap > q->plimit)
+		return false;
+	n = spsc_seg_new(cap);
+	if (n == NULL)
+		return false;
+	g->end = t;
+	atomic_store_explicit(&g->next, n, memory_order_release);
+	q->pseg = n;
+	q->pstart = t;
+	return true;
+}
+
+/* Producer. Release on tail publishes the slot's contents to the consumer.
+ * False when the queue holds its limit (or a ring could not be grown). */
 bool
 zr__spsc_push(struct zr__spsc *q, void *p)
 {
 	size_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+	struct zr__spsc_seg *g;
 
-	if (t - q->head_cache > q->mask) {
+	if (t - q->head_cache >= q->plimit) {
 		q->head_cache = atomic_load_explicit(&q->head, memory_order_acquire);
-		if (t - q->head_cache > q->mask)
+		if (t - q->head_cache >= q->plimit)
 			return false;
 	}
-	q->slots[t & q->mask] = p;
+	/* What pseg holds: its entries from pstart (or head, if later) on. */
+	g = q->pseg;
+	if (t - (q->head_cache > q->pstart ? q->head_cache : q->pstart) > g->mask) {
+		q->head_cache = atomic_load_explicit(&q->head, memory_order_acquire);
+		if (t - (q->head_cache > q->pstart ? q->head_cache : q->pstart) > g->mask) {
+			if (!spsc_grow(q, t))
+				return false;
+			g = q->pseg;
+		}
+	}
+	g->slots[t & g->mask] = p;
 	atomic_store_explicit(&q->tail, t + 1, memory_order_release);
 	return true;
 }
 
-/* Consumer. Acquire on tail pairs with the producer's release. */
+/* Consumer. Acquire on tail pairs with the producer's release (which also
+ * publishes any ring linked before that slot was written). */
 void *
 zr__spsc_peek(struct zr__spsc *q)
 {
 	size_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
+	struct zr__spsc_seg *g, *n;
 
 	if (h == q->tail_cache) {
 		q->tail_cache = atomic_load_explicit(&q->tail, memory_order_acquire);
 		if (h == q->tail_cache)
 			return NULL;
 	}
-	return q->slots[h & q->mask];
+	g = q->cseg;
+	/* Read to the end of an outgrown ring: on to the next, and free it
+	 * (the producer left it when it linked the next). */
+	while ((n = atomic_load_explicit(&g->next, memory_order_acquire)) != NULL && h == g->end) {
+		free(g);
+		g = n;
+		q->cseg = g;
+	}
+	return g->slots[h & g->mask];
 }
 
 void *
