@@ -41,6 +41,7 @@
 
 #define CONN_MAX_CMD (32u * 1024u) /* fits c->in with room for a header */
 #define CONN_META_BLOCK 4096u      /* references to c->meta taken at once */
+#define CONN_TX_KEEP ((size_t)256) /* a drained connection keeps a tx_buf this small */
 
 static zr__op_cb conn_connect_done, conn_rx_done, conn_tx_done, conn_tls_tx_done;
 static zr__timer_cb conn_timer_fired;
@@ -955,11 +956,32 @@ zr__conn_send(struct zr__conn *c, zr_msg *m, bool force)
 	c->outq[(c->out_head + c->out_n) % c->out_cap] = m;
 	c->out_n++;
 	c->out_bytes += zr__msg_cost(m);
-	if (c->inproc)
+	if (c->inproc) {
 		zr__inproc_flush(c, false);
-	else
+	} else if (c->sock->tx_routing) {
+		if (!c->tx_kick_queued) {
+			c->tx_kick_queued = true;
+			c->tx_kick_next = c->sock->tx_kicks;
+			c->sock->tx_kicks = c;
+		}
+	} else {
 		conn_tx_kick(c);
+	}
 	return true;
+}
+
+void
+zr__conn_kick_queued(struct zr_socket *s)
+{
+	/* Nothing in a routing pass frees a connection (a kick-out closes on
+	 * a later timer turn), so every one listed is still there. */
+	while (s->tx_kicks != NULL) {
+		struct zr__conn *c = s->tx_kicks;
+
+		s->tx_kicks = c->tx_kick_next;
+		c->tx_kick_queued = false;
+		conn_tx_kick(c);
+	}
 }
 
 bool
@@ -1001,6 +1023,26 @@ conn_buf_room(struct zr__conn *c, size_t used, size_t n)
 			return -ENOMEM;
 		cap *= 2;
 	}
+	p = realloc(c->tx_buf, cap);
+	if (p == NULL)
+		return -ENOMEM;
+	c->tx_buf = p;
+	c->tx_buf_cap = cap;
+	return 0;
+}
+
+/* Room for the packed frames of a batch: at least n octets, a power of two
+ * from CONN_TX_KEEP on (so a stream's buffer settles after a few batches). */
+static int
+conn_pack_room(struct zr__conn *c, size_t n)
+{
+	size_t cap = CONN_TX_KEEP;
+	uint8_t *p;
+
+	if (n <= c->tx_buf_cap)
+		return 0;
+	while (cap < n)
+		cap *= 2;
 	p = realloc(c->tx_buf, cap);
 	if (p == NULL)
 		return -ENOMEM;
@@ -1101,9 +1143,12 @@ conn_tx_kick(struct zr__conn *c)
 			niov++;
 		}
 	} else if (c->state == ZR__CONN_ACTIVE && zr_zmtp_state(&c->z) == ZR_ZMTP_TRAFFIC) {
-		/* Without the packing buffer (no memory) every frame goes by reference. */
-		uint8_t *pack =
-			c->out_n > 0 && conn_buf_room(c, 0, ZR__CONN_PACK) == 0 ? c->tx_buf : NULL;
+		/* Without the packing buffer (no memory) every frame goes by reference.
+		 * Sized for what waits (out_bytes bounds a frame's header and body),
+		 * so a subscriber sent one message at a time (fan-out) packs into a
+		 * few dozen octets, not a malloc'd 16 KiB per batch. */
+		size_t pack_max = c->out_bytes < ZR__CONN_PACK ? c->out_bytes : ZR__CONN_PACK;
+		uint8_t *pack = c->out_n > 0 && conn_pack_room(c, pack_max) == 0 ? c->tx_buf : NULL;
 		size_t packed = 0;
 		size_t pack_iov = SIZE_MAX;
 
@@ -1128,7 +1173,7 @@ conn_tx_kick(struct zr__conn *c)
 				int h;
 
 				if (len <= ZR__CONN_SMALL_FRAME && pack != NULL &&
-				    packed + ZR_ZMTP_HEADER_MAX + len <= ZR__CONN_PACK) {
+				    packed + ZR_ZMTP_HEADER_MAX + len <= pack_max) {
 					/* Packed: extend the packed iovec if it is the last one. */
 					bool extend = niov > 0 && pack_iov == niov - 1;
 
@@ -1228,8 +1273,10 @@ conn_tx_batch_done(struct zr__conn *c)
 		conn_outq_pop(c);
 	/* CURVE: one huge message must not pin its ciphertext buffer, nor may
 	 * an idle connection (a PUB with a thousand subscribers) keep a batch's
-	 * worth each. */
-	if (c->tx_buf_cap > 4 * ZR__CONN_TX_BATCH || c->out_n == 0) {
+	 * worth each; a small one stays, so a batch of a few small messages
+	 * (fan-out) allocates nothing. */
+	if (c->tx_buf_cap > 4 * ZR__CONN_TX_BATCH ||
+	    (c->out_n == 0 && c->tx_buf_cap > CONN_TX_KEEP)) {
 		free(c->tx_buf);
 		c->tx_buf = NULL;
 		c->tx_buf_cap = 0;

@@ -125,22 +125,29 @@ int zr__msg_take_small(zr_msg *dst, zr_msg *src);
  * filled is likely to fill again, and the limit (the HWM) bounds it.
  */
 struct zr__spsc_seg {
-	struct zr__spsc_seg *_Atomic next; /* the producer's next ring (NULL: none yet) */
-	size_t end;                        /* first index not in this ring; set before next is */
-	size_t mask;                       /* slots - 1 */
-	void *slots[];
+	/* Its own cache line: the slots after it are written by the producer
+	 * all the time, this only when a ring is outgrown. */
+	_Alignas(64) struct zr__spsc_seg
+		*_Atomic next; /* the producer's next ring (NULL: none yet) */
+	size_t end;            /* first index not in this ring; set before next is */
+	_Alignas(64) void *slots[];
 };
 
 struct zr__spsc {
 	_Alignas(64) atomic_size_t head; /* consumer owns */
 	size_t tail_cache;
-	struct zr__spsc_seg *cseg;       /* the ring the consumer reads */
+	struct zr__spsc_seg *cseg; /* the ring the consumer reads ... */
+	void **cslots;             /* ... its slots and mask, on this line */
+	size_t cmask;
+	bool cfollow;                    /* cseg is below the limit: a larger ring may follow it */
 	size_t limit;                    /* the queue's capacity (a power of two) */
 	_Alignas(64) atomic_size_t tail; /* producer owns */
 	size_t head_cache;
-	struct zr__spsc_seg *pseg; /* the ring the producer writes */
-	size_t pstart;             /* the first index written to pseg */
-	size_t plimit;             /* limit, on the producer's line */
+	struct zr__spsc_seg *pseg; /* the ring the producer writes ... */
+	void **pslots;             /* ... its slots and mask */
+	size_t pmask;
+	size_t pstart; /* the first index written to pseg */
+	size_t plimit; /* limit, on the producer's line */
 };
 
 int zr__spsc_init(struct zr__spsc *q, size_t min_cap);
@@ -319,6 +326,10 @@ struct zr__conn {
 	bool ip_flush_queued;  /* on the ctx's ip_flush list */
 	struct zr__conn *twin; /* the other end (NULL: it went; this one goes too) */
 	struct zr__conn *ip_flush_next;
+	/* On its socket's tx_kicks: a routing pass queued messages here and
+	 * starts the send once, at its end, with all of them. */
+	bool tx_kick_queued;
+	struct zr__conn *tx_kick_next;
 };
 
 /* ---- sockets ------------------------------------------------------------ */
@@ -424,6 +435,11 @@ struct zr_socket {
 	struct zr__conn *conns;
 	size_t nconns_active;
 	zr_msg *pending; /* taken from tx but not yet routed */
+	/* A routing pass (sock_route_pending) is on: connections given messages
+	 * wait on tx_kicks, so each sends the pass's messages in one batch (a
+	 * PUB with 100 subscribers made a sendmsg per message per subscriber). */
+	bool tx_routing;
+	struct zr__conn *tx_kicks;
 	struct zr__listener **listeners;
 	size_t nlisten;
 	size_t naccepted; /* accepted connections not yet freed (CONNS_MAX) */
@@ -558,6 +574,8 @@ void zr__conn_start_accepted(struct zr__conn *c, int fd);
 void zr__conn_start_connect(struct zr__conn *c);
 /* Queues a message (takes a reference). Returns false when full (HWM). */
 bool zr__conn_send(struct zr__conn *c, zr_msg *m, bool force);
+/* The end of a routing pass: each connection it queued to starts sending. */
+void zr__conn_kick_queued(struct zr_socket *s);
 bool zr__conn_has_room(const struct zr__conn *c);
 /* PUB_DROP_OLD: drops the oldest message not yet being written. */
 bool zr__conn_drop_oldest(struct zr__conn *c);

@@ -20,27 +20,36 @@ spsc_seg_new(size_t cap)
 {
 	/* Slots not zeroed: one is read only after the producer wrote it, and
 	 * a large ring's untouched pages stay out of RSS. */
-	struct zr__spsc_seg *g = malloc(sizeof *g + cap * sizeof g->slots[0]);
+	size_t align = _Alignof(struct zr__spsc_seg);
+	/* aligned_alloc wants a multiple of the alignment */
+	size_t size =
+		(sizeof(struct zr__spsc_seg) + cap * sizeof(void *) + align - 1) / align * align;
+	struct zr__spsc_seg *g = aligned_alloc(align, size);
 
 	if (g == NULL)
 		return NULL;
 	atomic_init(&g->next, NULL);
 	g->end = 0;
-	g->mask = cap - 1;
 	return g;
 }
 
 int
 zr__spsc_init(struct zr__spsc *q, size_t min_cap)
 {
-	size_t cap = 2;
+	size_t cap = 2, first;
 
 	while (cap < min_cap)
 		cap *= 2;
-	q->cseg = spsc_seg_new(cap < SPSC_FIRST ? cap : SPSC_FIRST);
+	first = cap < SPSC_FIRST ? cap : SPSC_FIRST;
+	q->cseg = spsc_seg_new(first);
 	if (q->cseg == NULL)
 		return -ENOMEM;
+	q->cslots = q->cseg->slots;
+	q->cmask = first - 1;
+	q->cfollow = first < cap;
 	q->pseg = q->cseg;
+	q->pslots = q->cseg->slots;
+	q->pmask = first - 1;
 	q->limit = cap;
 	q->plimit = cap;
 	q->pstart = 0;
@@ -80,17 +89,19 @@ zr__spsc_cap(const struct zr__spsc *q)
 static bool
 spsc_grow(struct zr__spsc *q, size_t t)
 {
-	struct zr__spsc_seg *g = q->pseg, *n;
-	size_t cap = (g->mask + 1) * 2;
+	size_t cap = (q->pmask + 1) * 2;
+	struct zr__spsc_seg *n;
 
 	if (cap > q->plimit)
 		return false;
 	n = spsc_seg_new(cap);
 	if (n == NULL)
 		return false;
-	g->end = t;
-	atomic_store_explicit(&g->next, n, memory_order_release);
+	q->pseg->end = t;
+	atomic_store_explicit(&q->pseg->next, n, memory_order_release);
 	q->pseg = n;
+	q->pslots = n->slots;
+	q->pmask = cap - 1;
 	q->pstart = t;
 	return true;
 }
@@ -101,7 +112,6 @@ bool
 zr__spsc_push(struct zr__spsc *q, void *p)
 {
 	size_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
-	struct zr__spsc_seg *g;
 
 	if (t - q->head_cache >= q->plimit) {
 		q->head_cache = atomic_load_explicit(&q->head, memory_order_acquire);
@@ -109,18 +119,32 @@ zr__spsc_push(struct zr__spsc *q, void *p)
 			return false;
 	}
 	/* What pseg holds: its entries from pstart (or head, if later) on. */
-	g = q->pseg;
-	if (t - (q->head_cache > q->pstart ? q->head_cache : q->pstart) > g->mask) {
+	if (t - (q->head_cache > q->pstart ? q->head_cache : q->pstart) > q->pmask) {
 		q->head_cache = atomic_load_explicit(&q->head, memory_order_acquire);
-		if (t - (q->head_cache > q->pstart ? q->head_cache : q->pstart) > g->mask) {
-			if (!spsc_grow(q, t))
-				return false;
-			g = q->pseg;
-		}
+		if (t - (q->head_cache > q->pstart ? q->head_cache : q->pstart) > q->pmask &&
+		    !spsc_grow(q, t))
+			return false;
 	}
-	g->slots[t & g->mask] = p;
+	q->pslots[t & q->pmask] = p;
 	atomic_store_explicit(&q->tail, t + 1, memory_order_release);
 	return true;
+}
+
+/* Consumer: read to the end of an outgrown ring, on to the next, and free
+ * the old one (the producer left it when it linked the next). */
+static void
+spsc_follow(struct zr__spsc *q, size_t h)
+{
+	struct zr__spsc_seg *g = q->cseg, *n;
+
+	while ((n = atomic_load_explicit(&g->next, memory_order_acquire)) != NULL && h == g->end) {
+		free(g);
+		g = n;
+		q->cmask = q->cmask * 2 + 1;
+	}
+	q->cseg = g;
+	q->cslots = g->slots;
+	q->cfollow = q->cmask + 1 < q->limit;
 }
 
 /* Consumer. Acquire on tail pairs with the producer's release (which also
@@ -129,22 +153,15 @@ void *
 zr__spsc_peek(struct zr__spsc *q)
 {
 	size_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
-	struct zr__spsc_seg *g, *n;
 
 	if (h == q->tail_cache) {
 		q->tail_cache = atomic_load_explicit(&q->tail, memory_order_acquire);
 		if (h == q->tail_cache)
 			return NULL;
 	}
-	g = q->cseg;
-	/* Read to the end of an outgrown ring: on to the next, and free it
-	 * (the producer left it when it linked the next). */
-	while ((n = atomic_load_explicit(&g->next, memory_order_acquire)) != NULL && h == g->end) {
-		free(g);
-		g = n;
-		q->cseg = g;
-	}
-	return g->slots[h & g->mask];
+	if (q->cfollow && atomic_load_explicit(&q->cseg->next, memory_order_relaxed) != NULL)
+		spsc_follow(q, h);
+	return q->cslots[h & q->cmask];
 }
 
 void *

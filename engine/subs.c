@@ -1,8 +1,11 @@
 /*
  * The subscription trie (subs.h). A node's label is the part of the topic
- * between its parent and itself; its children are sorted by their label's
- * first byte (one binary search per step); its holders are a list of
- * (owner, count). Invariant: every node but the root has holders or at
+ * between its parent and itself (inside the node when short); its children
+ * are sorted by their label's first byte, which the child array keeps
+ * beside the pointers (one binary search over bytes per step, touching no
+ * child but the one taken: a publisher with 10,000 topics spent ~45% of its
+ * time in this walk, most of it in cache misses on the children's labels);
+ * its holders are a list of (owner, count). Invariant: every node but the root has holders or at
  * least two children, so a topic costs at most two nodes and the trie never
  * holds more than twice as many nodes as distinct topics.
  *
@@ -21,12 +24,36 @@
 
 struct zr__subs_node {
 	struct zr__subs_node *parent;
-	struct zr__subs_node **kids; /* sorted by label[0] */
+	struct zr__subs_node **kids; /* sorted by label[0]; kcap pointers, then
+	                                kcap first bytes (kid_bytes) */
 	struct zr__subs_hold *holders;
-	uint8_t *label;
+	uint8_t *label; /* inl, or allocated when longer */
 	uint32_t len;
 	uint16_t nkids, kcap; /* at most 256: one per first byte */
+	uint8_t inl[8];
 };
+
+/* The first byte of each child's label, in the kids array's tail. */
+static inline uint8_t *
+kid_bytes(const struct zr__subs_node *n)
+{
+	return (uint8_t *)(n->kids + n->kcap);
+}
+
+#define KID_SLOT (sizeof(struct zr__subs_node *) + 1)
+
+/* Whether label (len octets) equals the start of data: short labels are the
+ * common case, not worth a call. */
+static inline bool
+label_eq(const uint8_t *label, const uint8_t *data, size_t len)
+{
+	if (len > 16)
+		return memcmp(label, data, len) == 0;
+	for (size_t i = 0; i < len; i++)
+		if (label[i] != data[i])
+			return false;
+	return true;
+}
 
 struct zr__subs_hold {
 	struct zr__subs_node *node;
@@ -40,11 +67,17 @@ struct zr__subs_hold {
 static int
 kid_find(const struct zr__subs_node *n, uint8_t b, size_t *at)
 {
+	const uint8_t *kb;
 	size_t lo = 0, hi = n->nkids;
 
+	if (hi == 0) {
+		*at = 0;
+		return 0; /* kids may be NULL */
+	}
+	kb = kid_bytes(n);
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		uint8_t m = n->kids[mid]->label[0];
+		uint8_t m = kb[mid];
 
 		if (m == b) {
 			*at = mid;
@@ -68,9 +101,11 @@ kid_room(struct zr__subs_node *n)
 	if (n->nkids < n->kcap)
 		return 0;
 	cap = n->kcap ? (uint16_t)(n->kcap * 2) : 2;
-	v = realloc(n->kids, cap * sizeof *v);
+	v = realloc(n->kids, cap * KID_SLOT);
 	if (v == NULL)
 		return -ENOMEM;
+	/* The first bytes move up behind the larger pointer table. */
+	memmove(v + cap, v + n->kcap, n->nkids);
 	n->kids = v;
 	n->kcap = cap;
 	return 0;
@@ -79,8 +114,12 @@ kid_room(struct zr__subs_node *n)
 static void
 kid_insert(struct zr__subs_node *n, size_t at, struct zr__subs_node *k)
 {
+	uint8_t *kb = kid_bytes(n);
+
 	memmove(n->kids + at + 1, n->kids + at, (n->nkids - at) * sizeof *n->kids);
+	memmove(kb + at + 1, kb + at, n->nkids - at);
 	n->kids[at] = k;
+	kb[at] = k->label[0];
 	n->nkids++;
 	k->parent = n;
 }
@@ -88,7 +127,10 @@ kid_insert(struct zr__subs_node *n, size_t at, struct zr__subs_node *k)
 static void
 kid_erase(struct zr__subs_node *n, size_t at)
 {
+	uint8_t *kb = kid_bytes(n);
+
 	memmove(n->kids + at, n->kids + at + 1, (n->nkids - at - 1) * sizeof *n->kids);
+	memmove(kb + at, kb + at + 1, n->nkids - at - 1);
 	n->nkids--;
 	/* Shrink, so a node that lost most of its children gives the room back
 	 * (the accounting charges each topic only its share of one array). */
@@ -97,11 +139,17 @@ kid_erase(struct zr__subs_node *n, size_t at)
 		n->kids = NULL;
 		n->kcap = 0;
 	} else if (n->kcap > 2 && n->nkids <= n->kcap / 4) {
-		struct zr__subs_node **v = realloc(n->kids, (n->kcap / 2) * sizeof *v);
+		uint16_t cap = (uint16_t)(n->kcap / 2);
+		struct zr__subs_node **v;
 
+		/* The first bytes move down first: realloc keeps the front. */
+		memmove(n->kids + cap, kb, n->nkids);
+		v = realloc(n->kids, cap * KID_SLOT);
 		if (v != NULL) {
 			n->kids = v;
-			n->kcap /= 2;
+			n->kcap = cap;
+		} else {
+			memmove(kb, n->kids + cap, n->nkids);
 		}
 	}
 }
@@ -113,14 +161,16 @@ node_new(const uint8_t *label, size_t len)
 
 	if (n == NULL)
 		return NULL;
-	if (len > 0) {
+	n->label = n->inl;
+	if (len > sizeof n->inl) {
 		n->label = malloc(len);
 		if (n->label == NULL) {
 			free(n);
 			return NULL;
 		}
-		memcpy(n->label, label, len);
 	}
+	if (len > 0)
+		memcpy(n->label, label, len);
 	n->len = (uint32_t)len;
 	return n;
 }
@@ -128,7 +178,8 @@ node_new(const uint8_t *label, size_t len)
 static void
 node_free(struct zr__subs_node *n)
 {
-	free(n->label);
+	if (n->label != n->inl)
+		free(n->label);
 	free(n->kids);
 	free(n);
 }
@@ -147,7 +198,7 @@ node_find(const struct zr__subs *t, const uint8_t *topic, size_t len)
 		if (!kid_find(n, topic[i], &at))
 			return NULL;
 		k = n->kids[at];
-		if (k->len > len - i || memcmp(k->label, topic + i, k->len) != 0)
+		if (k->len > len - i || !label_eq(k->label, topic + i, k->len))
 			return NULL;
 		i += k->len;
 		n = k;
@@ -199,7 +250,7 @@ node_make(struct zr__subs *t, const uint8_t *topic, size_t len)
 		if (p == NULL)
 			return NULL;
 		p->kcap = 2;
-		p->kids = malloc(2 * sizeof *p->kids);
+		p->kids = malloc(2 * KID_SLOT);
 		if (p->kids == NULL ||
 		    (i + m < len && (leaf = node_new(topic + i + m, len - i - m)) == NULL)) {
 			node_free(p);
@@ -210,6 +261,7 @@ node_make(struct zr__subs *t, const uint8_t *topic, size_t len)
 		n->kids[at] = p;
 		p->parent = n;
 		p->kids[0] = k;
+		kid_bytes(p)[0] = k->label[0];
 		p->nkids = 1;
 		k->parent = p;
 		t->nodes++;
@@ -243,12 +295,24 @@ node_prune(struct zr__subs *t, struct zr__subs_node *n)
 		if (n->nkids > 1)
 			return;
 		k = n->kids[0];
-		label = malloc((size_t)n->len + k->len);
-		if (label == NULL)
-			return; /* left unmerged: still a correct trie */
-		memcpy(label, n->label, n->len);
-		memcpy(label + n->len, k->label, k->len);
-		free(k->label);
+		if ((size_t)n->len + k->len <= sizeof k->inl) {
+			/* k's label may be k->inl itself: its part moves up first. */
+			uint8_t *old = k->label;
+
+			memmove(k->inl + n->len, old, k->len);
+			memcpy(k->inl, n->label, n->len);
+			if (old != k->inl)
+				free(old);
+			label = k->inl;
+		} else {
+			label = malloc((size_t)n->len + k->len);
+			if (label == NULL)
+				return; /* left unmerged: still a correct trie */
+			memcpy(label, n->label, n->len);
+			memcpy(label + n->len, k->label, k->len);
+			if (k->label != k->inl)
+				free(k->label);
+		}
 		k->label = label;
 		k->len += n->len;
 		k->parent = p;
@@ -397,7 +461,7 @@ zr__subs_collect(struct zr__subs *t, const uint8_t *data, size_t len)
 		if (i >= len || !kid_find(n, data[i], &at))
 			break;
 		n = n->kids[at];
-		if (n->len > len - i || memcmp(n->label, data + i, n->len) != 0)
+		if (n->len > len - i || !label_eq(n->label, data + i, n->len))
 			break;
 		i += n->len;
 	}
@@ -416,7 +480,7 @@ zr__subs_match(const struct zr__subs *t, const uint8_t *data, size_t len)
 		if (i >= len || !kid_find(n, data[i], &at))
 			return false;
 		n = n->kids[at];
-		if (n->len > len - i || memcmp(n->label, data + i, n->len) != 0)
+		if (n->len > len - i || !label_eq(n->label, data + i, n->len))
 			return false;
 		i += n->len;
 	}
