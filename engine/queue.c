@@ -20,11 +20,7 @@ spsc_seg_new(size_t cap)
 {
 	/* Slots not zeroed: one is read only after the producer wrote it, and
 	 * a large ring's untouched pages stay out of RSS. */
-	size_t align = _Alignof(struct zr__spsc_seg);
-	/* aligned_alloc wants a multiple of the alignment */
-	size_t size =
-		(sizeof(struct zr__spsc_seg) + cap * sizeof(void *) + align - 1) / align * align;
-	struct zr__spsc_seg *g = aligned_alloc(align, size);
+	struct zr__spsc_seg *g = malloc(sizeof *g + cap * sizeof g->slots[0]);
 
 	if (g == NULL)
 		return NULL;
@@ -46,7 +42,9 @@ zr__spsc_init(struct zr__spsc *q, size_t min_cap)
 		return -ENOMEM;
 	q->cslots = q->cseg->slots;
 	q->cmask = first - 1;
-	q->cfollow = first < cap;
+	q->clinks = 0;
+	q->links_seen = 0;
+	atomic_init(&q->links, 0);
 	q->pseg = q->cseg;
 	q->pslots = q->cseg->slots;
 	q->pmask = first - 1;
@@ -99,6 +97,9 @@ spsc_grow(struct zr__spsc *q, size_t t)
 		return false;
 	q->pseg->end = t;
 	atomic_store_explicit(&q->pseg->next, n, memory_order_release);
+	/* Published by the release on tail that follows, with the slot. */
+	atomic_store_explicit(&q->links, atomic_load_explicit(&q->links, memory_order_relaxed) + 1,
+	                      memory_order_relaxed);
 	q->pseg = n;
 	q->pslots = n->slots;
 	q->pmask = cap - 1;
@@ -135,16 +136,19 @@ zr__spsc_push(struct zr__spsc *q, void *p)
 static void
 spsc_follow(struct zr__spsc *q, size_t h)
 {
-	struct zr__spsc_seg *g = q->cseg, *n;
+	struct zr__spsc_seg *g = q->cseg;
 
-	while ((n = atomic_load_explicit(&g->next, memory_order_acquire)) != NULL && h == g->end) {
+	/* A ring the consumer knows was linked has its end set. */
+	while (q->clinks != q->links_seen && h == g->end) {
+		struct zr__spsc_seg *n = atomic_load_explicit(&g->next, memory_order_acquire);
+
 		free(g);
 		g = n;
 		q->cmask = q->cmask * 2 + 1;
+		q->clinks++;
 	}
 	q->cseg = g;
 	q->cslots = g->slots;
-	q->cfollow = q->cmask + 1 < q->limit;
 }
 
 /* Consumer. Acquire on tail pairs with the producer's release (which also
@@ -156,10 +160,12 @@ zr__spsc_peek(struct zr__spsc *q)
 
 	if (h == q->tail_cache) {
 		q->tail_cache = atomic_load_explicit(&q->tail, memory_order_acquire);
+		/* After the acquire: every link made before that tail (same line). */
+		q->links_seen = atomic_load_explicit(&q->links, memory_order_relaxed);
 		if (h == q->tail_cache)
 			return NULL;
 	}
-	if (q->cfollow && atomic_load_explicit(&q->cseg->next, memory_order_relaxed) != NULL)
+	if (q->clinks != q->links_seen)
 		spsc_follow(q, h);
 	return q->cslots[h & q->cmask];
 }
