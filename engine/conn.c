@@ -479,11 +479,10 @@ conn_in_fit(struct zr__conn *c)
 		c->in_full = false;
 	}
 	c->in_full = false;
+	/* Up to the usual size, or back to it once nothing needs more. */
 	if (want > cap)
 		cap = want;
-	else if (cap < c->in_norm)
-		cap = c->in_norm;
-	else if (cap > c->in_norm && want <= c->in_norm && c->in_len <= c->in_norm)
+	else if (cap < c->in_norm || (want <= c->in_norm && c->in_len <= c->in_norm))
 		cap = c->in_norm;
 	if (cap == c->in_cap)
 		return 0;
