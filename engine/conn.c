@@ -75,8 +75,14 @@ zr__conn_new(struct zr_socket *s)
 
 	if (c == NULL)
 		return NULL;
-	c->in_cap = ZR__CONN_RX_FIRST;
-	c->in_norm = ZR__CONN_RX_FIRST;
+	/* A socket whose peers send it messages reads them 64 KiB at a time
+	 * from the start (a 1,000-SUB receiver spent ~10% more CPU growing from
+	 * a small buffer); one whose peers send only a handshake and maybe
+	 * subscriptions (PUSH, PUB, XPUB) starts small: a publisher with 1,000
+	 * subscribers spent ~20% more CPU with 64 KiB each. */
+	c->in_cap = s->ops->can_recv && s->ops->peer_subscription == NULL ? ZR__CONN_RX_BUF
+	                                                                  : ZR__CONN_RX_FIRST;
+	c->in_norm = c->in_cap;
 	c->in = malloc(c->in_cap);
 	c->out_cap = 16;
 	c->outq = malloc(c->out_cap * sizeof *c->outq);

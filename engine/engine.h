@@ -155,6 +155,9 @@ struct zr__spsc {
 };
 
 int zr__spsc_init(struct zr__spsc *q, size_t min_cap);
+/* The same with a first ring of first_cap slots (rounded up to a power of
+ * two, at most the limit) instead of the default few. */
+int zr__spsc_init_first(struct zr__spsc *q, size_t min_cap, size_t first_cap);
 void zr__spsc_fini(struct zr__spsc *q);
 bool zr__spsc_push(struct zr__spsc *q, void *p);
 void *zr__spsc_pop(struct zr__spsc *q);

@@ -32,11 +32,18 @@ spsc_seg_new(size_t cap)
 int
 zr__spsc_init(struct zr__spsc *q, size_t min_cap)
 {
-	size_t cap = 2, first;
+	return zr__spsc_init_first(q, min_cap, SPSC_FIRST);
+}
+
+int
+zr__spsc_init_first(struct zr__spsc *q, size_t min_cap, size_t first_cap)
+{
+	size_t cap = 2, first = 2;
 
 	while (cap < min_cap)
 		cap *= 2;
-	first = cap < SPSC_FIRST ? cap : SPSC_FIRST;
+	while (first < first_cap && first < cap)
+		first *= 2;
 	q->cseg = spsc_seg_new(first);
 	if (q->cseg == NULL)
 		return -ENOMEM;
