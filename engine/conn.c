@@ -1097,40 +1097,25 @@ conn_outq_pop(struct zr__conn *c)
 	c->out_n--;
 }
 
-/* Room for n more octets of ciphertext after the used ones. */
+/*
+ * Room in c->tx_buf for n more octets after the used ones: a power of two
+ * from CONN_TX_KEEP on, so a stream's buffer settles after a few batches
+ * (CURVE's ciphertext, or the packed frames of a batch). Returns 0 or
+ * -ENOMEM (the buffer is then unchanged).
+ */
 static int
 conn_buf_room(struct zr__conn *c, size_t used, size_t n)
 {
-	size_t cap = c->tx_buf_cap ? c->tx_buf_cap : 4096;
+	size_t cap = c->tx_buf_cap > CONN_TX_KEEP ? c->tx_buf_cap : CONN_TX_KEEP;
 	uint8_t *p;
 
 	if (n <= c->tx_buf_cap - used)
 		return 0;
-	while (cap - used < n) {
+	while (cap < used || cap - used < n) {
 		if (cap > SIZE_MAX / 2)
 			return -ENOMEM;
 		cap *= 2;
 	}
-	p = realloc(c->tx_buf, cap);
-	if (p == NULL)
-		return -ENOMEM;
-	c->tx_buf = p;
-	c->tx_buf_cap = cap;
-	return 0;
-}
-
-/* Room for the packed frames of a batch: at least n octets, a power of two
- * from CONN_TX_KEEP on (so a stream's buffer settles after a few batches). */
-static int
-conn_pack_room(struct zr__conn *c, size_t n)
-{
-	size_t cap = CONN_TX_KEEP;
-	uint8_t *p;
-
-	if (n <= c->tx_buf_cap)
-		return 0;
-	while (cap < n)
-		cap *= 2;
 	p = realloc(c->tx_buf, cap);
 	if (p == NULL)
 		return -ENOMEM;
@@ -1236,7 +1221,8 @@ conn_tx_kick(struct zr__conn *c)
 		 * so a subscriber sent one message at a time (fan-out) packs into a
 		 * few dozen octets, not a malloc'd 16 KiB per batch. */
 		size_t pack_max = c->out_bytes < ZR__CONN_PACK ? c->out_bytes : ZR__CONN_PACK;
-		uint8_t *pack = c->out_n > 0 && conn_pack_room(c, pack_max) == 0 ? c->tx_buf : NULL;
+		uint8_t *pack =
+			c->out_n > 0 && conn_buf_room(c, 0, pack_max) == 0 ? c->tx_buf : NULL;
 		size_t packed = 0;
 		size_t pack_iov = SIZE_MAX;
 
