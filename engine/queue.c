@@ -104,9 +104,12 @@ spsc_grow(struct zr__spsc *q, size_t t)
 		return false;
 	q->pseg->end = t;
 	atomic_store_explicit(&q->pseg->next, n, memory_order_release);
-	/* Published by the release on tail that follows, with the slot. */
+	/* A release of its own (a plain store on x86): the consumer may read
+	 * this count before the tail that covers the new ring's first slot,
+	 * and must then see end and next too (ThreadSanitizer found the
+	 * relaxed version: end read unordered against this write). */
 	atomic_store_explicit(&q->links, atomic_load_explicit(&q->links, memory_order_relaxed) + 1,
-	                      memory_order_relaxed);
+	                      memory_order_release);
 	q->pseg = n;
 	q->pslots = n->slots;
 	q->pmask = cap - 1;
@@ -167,8 +170,10 @@ zr__spsc_peek(struct zr__spsc *q)
 
 	if (h == q->tail_cache) {
 		q->tail_cache = atomic_load_explicit(&q->tail, memory_order_acquire);
-		/* After the acquire: every link made before that tail (same line). */
-		q->links_seen = atomic_load_explicit(&q->links, memory_order_relaxed);
+		/* Every link made before that tail, maybe one after: acquire,
+		 * paired with the producer's release, so a link seen has its end
+		 * and next seen too. */
+		q->links_seen = atomic_load_explicit(&q->links, memory_order_acquire);
 		if (h == q->tail_cache)
 			return NULL;
 	}
