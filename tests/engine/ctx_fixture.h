@@ -3,7 +3,7 @@
  * CTX_SUITE(name, seconds) declares the Criterion suite; each test finds its
  * fresh context in `ctx`, and the context's end closes whatever sockets a
  * failed test left open. WAIT_MS is the receive/send timeout those tests
- * give their sockets.
+ * give their sockets (ctx_open).
  */
 #ifndef ZR_TESTS_ENGINE_CTX_FIXTURE_H
 #define ZR_TESTS_ENGINE_CTX_FIXTURE_H
@@ -11,6 +11,8 @@
 #include <criterion/criterion.h>
 
 #include <zring/zring.h>
+
+#include "sock_helpers.h"
 
 #define WAIT_MS 10000 /* generous: ASan and a loaded machine */
 
@@ -27,6 +29,20 @@ ctx_teardown(void)
 {
 	zr_ctx_free(ctx);
 	ctx = NULL;
+}
+
+/* A socket of the test's context that waits WAIT_MS at most and does not
+ * linger. */
+static inline zr_socket *
+ctx_open(int type)
+{
+	zr_socket *s;
+
+	cr_assert_eq(zr_socket_open(ctx, type, &s), 0);
+	sopt_int(s, ZR_RCVTIMEO, WAIT_MS);
+	sopt_int(s, ZR_SNDTIMEO, WAIT_MS);
+	sopt_int(s, ZR_LINGER, 0);
+	return s;
 }
 
 #define CTX_SUITE(name, seconds) \

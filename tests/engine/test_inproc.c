@@ -21,18 +21,6 @@
 
 CTX_SUITE(inproc, 60);
 
-static zr_socket *
-open_sock(int type)
-{
-	zr_socket *s;
-
-	cr_assert_eq(zr_socket_open(ctx, type, &s), 0);
-	sopt_int(s, ZR_RCVTIMEO, WAIT_MS);
-	sopt_int(s, ZR_SNDTIMEO, WAIT_MS);
-	sopt_int(s, ZR_LINGER, 0);
-	return s;
-}
-
 /* One message of n string frames, shared by msg_of and send_frames. */
 static zr_msg *
 msg_of_va(int n, va_list ap)
@@ -137,7 +125,7 @@ event_is(zr_socket *s, int type, const char *endpoint)
 
 Test(inproc, names_parse_and_last_endpoint_reports_them)
 {
-	zr_socket *a = open_sock(ZR_PAIR), *b = open_sock(ZR_PAIR);
+	zr_socket *a = ctx_open(ZR_PAIR), *b = ctx_open(ZR_PAIR);
 	char name[200], ep[256];
 	size_t len = sizeof ep;
 
@@ -160,7 +148,7 @@ Test(inproc, names_parse_and_last_endpoint_reports_them)
 
 Test(inproc, a_second_bind_of_a_name_is_eaddrinuse_until_the_first_goes)
 {
-	zr_socket *a = open_sock(ZR_PULL), *b = open_sock(ZR_PULL), *c = open_sock(ZR_PULL);
+	zr_socket *a = ctx_open(ZR_PULL), *b = ctx_open(ZR_PULL), *c = ctx_open(ZR_PULL);
 
 	cr_assert_eq(zr_bind(a, "inproc://taken"), 0);
 	cr_assert_eq(zr_bind(b, "inproc://taken"), -EADDRINUSE);
@@ -185,7 +173,7 @@ Test(inproc, a_second_bind_of_a_name_is_eaddrinuse_until_the_first_goes)
 
 Test(inproc, push_pull_in_order)
 {
-	zr_socket *push = open_sock(ZR_PUSH), *pull = open_sock(ZR_PULL);
+	zr_socket *push = ctx_open(ZR_PUSH), *pull = ctx_open(ZR_PULL);
 	char buf[32];
 
 	cr_assert_eq(zr_bind(pull, "inproc://pp"), 0);
@@ -207,7 +195,7 @@ Test(inproc, push_pull_in_order)
 Test(inproc, req_rep_round_trips_either_side_binding)
 {
 	for (int binds = 0; binds < 2; binds++) {
-		zr_socket *req = open_sock(ZR_REQ), *rep = open_sock(ZR_REP);
+		zr_socket *req = ctx_open(ZR_REQ), *rep = ctx_open(ZR_REP);
 		const char *ep = binds ? "inproc://rr1" : "inproc://rr0";
 
 		cr_assert_eq(zr_bind(binds ? req : rep, ep), 0);
@@ -230,8 +218,8 @@ Test(inproc, req_rep_round_trips_either_side_binding)
 
 Test(inproc, dealer_router_multipart_with_the_connecters_routing_id)
 {
-	zr_socket *router = open_sock(ZR_ROUTER), *d1 = open_sock(ZR_DEALER),
-		  *d2 = open_sock(ZR_DEALER);
+	zr_socket *router = ctx_open(ZR_ROUTER), *d1 = ctx_open(ZR_DEALER),
+		  *d2 = ctx_open(ZR_DEALER);
 
 	cr_assert_eq(zr_setsockopt(d1, ZR_ROUTING_ID, "D1", 2), 0);
 	cr_assert_eq(zr_bind(router, "inproc://dr"), 0);
@@ -283,7 +271,7 @@ Test(inproc, dealer_router_multipart_with_the_connecters_routing_id)
 
 Test(inproc, router_router_both_ids_as_a_handshake_gives)
 {
-	zr_socket *a = open_sock(ZR_ROUTER), *b = open_sock(ZR_ROUTER);
+	zr_socket *a = ctx_open(ZR_ROUTER), *b = ctx_open(ZR_ROUTER);
 
 	cr_assert_eq(zr_setsockopt(a, ZR_ROUTING_ID, "A", 1), 0);
 	cr_assert_eq(zr_setsockopt(b, ZR_ROUTING_ID, "B", 1), 0);
@@ -317,7 +305,7 @@ Test(inproc, router_router_both_ids_as_a_handshake_gives)
 
 Test(inproc, pair_both_ways_and_a_second_pair_is_refused)
 {
-	zr_socket *a = open_sock(ZR_PAIR), *b = open_sock(ZR_PAIR), *c = open_sock(ZR_PAIR);
+	zr_socket *a = ctx_open(ZR_PAIR), *b = ctx_open(ZR_PAIR), *c = ctx_open(ZR_PAIR);
 
 	cr_assert_eq(zr_bind(a, "inproc://pair"), 0);
 	cr_assert_eq(zr_connect(b, "inproc://pair"), 0);
@@ -336,7 +324,7 @@ Test(inproc, pair_both_ways_and_a_second_pair_is_refused)
  * subscriptions would reach the PULL's app as messages). */
 Test(inproc, an_incompatible_type_is_refused)
 {
-	zr_socket *pull = open_sock(ZR_PULL), *sub = open_sock(ZR_SUB), *push = open_sock(ZR_PUSH);
+	zr_socket *pull = ctx_open(ZR_PULL), *sub = ctx_open(ZR_SUB), *push = ctx_open(ZR_PUSH);
 
 	cr_assert_eq(zr_setsockopt(sub, ZR_SUBSCRIBE, "x", 1), 0);
 	cr_assert_eq(zr_bind(pull, "inproc://incompatible"), 0);
@@ -377,7 +365,7 @@ pub_until_received(zr_socket *pub, zr_socket *sub, const char *text)
 
 Test(inproc, pub_sub_filters_and_unsubscribes)
 {
-	zr_socket *pub = open_sock(ZR_PUB), *sub = open_sock(ZR_SUB), *sub2 = open_sock(ZR_SUB);
+	zr_socket *pub = ctx_open(ZR_PUB), *sub = ctx_open(ZR_SUB), *sub2 = ctx_open(ZR_SUB);
 
 	cr_assert_eq(zr_setsockopt(sub, ZR_SUBSCRIBE, "a", 1), 0);
 	cr_assert_eq(zr_setsockopt(sub2, ZR_SUBSCRIBE, "", 0), 0);
@@ -404,7 +392,7 @@ Test(inproc, pub_sub_filters_and_unsubscribes)
 
 Test(inproc, xpub_xsub_notices_and_messages_both_ways)
 {
-	zr_socket *xpub = open_sock(ZR_XPUB), *xsub = open_sock(ZR_XSUB);
+	zr_socket *xpub = ctx_open(ZR_XPUB), *xsub = ctx_open(ZR_XSUB);
 
 	cr_assert_eq(zr_bind(xpub, "inproc://x"), 0);
 	cr_assert_eq(zr_connect(xsub, "inproc://x"), 0);
@@ -430,7 +418,7 @@ Test(inproc, xpub_xsub_notices_and_messages_both_ways)
 
 Test(inproc, a_connect_before_the_bind_waits_and_keeps_what_was_sent)
 {
-	zr_socket *push = open_sock(ZR_PUSH), *pull = open_sock(ZR_PULL);
+	zr_socket *push = ctx_open(ZR_PUSH), *pull = ctx_open(ZR_PULL);
 
 	cr_assert_eq(zr_socket_monitor(push, ZR_EVENT_ALL), 0);
 	cr_assert_eq(zr_socket_monitor(pull, ZR_EVENT_ALL), 0);
@@ -448,8 +436,8 @@ Test(inproc, a_connect_before_the_bind_waits_and_keeps_what_was_sent)
  * pipes it made; a new binder of the name gets the new connects only. */
 Test(inproc, unbind_frees_the_name_and_keeps_the_pipes)
 {
-	zr_socket *pull = open_sock(ZR_PULL), *pull2 = open_sock(ZR_PULL);
-	zr_socket *push = open_sock(ZR_PUSH), *push2 = open_sock(ZR_PUSH);
+	zr_socket *pull = ctx_open(ZR_PULL), *pull2 = ctx_open(ZR_PULL);
+	zr_socket *push = ctx_open(ZR_PUSH), *push2 = ctx_open(ZR_PUSH);
 
 	cr_assert_eq(zr_socket_monitor(push, ZR_EVENT_ALL), 0);
 	cr_assert_eq(zr_socket_monitor(pull, ZR_EVENT_ALL), 0);
@@ -487,7 +475,7 @@ Test(inproc, unbind_frees_the_name_and_keeps_the_pipes)
 
 Test(inproc, closing_the_binder_disconnects_its_peers)
 {
-	zr_socket *rep = open_sock(ZR_REP), *req = open_sock(ZR_REQ);
+	zr_socket *rep = ctx_open(ZR_REP), *req = ctx_open(ZR_REQ);
 
 	cr_assert_eq(zr_socket_monitor(req, ZR_EVENT_ALL), 0);
 	cr_assert_eq(zr_bind(rep, "inproc://cb"), 0);
@@ -496,7 +484,7 @@ Test(inproc, closing_the_binder_disconnects_its_peers)
 	zr_socket_close(rep);
 	event_is(req, ZR_EVENT_DISCONNECTED, "inproc://cb");
 	/* The name is free again at once. */
-	rep = open_sock(ZR_REP);
+	rep = ctx_open(ZR_REP);
 	cr_assert_eq(zr_bind(rep, "inproc://cb"), 0);
 }
 
@@ -526,7 +514,7 @@ send_or_full(zr_socket *s, const void *p, size_t len)
  */
 Test(inproc, a_full_receiver_holds_the_sender_at_exactly_the_hwms)
 {
-	zr_socket *push = open_sock(ZR_PUSH), *pull = open_sock(ZR_PULL);
+	zr_socket *push = ctx_open(ZR_PUSH), *pull = ctx_open(ZR_PULL);
 	const int snd = 8, rcv = 16;
 	int sent = 0;
 	char buf[16];
@@ -561,7 +549,7 @@ Test(inproc, a_full_receiver_holds_the_sender_at_exactly_the_hwms)
  * of 1000 octets costs 1016 (its span). */
 Test(inproc, a_full_receiver_holds_the_sender_at_the_byte_budgets)
 {
-	zr_socket *push = open_sock(ZR_PUSH), *pull = open_sock(ZR_PULL);
+	zr_socket *push = ctx_open(ZR_PUSH), *pull = ctx_open(ZR_PULL);
 	const int64_t cost = 1016, sndbytes = 4 * cost, rcvbytes = 6 * cost;
 	static char body[1000];
 	int sent = 0;
@@ -602,7 +590,7 @@ Test(inproc, a_full_receiver_holds_the_sender_at_the_byte_budgets)
 /* PUB drops at the pipe's bound (libzmq), and never blocks. */
 Test(inproc, pub_drops_for_a_full_subscriber_and_does_not_block)
 {
-	zr_socket *pub = open_sock(ZR_PUB), *sub = open_sock(ZR_SUB);
+	zr_socket *pub = ctx_open(ZR_PUB), *sub = ctx_open(ZR_SUB);
 	int got = 0;
 	zr_msg *m;
 
@@ -635,7 +623,7 @@ Test(inproc, pub_drops_for_a_full_subscriber_and_does_not_block)
 
 Test(inproc, large_and_many_frame_messages_move_without_a_copy)
 {
-	zr_socket *push = open_sock(ZR_PUSH), *pull = open_sock(ZR_PULL);
+	zr_socket *push = ctx_open(ZR_PUSH), *pull = ctx_open(ZR_PULL);
 	size_t big = 4u << 20;
 	char *data = malloc(big);
 	zr_msg *m;
@@ -675,7 +663,7 @@ Test(inproc, large_and_many_frame_messages_move_without_a_copy)
  * message itself, the others get equal copies. */
 Test(inproc, pub_hands_its_message_to_the_last_subscriber_without_a_copy)
 {
-	zr_socket *pub = open_sock(ZR_PUB), *subs[3];
+	zr_socket *pub = ctx_open(ZR_PUB), *subs[3];
 	size_t big = 1u << 20;
 	char *data = malloc(big);
 	const void *sent_at;
@@ -686,7 +674,7 @@ Test(inproc, pub_hands_its_message_to_the_last_subscriber_without_a_copy)
 	memset(data, 'p', big);
 	cr_assert_eq(zr_bind(pub, "inproc://fanout"), 0);
 	for (int i = 0; i < 3; i++) {
-		subs[i] = open_sock(ZR_SUB);
+		subs[i] = ctx_open(ZR_SUB);
 		cr_assert_eq(zr_setsockopt(subs[i], ZR_SUBSCRIBE, "p", 1), 0);
 		cr_assert_eq(zr_connect(subs[i], "inproc://fanout"), 0);
 		pub_until_received(pub, subs[i], "p-sync");
@@ -714,8 +702,8 @@ Test(inproc, pub_hands_its_message_to_the_last_subscriber_without_a_copy)
 
 Test(inproc, closing_with_messages_in_flight_frees_them)
 {
-	zr_socket *push = open_sock(ZR_PUSH), *pull = open_sock(ZR_PULL);
-	zr_socket *pub = open_sock(ZR_PUB), *subs[3];
+	zr_socket *push = ctx_open(ZR_PUSH), *pull = ctx_open(ZR_PULL);
+	zr_socket *pub = ctx_open(ZR_PUB), *subs[3];
 
 	sopt_int(push, ZR_SNDHWM, 50);
 	sopt_int(pull, ZR_RCVHWM, 50);
@@ -732,7 +720,7 @@ Test(inproc, closing_with_messages_in_flight_frees_them)
 		;
 	cr_assert_eq(zr_bind(pub, "inproc://fan"), 0);
 	for (int i = 0; i < 3; i++) {
-		subs[i] = open_sock(ZR_SUB);
+		subs[i] = ctx_open(ZR_SUB);
 		sopt_int(subs[i], ZR_RCVHWM, 20);
 		cr_assert_eq(zr_setsockopt(subs[i], ZR_SUBSCRIBE, "", 0), 0);
 		cr_assert_eq(zr_connect(subs[i], "inproc://fan"), 0);
@@ -747,7 +735,7 @@ Test(inproc, closing_with_messages_in_flight_frees_them)
 
 Test(inproc, a_lingering_sender_delivers_what_the_receiver_reads_later)
 {
-	zr_socket *push = open_sock(ZR_PUSH), *pull = open_sock(ZR_PULL);
+	zr_socket *push = ctx_open(ZR_PUSH), *pull = ctx_open(ZR_PULL);
 
 	sopt_int(push, ZR_SNDHWM, 10);
 	sopt_int(pull, ZR_RCVHWM, 10);
@@ -792,7 +780,7 @@ receiver(void *arg)
 
 Test(inproc, two_threads_send_and_receive_at_once)
 {
-	zr_socket *push = open_sock(ZR_PUSH), *pull = open_sock(ZR_PULL);
+	zr_socket *push = ctx_open(ZR_PUSH), *pull = ctx_open(ZR_PULL);
 	pthread_t t;
 	void *bad;
 

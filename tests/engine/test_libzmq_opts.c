@@ -21,18 +21,6 @@
 
 CTX_SUITE(libzmq_opts, 90);
 
-static zr_socket *
-open_sock(int type)
-{
-	zr_socket *s;
-
-	cr_assert_eq(zr_socket_open(ctx, type, &s), 0);
-	sopt_int(s, ZR_RCVTIMEO, WAIT_MS);
-	sopt_int(s, ZR_SNDTIMEO, WAIT_MS);
-	sopt_int(s, ZR_LINGER, 0);
-	return s;
-}
-
 static int
 recv_num(zr_socket *s, int flags)
 {
@@ -73,7 +61,7 @@ recv_until(zr_socket *s, int last)
  * conflating, every send goes and the reader finds only the newest. */
 Test(libzmq_opts, conflate_receiver_keeps_the_newest)
 {
-	zr_socket *push = open_sock(ZR_PUSH), *pull = open_sock(ZR_PULL);
+	zr_socket *push = ctx_open(ZR_PUSH), *pull = ctx_open(ZR_PULL);
 	int got;
 
 	sopt_int(push, ZR_SNDHWM, 10);
@@ -98,7 +86,7 @@ Test(libzmq_opts, conflate_receiver_keeps_the_newest)
  * queue keeps one unsent message, the newest, and no send waits. */
 Test(libzmq_opts, conflate_sender_replaces_the_unsent)
 {
-	zr_socket *push = open_sock(ZR_PUSH), *pull = open_sock(ZR_PULL);
+	zr_socket *push = ctx_open(ZR_PUSH), *pull = ctx_open(ZR_PULL);
 	int got;
 
 	sopt_int(push, ZR_SNDHWM, 10);
@@ -118,7 +106,7 @@ Test(libzmq_opts, conflate_sender_replaces_the_unsent)
 /* Over tcp with a SUB conflating: a burst from the PUB ends as its last. */
 Test(libzmq_opts, conflate_sub_over_tcp)
 {
-	zr_socket *pub = open_sock(ZR_PUB), *sub = open_sock(ZR_SUB);
+	zr_socket *pub = ctx_open(ZR_PUB), *sub = ctx_open(ZR_SUB);
 	char ep[128];
 	int got;
 
@@ -188,7 +176,7 @@ Test(libzmq_opts, req_correlate_on_the_wire)
 {
 	char ep[64], a[64], b[64];
 	pid_t py = router_peer(ep, sizeof ep);
-	zr_socket *req = open_sock(ZR_REQ);
+	zr_socket *req = ctx_open(ZR_REQ);
 	uint32_t id1, id2;
 
 	sopt_int(req, ZR_REQ_CORRELATE, 1);
@@ -218,7 +206,7 @@ Test(libzmq_opts, req_without_correlate_has_no_id)
 {
 	char ep[64], a[64];
 	pid_t py = router_peer(ep, sizeof ep);
-	zr_socket *req = open_sock(ZR_REQ);
+	zr_socket *req = ctx_open(ZR_REQ);
 
 	cr_assert_eq(zr_connect(req, ep), 0);
 	cr_assert_eq(zr_send_bytes(req, "one", 3, 0), 0);
@@ -235,7 +223,7 @@ Test(libzmq_opts, req_relaxed_supersedes)
 {
 	char ep[64], a[64];
 	pid_t py = router_peer(ep, sizeof ep);
-	zr_socket *req = open_sock(ZR_REQ);
+	zr_socket *req = ctx_open(ZR_REQ);
 
 	sopt_int(req, ZR_REQ_RELAXED, 1);
 	sopt_int(req, ZR_REQ_CORRELATE, 1);
@@ -257,7 +245,7 @@ Test(libzmq_opts, req_relaxed_supersedes)
 Test(libzmq_opts, probe_router_both_ways)
 {
 	char ep[64], a[64];
-	zr_socket *router = open_sock(ZR_ROUTER), *dealer = open_sock(ZR_DEALER);
+	zr_socket *router = ctx_open(ZR_ROUTER), *dealer = ctx_open(ZR_DEALER);
 	pid_t py;
 	zr_msg *m;
 	size_t len;
@@ -276,7 +264,7 @@ Test(libzmq_opts, probe_router_both_ways)
 	zr_socket_close(router);
 
 	/* A zring ROUTER probes a pyzmq DEALER: it receives one empty frame. */
-	router = open_sock(ZR_ROUTER);
+	router = ctx_open(ZR_ROUTER);
 	sopt_int(router, ZR_PROBE_ROUTER, 1);
 	snprintf(ep, sizeof ep, "tcp://127.0.0.1:%u", free_tcp_port());
 	cr_assert_eq(zr_bind(router, ep), 0);
@@ -306,7 +294,7 @@ Test(libzmq_opts, probe_router_both_ways)
 Test(libzmq_opts, xpub_welcome_to_a_pyzmq_sub)
 {
 	char ep[64];
-	zr_socket *xpub = open_sock(ZR_XPUB);
+	zr_socket *xpub = ctx_open(ZR_XPUB);
 	pid_t py;
 	char buf[64];
 
@@ -337,7 +325,7 @@ Test(libzmq_opts, xpub_welcome_to_a_pyzmq_sub)
 
 Test(libzmq_opts, xpub_nodrop_is_pub_block)
 {
-	zr_socket *xpub = open_sock(ZR_XPUB), *sub = open_sock(ZR_SUB);
+	zr_socket *xpub = ctx_open(ZR_XPUB), *sub = ctx_open(ZR_SUB);
 	int v = -1, sent = 0;
 	size_t len = sizeof v;
 	char buf[8];
@@ -366,7 +354,7 @@ Test(libzmq_opts, xpub_nodrop_is_pub_block)
 
 Test(libzmq_opts, invert_matching_both_ends)
 {
-	zr_socket *pub = open_sock(ZR_PUB), *sub = open_sock(ZR_SUB);
+	zr_socket *pub = ctx_open(ZR_PUB), *sub = ctx_open(ZR_SUB);
 	char buf[16];
 	int n;
 
@@ -413,7 +401,7 @@ expect_notice(zr_socket *xpub, const char *topic)
 
 Test(libzmq_opts, xpub_manual_applies_what_the_app_confirms)
 {
-	zr_socket *xpub = open_sock(ZR_XPUB), *s1 = open_sock(ZR_SUB), *s2 = open_sock(ZR_SUB);
+	zr_socket *xpub = ctx_open(ZR_XPUB), *s1 = ctx_open(ZR_SUB), *s2 = ctx_open(ZR_SUB);
 	char buf[16];
 	int n;
 

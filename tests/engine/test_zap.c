@@ -355,19 +355,27 @@ wait_flag(atomic_int *f)
 	return false;
 }
 
+/* A PLAIN server PULL and a client PUSH ("slow") whose ZAP request the
+ * handler (started here) now holds unanswered. */
+static void
+held_client(zr_ctx *ctx, zr_socket **srv_s, zr_socket **slow)
+{
+	handler_start(ctx);
+	*srv_s = sock(ctx, ZR_PULL);
+	et_zopt_int(*srv_s, ZR_PLAIN_SERVER, 1);
+	*slow = sock(ctx, ZR_PUSH);
+	plain_client(*slow, "slow", "x");
+	link_up(*srv_s, *slow);
+	cr_assert(wait_flag(&H.held), "the handler never got the request");
+}
+
 Test(engine_zap, a_handler_holding_a_request_stalls_no_other_connection)
 {
 	zr_ctx *ctx = et_ctx_get(0);
 	zr_socket *srv_s, *slow, *pull, *push;
 	zr_msg *m = NULL;
 
-	handler_start(ctx);
-	srv_s = sock(ctx, ZR_PULL);
-	et_zopt_int(srv_s, ZR_PLAIN_SERVER, 1);
-	slow = sock(ctx, ZR_PUSH);
-	plain_client(slow, "slow", "x");
-	link_up(srv_s, slow);
-	cr_assert(wait_flag(&H.held), "the handler never got the request");
+	held_client(ctx, &srv_s, &slow);
 	cr_assert_eq(zr_send_bytes(slow, "late", 4, 0), 0); /* queued: not yet READY */
 
 	/* Meanwhile another connection of the same context (same io thread)
@@ -409,13 +417,7 @@ Test(engine_zap, a_client_leaving_while_its_request_waits_is_forgotten)
 	zr_socket *srv_s, *slow, *good;
 	struct zr_event ev;
 
-	handler_start(ctx);
-	srv_s = sock(ctx, ZR_PULL);
-	et_zopt_int(srv_s, ZR_PLAIN_SERVER, 1);
-	slow = sock(ctx, ZR_PUSH);
-	plain_client(slow, "slow", "x");
-	link_up(srv_s, slow);
-	cr_assert(wait_flag(&H.held));
+	held_client(ctx, &srv_s, &slow);
 	zr_socket_close(slow);
 	cr_assert(mon_wait(srv_s, ZR_EVENT_DISCONNECTED, &ev, WAIT_MS),
 	          "the server did not see the client go");
@@ -492,13 +494,7 @@ Test(engine_zap, a_handler_closing_refuses_what_it_held_and_a_new_one_takes_over
 	zr_socket *srv_s, *slow, *good;
 	struct zr_event ev;
 
-	handler_start(ctx);
-	srv_s = sock(ctx, ZR_PULL);
-	et_zopt_int(srv_s, ZR_PLAIN_SERVER, 1);
-	slow = sock(ctx, ZR_PUSH);
-	plain_client(slow, "slow", "x");
-	link_up(srv_s, slow);
-	cr_assert(wait_flag(&H.held));
+	held_client(ctx, &srv_s, &slow);
 	handler_stop(); /* closes the handler with the request unanswered */
 	cr_assert(mon_wait(srv_s, ZR_EVENT_HANDSHAKE_FAILED_AUTH, &ev, WAIT_MS),
 	          "the held handshake was not refused");

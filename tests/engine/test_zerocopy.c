@@ -42,18 +42,6 @@ wait_freed(struct freed *f, int want)
 	cr_assert_eq(atomic_load(&f->n), want);
 }
 
-static zr_socket *
-open_sock(int type)
-{
-	zr_socket *s;
-
-	cr_assert_eq(zr_socket_open(ctx, type, &s), 0);
-	sopt_int(s, ZR_RCVTIMEO, WAIT_MS);
-	sopt_int(s, ZR_SNDTIMEO, WAIT_MS);
-	sopt_int(s, ZR_LINGER, 0);
-	return s;
-}
-
 Test(zerocopy, new_data_is_the_callers_bytes)
 {
 	static char body[] = "not copied";
@@ -98,7 +86,7 @@ Test(zerocopy, freed_after_sent)
 {
 	static char body[50000];
 	struct freed f = {0}, g = {0};
-	zr_socket *push = open_sock(ZR_PUSH), *pull;
+	zr_socket *push = ctx_open(ZR_PUSH), *pull;
 	char ep[128];
 	zr_msg *m;
 	size_t len;
@@ -116,7 +104,7 @@ Test(zerocopy, freed_after_sent)
 	cr_assert_eq(zr_send(push, &m, ZR_DONTWAIT), 0);
 	cr_assert_eq(atomic_load(&f.n), 0, "freed before any peer could take it");
 	cr_assert_eq(atomic_load(&g.n), 0);
-	pull = open_sock(ZR_PULL);
+	pull = ctx_open(ZR_PULL);
 	cr_assert_eq(zr_bind(pull, ep), 0);
 	cr_assert_eq(zr_recv(pull, &m, 0), 0);
 	cr_assert(memcmp(zr_msg_frame(m, 0, &len), body, sizeof body) == 0);
@@ -136,7 +124,7 @@ Test(zerocopy, freed_after_sent)
  * its properties follow the message. */
 Test(zerocopy, recv_into_reuses)
 {
-	zr_socket *push = open_sock(ZR_PUSH), *pull = open_sock(ZR_PULL);
+	zr_socket *push = ctx_open(ZR_PUSH), *pull = ctx_open(ZR_PULL);
 	static char big[100000];
 	char ep[256];
 	zr_msg *in, *m;
@@ -181,7 +169,7 @@ Test(zerocopy, recv_into_reuses)
  * sender's bytes, which are freed when the receiver lets go. */
 Test(zerocopy, inproc_passes_the_bytes)
 {
-	zr_socket *push = open_sock(ZR_PUSH), *pull = open_sock(ZR_PULL);
+	zr_socket *push = ctx_open(ZR_PUSH), *pull = ctx_open(ZR_PULL);
 	static char body[4000];
 	struct freed f = {0};
 	zr_msg *m, *in;
