@@ -43,6 +43,12 @@
 #define CONN_MAX_CMD (32u * 1024u) /* fits c->in with room for a header */
 #define CONN_META_BLOCK 4096u      /* references to c->meta taken at once */
 #define CONN_TX_KEEP ((size_t)256) /* a drained connection keeps a tx_buf this small */
+/* The rest of a frame body this large is received straight into its
+ * message (conn_rx_arm), at most CONN_DIRECT_MAX at a time, with CONN_DIRECT_TAIL
+ * more octets into c->in in the same receive. */
+#define CONN_DIRECT_MIN ((size_t)32 * 1024)
+#define CONN_DIRECT_MAX ((size_t)1 << 30)
+#define CONN_DIRECT_TAIL ((size_t)4 * 1024)
 
 static zr__op_cb conn_connect_done, conn_rx_done, conn_tx_done, conn_tls_tx_done;
 static zr__timer_cb conn_timer_fired;
@@ -365,6 +371,33 @@ conn_rx_arm(struct zr__conn *c)
 			c->rx_armed = true;
 		return;
 	}
+	/* The rest of a large frame body goes straight into its message, and
+	 * only a little more into c->in (the next header, the start of the next
+	 * body): one receive, no copy of those bytes out of c->in (at 1 MiB that
+	 * copy was 17% of a receiver's samples, perf). */
+	if (c->in_len == 0 && c->rx_msg != NULL && c->state == ZR__CONN_ACTIVE) {
+		uint64_t left = zr_zmtp_body_left(&c->z);
+
+		/* Judged on the frame, not on what is left of it: with a
+		 * buffer's worth per read, reads that each end just past the next
+		 * header would leave a few octets to place, and the rest copied. */
+		if (left > 0 && c->rx_frame_big) {
+			c->rx_iov[0].iov_base = zr__msg_frame_tail(c->rx_msg);
+			c->rx_iov[0].iov_len =
+				left < CONN_DIRECT_MAX ? (size_t)left : CONN_DIRECT_MAX;
+			c->rx_iov[1].iov_base = c->in;
+			c->rx_iov[1].iov_len =
+				c->in_cap < CONN_DIRECT_TAIL ? c->in_cap : CONN_DIRECT_TAIL;
+			memset(&c->rx_mh, 0, sizeof c->rx_mh);
+			c->rx_mh.msg_iov = c->rx_iov;
+			c->rx_mh.msg_iovlen = 2;
+			if (zr__op_recvmsg(conn_loop(c), &c->rx_op, c->fd, &c->rx_mh, 0) == 0) {
+				c->rx_armed = true;
+				c->rx_direct = true;
+			}
+			return;
+		}
+	}
 	if (c->in_len == c->in_cap)
 		return; /* cannot happen: commands are bounded below in_cap */
 	if (zr__op_recv(conn_loop(c), &c->rx_op, c->fd, c->in + c->in_len, c->in_cap - c->in_len,
@@ -455,11 +488,15 @@ conn_frame(struct zr__conn *c, const struct zr_zmtp_event *ev)
 					return rc;
 			}
 		}
+		c->rx_frame_big = ev->frame_size >= CONN_DIRECT_MIN;
 		rc = zr__msg_frame_begin(c->rx_msg, (size_t)ev->frame_size);
 		if (rc < 0)
 			return rc;
 	}
-	zr__msg_frame_append(c->rx_msg, ev->data, ev->len);
+	if (ev->data == NULL && ev->len > 0)
+		zr__msg_frame_placed(c->rx_msg, ev->len); /* received in place (conn_placed) */
+	else
+		zr__msg_frame_append(c->rx_msg, ev->data, ev->len);
 	if ((ev->flags & ZR_ZMTP_FRAME_END) && !(ev->flags & ZR_ZMTP_MORE)) {
 		zr_msg *m = c->rx_msg;
 
@@ -852,14 +889,32 @@ conn_tls_input(struct zr__conn *c)
 	return 0;
 }
 
+/* n octets of a frame body landed in rx_msg itself (conn_rx_arm). Returns
+ * <0 on failure. */
+static int
+conn_placed(struct zr__conn *c, size_t n)
+{
+	struct zr_zmtp_event ev;
+	int rc = zr_zmtp_feed_placed(&c->z, n, &ev, zr__now_ms());
+
+	if (rc < 0)
+		return rc;
+	rc = conn_frame(c, &ev);
+	zr__sock_rx_flush(c->sock);
+	return rc < 0 ? rc : 0;
+}
+
 static void
 conn_rx_done(struct zr__op *op, int res, uint32_t flags)
 {
 	struct zr__conn *c = ZR_CONTAINER_OF(op, struct zr__conn, rx_op);
+	bool direct;
 	int rc;
 
 	(void)flags;
 	c->rx_armed = false;
+	direct = c->rx_direct;
+	c->rx_direct = false;
 	if (c->state == ZR__CONN_CLOSING) {
 		conn_teardown(c);
 		return;
@@ -915,6 +970,26 @@ conn_rx_done(struct zr__op *op, int res, uint32_t flags)
 			return;
 		}
 		conn_tls_pump(c); /* the handshake's answer; a batch it held back */
+	} else if (direct && (size_t)res <= c->rx_iov[0].iov_len) {
+		c->rx_total += (size_t)res;
+		rc = conn_placed(c, (size_t)res);
+		if (rc < 0) {
+			engine_conn_fail(c, rc);
+			return;
+		}
+	} else if (direct) {
+		/* The body's rest, and the next bytes into c->in (empty before). */
+		size_t placed = c->rx_iov[0].iov_len;
+
+		c->rx_total += (size_t)res;
+		c->in_len = (size_t)res - placed;
+		rc = conn_placed(c, placed);
+		if (rc == 0)
+			rc = conn_decode(c);
+		if (rc < 0) {
+			engine_conn_fail(c, rc);
+			return;
+		}
 	} else {
 		c->rx_total += (size_t)res;
 		c->in_len += (size_t)res;
@@ -1589,6 +1664,7 @@ conn_reset_buffers(struct zr__conn *c)
 {
 	zr_msg_free(c->rx_msg);
 	c->rx_msg = NULL;
+	c->rx_direct = false;
 	zr_msg_free(c->rx_ready);
 	c->rx_ready = NULL;
 	c->rx_paused = false;

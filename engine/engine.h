@@ -90,6 +90,10 @@ int zr__msg_reserve(zr_msg *m, size_t extra);
 int zr__msg_frame_begin(zr_msg *m, size_t size);
 /* Appends to the last frame. */
 void zr__msg_frame_append(zr_msg *m, const void *data, size_t len);
+/* Where the last frame's next bytes go (within what frame_begin reserved),
+ * and len of them put there by the caller (a receive straight into it). */
+uint8_t *zr__msg_frame_tail(zr_msg *m);
+void zr__msg_frame_placed(zr_msg *m, size_t len);
 /* Drops the first n frames (their bytes stay; the view moves). */
 void zr__msg_drop_front(zr_msg *m, uint32_t n);
 /* Prepends a frame (used for routing ids). */
@@ -289,6 +293,10 @@ struct zr__conn {
 	size_t in_norm; /* in_cap between large items: ZR__CONN_RX_FIRST, doubling */
 	bool in_full;   /* the last read filled c->in: worth a larger one */
 	bool rx_armed, rx_paused;
+	bool rx_direct;    /* the receive in flight scatters: rx_msg's frame, then in */
+	bool rx_frame_big; /* the frame in assembly is large: its rest goes direct */
+	struct iovec rx_iov[2];
+	struct msghdr rx_mh;
 	zr_msg *rx_msg;   /* in assembly */
 	zr_msg *rx_ready; /* complete, waiting for room in the socket's queue */
 

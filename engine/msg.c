@@ -402,6 +402,19 @@ zr__msg_frame_append(zr_msg *m, const void *data, size_t len)
 	m->frames[m->nframes - 1].len += len;
 }
 
+uint8_t *
+zr__msg_frame_tail(zr_msg *m)
+{
+	return m->data + m->len;
+}
+
+void
+zr__msg_frame_placed(zr_msg *m, size_t len)
+{
+	m->len += len;
+	m->frames[m->nframes - 1].len += len;
+}
+
 /* see zring.h */
 int
 zr_msg_add(zr_msg *m, const void *data, size_t len)

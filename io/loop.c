@@ -501,6 +501,18 @@ zr__op_recv(struct zr__loop *l, struct zr__op *op, int fd, void *buf, size_t len
 }
 
 int
+zr__op_recvmsg(struct zr__loop *l, struct zr__op *op, int fd, struct msghdr *msg, int flags)
+{
+	struct io_uring_sqe *sqe = loop_sqe(l);
+
+	if (sqe == NULL)
+		return -EBUSY;
+	io_uring_prep_recvmsg(sqe, fd, msg, (unsigned)flags);
+	loop_track(l, op, sqe);
+	return 0;
+}
+
+int
 zr__op_sendmsg(struct zr__loop *l, struct zr__op *op, int fd, const struct msghdr *msg, int flags)
 {
 	struct io_uring_sqe *sqe = loop_sqe(l);

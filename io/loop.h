@@ -132,6 +132,9 @@ void zr__timer_stop(struct zr__loop *l, struct zr__timer *t);
 /* ---- operations: each returns 0 or -errno (-EBUSY: the ring is full) ---- */
 
 int zr__op_recv(struct zr__loop *l, struct zr__op *op, int fd, void *buf, size_t len, int flags);
+/* A scattering receive: msg (and its iovecs) stay the caller's until the
+ * completion. */
+int zr__op_recvmsg(struct zr__loop *l, struct zr__op *op, int fd, struct msghdr *msg, int flags);
 int zr__op_sendmsg(struct zr__loop *l, struct zr__op *op, int fd, const struct msghdr *msg,
                    int flags);
 /* Multishot accept: one callback per accepted connection (res = the new fd). */

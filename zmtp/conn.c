@@ -1040,6 +1040,41 @@ zr_zmtp_feed(struct zr_zmtp *z, uint8_t *buf, size_t len, size_t *consumed,
 }
 
 /* see zmtp.h */
+uint64_t
+zr_zmtp_body_left(const struct zr_zmtp *z)
+{
+	if (z->err || z->state != ZR_ZMTP_TRAFFIC || zr_zmtp_encrypts(z) || z->auth_wait ||
+	    z->unconsumed > 0)
+		return 0;
+	return zr_zmtp_dec_body_left(&z->dec);
+}
+
+/* see zmtp.h */
+int
+zr_zmtp_feed_placed(struct zr_zmtp *z, size_t n, struct zr_zmtp_event *ev, uint64_t now_ms)
+{
+	struct zr_zmtp_frame f;
+	int rc;
+
+	if (z->err)
+		return z->err;
+	if (n == 0 || n > zr_zmtp_body_left(z))
+		return -EINVAL;
+	rc = zr_zmtp_dec_placed(&z->dec, n, &f);
+	if (rc < 0)
+		return codec_fail(z, rc);
+	z->last_rx = now_ms;
+	z->ping_deadline = CONN_NEVER;
+	memset(ev, 0, sizeof *ev);
+	ev->type = ZR_ZMTP_EV_FRAME;
+	ev->len = f.len;
+	ev->frame_size = f.size;
+	ev->offset = f.offset;
+	ev->flags = f.flags & (ZR_ZMTP_MORE | ZR_ZMTP_FRAME_END);
+	return ZR_OK;
+}
+
+/* see zmtp.h */
 size_t
 zr_zmtp_want(const struct zr_zmtp *z, const uint8_t *buf, size_t len)
 {

@@ -219,6 +219,27 @@ zr_zmtp_dec_feed(struct zr_zmtp_dec *d, const uint8_t *buf, size_t len, size_t *
 }
 
 /* see zmtp.h */
+uint64_t
+zr_zmtp_dec_body_left(const struct zr_zmtp_dec *d)
+{
+	if (d->err || d->state != ZR__ZMTP_DEC_BODY || d->body_off == 0)
+		return 0;
+	return d->body_size - d->body_off;
+}
+
+/* see zmtp.h */
+int
+zr_zmtp_dec_placed(struct zr_zmtp_dec *d, size_t n, struct zr_zmtp_frame *f)
+{
+	if (d->err)
+		return d->err;
+	if (n == 0 || n > zr_zmtp_dec_body_left(d))
+		return -EINVAL;
+	(void)dec_body_piece(d, NULL, n, f);
+	return ZR_OK;
+}
+
+/* see zmtp.h */
 size_t
 zr_zmtp_dec_want(const struct zr_zmtp_dec *d, const uint8_t *buf, size_t len)
 {

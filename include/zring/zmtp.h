@@ -231,6 +231,22 @@ ZR_API int zr_zmtp_dec_feed(struct zr_zmtp_dec *d, const uint8_t *buf, size_t le
  * needs at least to make progress (1 while in a message body). */
 ZR_API size_t zr_zmtp_dec_want(const struct zr_zmtp_dec *d, const uint8_t *buf, size_t len);
 
+/*
+ * Direct placement of a large body. Once the first piece of a message
+ * frame's body has been handed out and more is to come, the caller may
+ * receive the rest straight into its own copy of the frame instead of
+ * presenting it in buf (saving one copy of every body byte):
+ * zr_zmtp_dec_body_left says how many body octets are still to come (0 when
+ * the decoder is not inside such a body, or none of it was handed out yet),
+ * and zr_zmtp_dec_placed(d, n, f) takes n <= that many as if they had been
+ * fed: *f is the piece (data NULL: the bytes are where the caller put
+ * them), ZR_ZMTP_FRAME_END on the last one. Only while buf holds nothing
+ * unconsumed: the placed octets are the next ones of the stream. Returns
+ * ZR_OK, the sticky error, or -EINVAL (n is 0 or more than is left).
+ */
+ZR_API uint64_t zr_zmtp_dec_body_left(const struct zr_zmtp_dec *d);
+ZR_API int zr_zmtp_dec_placed(struct zr_zmtp_dec *d, size_t n, struct zr_zmtp_frame *f);
+
 /* ---------------------------------------------------------------------- */
 /* Commands (RFC 23 "Commands", RFC 24, RFC 37). */
 
@@ -595,6 +611,20 @@ ZR_API int zr_zmtp_feed(struct zr_zmtp *z, uint8_t *buf, size_t len, size_t *con
 
 /* How many contiguous bytes the next feed needs at least (see the contract). */
 ZR_API size_t zr_zmtp_want(const struct zr_zmtp *z, const uint8_t *buf, size_t len);
+
+/*
+ * Direct placement (see zr_zmtp_dec_placed) at the connection level: in
+ * traffic without encryption (a CURVE box is opened whole), the octets of
+ * the current message frame's body still to come once its first piece was
+ * handed out (0 otherwise), and n <= that many of them taken as if fed: *ev
+ * is their ZR_ZMTP_EV_FRAME piece with data NULL. They count as traffic for
+ * the heartbeat. Only while nothing fed is left unconsumed. Returns ZR_OK,
+ * the connection's sticky error, or -EINVAL (n is 0 or more than is left:
+ * the caller's bug, not the peer's; nothing changes).
+ */
+ZR_API uint64_t zr_zmtp_body_left(const struct zr_zmtp *z);
+ZR_API int zr_zmtp_feed_placed(struct zr_zmtp *z, size_t n, struct zr_zmtp_event *ev,
+                               uint64_t now_ms);
 
 /*
  * Outgoing frames in traffic. Under NULL and PLAIN a frame goes on the wire

@@ -416,6 +416,48 @@ Test(zmtp_conn, delivers_ready_and_a_message_that_arrive_in_one_chunk)
 	free(z);
 }
 
+/* Direct placement at the connection level: after the body's first piece
+ * the rest may be placed by the caller; it is traffic for the heartbeat and
+ * comes out as the same frame event with data NULL. Before traffic, or with
+ * unconsumed bytes in hand, there is nothing to place. */
+Test(zmtp_conn, takes_a_body_rest_the_caller_placed)
+{
+	struct zr_zmtp_config c = cfg_null(ZR_PULL);
+	struct zr_zmtp *z = conn_new(&c, 0);
+	struct zr_zmtp_event ev;
+	struct zt_run r = {0};
+	uint8_t piece[] = "\x00\x0a" "abcd";
+	size_t used;
+
+	cr_assert_eq(zr_zmtp_body_left(z), 0, "before the greeting");
+	FEED(z, 1, G_NULL_31, &r);
+	FEED(z, 2, READY_PUSH, &r);
+	cr_assert_eq(zr_zmtp_body_left(z), 0, "in traffic, no body begun");
+	cr_assert_eq(zr_zmtp_feed_placed(z, 1, &ev, 3), -EINVAL);
+	cr_assert_eq(zr_zmtp_feed(z, piece, 2, &used, &ev, 3), ZR_NEED_MORE);
+	cr_assert_eq(used, 2);
+	cr_assert_eq(zr_zmtp_body_left(z), 0, "a header alone: no piece handed out yet");
+	cr_assert_eq(zr_zmtp_feed(z, piece + 2, 4, &used, &ev, 3), ZR_OK);
+	cr_assert_eq(used, 4);
+	cr_assert_eq(ev.type, ZR_ZMTP_EV_FRAME);
+	cr_assert_eq(ev.len, 4);
+	cr_assert_eq(zr_zmtp_body_left(z), 6);
+	cr_assert_eq(zr_zmtp_feed_placed(z, 7, &ev, 4), -EINVAL);
+	cr_assert_eq(zr_zmtp_error(z), 0, "a caller's mistake does not fail the connection");
+	cr_assert_eq(zr_zmtp_feed_placed(z, 6, &ev, 4), ZR_OK);
+	cr_assert_eq(ev.type, ZR_ZMTP_EV_FRAME);
+	cr_assert_null(ev.data);
+	cr_assert_eq(ev.len, 6);
+	cr_assert_eq(ev.offset, 4);
+	cr_assert_eq(ev.frame_size, 10);
+	cr_assert_eq(ev.flags, ZR_ZMTP_FRAME_END);
+	cr_assert_eq(zr_zmtp_body_left(z), 0);
+	cr_assert_eq(FEED(z, 5, "\x00\x01" "z", &r), ZR_NEED_MORE);
+	FRAME_IS(&r.ev[r.nev - 1], 0, "z");
+	zt_run_free(&r);
+	free(z);
+}
+
 /* ---------------------------------------------------------------- */
 /* PLAIN transcripts. */
 
