@@ -13,7 +13,9 @@
  * The stream is decoded twice: one-shot (all bytes presented at once) and
  * chunked (bytes appended in pieces whose sizes come from the seed, the
  * unconsumed rest kept and re-presented, as the input contract requires).
- * Both runs write a normalised log (frames joined from their pieces, the
+ * The chunked run now and then places a body's rest itself
+ * (zr_zmtp_dec_placed) instead of feeding it, as a connection receiving
+ * straight into its message does. Both runs write a normalised log (frames joined from their pieces, the
  * error and where it happened, how much was consumed in the end); the logs
  * must be identical. Along the way every piece is checked against the
  * contract (spans inside the consumed bytes, offsets contiguous, sizes within
@@ -21,6 +23,8 @@
  * for too many only at exactly that many, FRAME_END exactly at the end, want
  * bounded) and every byte of every piece is read.
  */
+#include <errno.h>
+
 #include <zring/zmtp.h>
 
 #include "fuzz_common.h"
@@ -112,8 +116,9 @@ frame_on_command(struct frame_run *r, const struct zr_zmtp_frame *f, size_t cons
 	}
 }
 
+/* placed: the octets are the caller's own (frame_run_place), not in r->in. */
 static void
-frame_on_piece(struct frame_run *r, const struct zr_zmtp_frame *f, size_t consumed)
+frame_on_piece(struct frame_run *r, const struct zr_zmtp_frame *f, size_t consumed, bool placed)
 {
 	unsigned more = f->flags & ZR_ZMTP_MORE;
 
@@ -122,7 +127,7 @@ frame_on_piece(struct frame_run *r, const struct zr_zmtp_frame *f, size_t consum
 	FZ_CHECK(f->size <= r->max_msg);
 	FZ_CHECK(f->len > 0 || f->size == 0);
 	FZ_CHECK(((f->flags & ZR_ZMTP_FRAME_END) != 0) == (f->offset + f->len == f->size));
-	FZ_CHECK(fz_within(f->data, f->len, r->in.p, consumed));
+	FZ_CHECK(placed || fz_within(f->data, f->len, r->in.p, consumed));
 	if (r->in_frame) {
 		FZ_CHECK(f->offset == r->cur.len && f->size == r->cur_size && more == r->cur_flags);
 	} else {
@@ -218,12 +223,43 @@ frame_run_pump(struct frame_run *r)
 		if (f.flags & ZR_ZMTP_COMMAND)
 			frame_on_command(r, &f, consumed);
 		else
-			frame_on_piece(r, &f, consumed);
+			frame_on_piece(r, &f, consumed, false);
 		r->zero_progress = consumed == 0 ? r->zero_progress + 1 : 0;
 		FZ_CHECK(r->zero_progress < 4); /* an event loop that never consumes */
 		r->consumed_total += consumed;
 		fz_buf_drop(&r->in, consumed);
 	}
+}
+
+/*
+ * As a connection receiving a large body straight into its message does:
+ * with nothing buffered, up to n octets of the body begun are placed by the
+ * caller (zr_zmtp_dec_placed) instead of fed. Returns how many (0: no body
+ * begun, or input buffered).
+ */
+static size_t
+frame_run_place(struct frame_run *r, const uint8_t *p, size_t n)
+{
+	uint64_t left = zr_zmtp_dec_body_left(&r->dec);
+	struct zr_zmtp_frame f;
+
+	if (r->err != 0) {
+		FZ_CHECK(left == 0);
+		return 0;
+	}
+	if (left == 0 || r->in.len > 0)
+		return 0;
+	FZ_CHECK(r->in_frame && left <= r->cur_size - r->cur.len);
+	if (n > left)
+		n = (size_t)left;
+	FZ_CHECK(zr_zmtp_dec_placed(&r->dec, (size_t)left + 1, &f) == -EINVAL);
+	memset(&f, 0xa5, sizeof f);
+	FZ_CHECK(zr_zmtp_dec_placed(&r->dec, n, &f) == ZR_OK);
+	FZ_CHECK(f.data == NULL && f.len == n);
+	f.data = p;
+	frame_on_piece(r, &f, 0, true);
+	r->consumed_total += n;
+	return n;
 }
 
 static void
@@ -243,7 +279,7 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct frame_run one, chunked;
-	struct fz_rng rng;
+	struct fz_rng rng, place;
 	const uint8_t *stream;
 	size_t len, off;
 	bool bytewise;
@@ -261,9 +297,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	frame_run_init(&chunked, data[0], data[1]);
 	fz_rng_init(&rng, data[1]);
+	fz_rng_init(&place, data[1] ^ 0x5au);
 	for (off = 0; off < len;) {
 		size_t n = bytewise ? 1 : fz_chunk_len(&rng, len - off);
 
+		if ((fz_rng_next(&place) & 3) == 0) {
+			size_t k = frame_run_place(&chunked, stream + off, n);
+
+			off += k;
+			n -= k;
+			if (n == 0)
+				continue;
+		}
 		fz_buf_append(&chunked.in, stream + off, n);
 		off += n;
 		frame_run_pump(&chunked);
