@@ -14,9 +14,9 @@
 #include "sock_helpers.h"
 #include <zring/zring.h>
 
-/* Frame sizes around the packing threshold (256) and the iovec / batch
- * limits; 0 for empty frames. */
-static const size_t pack_sizes[] = {1, 0, 255, 256, 257, 5, 70000, 2, 64, 4096, 0, 3};
+/* Frame sizes around the packing threshold (ZR__CONN_SMALL_FRAME, 1024) and
+ * the iovec / batch limits; 0 for empty frames. */
+static const size_t pack_sizes[] = {1, 0, 1023, 1024, 1025, 5, 70000, 2, 64, 4096, 0, 3, 256};
 #define PACK_NFRAMES (sizeof pack_sizes / sizeof pack_sizes[0])
 #define PACK_MESSAGES 600
 
