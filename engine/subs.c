@@ -14,15 +14,16 @@
  * per-trie random key, so a peer cannot aim its topics at one slot. A
  * message matches a subscription when the subscription is a prefix of its
  * frame 0; when the topics held have few distinct lengths (up to
- * ZR__SUBS_IX_LENS, "" included), collect and match look up each of those
- * prefixes of the frame instead of walking the trie: the walk's dependent
+ * ZR__SUBS_IX_LENS, "" included) and none is longer than IX_LEN_MAX, collect
+ * and match look up each of those prefixes of the frame (one SipHash pass
+ * over the longest) instead of walking the trie: the walk's dependent
  * misses (node, child array, child, per level: a publisher with 10,000
  * topics spent ~42% of its time there, its subscribers ~37% in match)
  * become one or two. A node with holders keeps its identity (a split keeps
  * the holders' node; prune only merges or removes nodes without holders),
  * so the index only changes when a node gets its first holder or loses
- * its last. More distinct lengths, or an allocation failure, and the walk
- * answers instead: same results, every time.
+ * its last. More distinct lengths, a longer topic, or an allocation
+ * failure, and the walk answers instead: same results, every time.
  *
  * What one distinct topic of length L can cost, with glibc's 16-octet
  * chunks (8 of header): its holder (64) + a leaf node (48) + a split node
@@ -436,6 +437,11 @@ struct zr__subs_slot {
 
 /* A topic this short is its own key: a hit needs no check. */
 #define SHORT_MAX 7
+/* The longest topic collect and match look up: the index's cost on a
+ * message is one SipHash pass over at most this much of it plus a finish
+ * per length, which a walk might have ended at its first octet. A topic
+ * held that is longer (lens_long) makes them walk. */
+#define IX_LEN_MAX 64
 /* Any long topic's key, for ix_slot: it finds a long topic's slot by ref. */
 #define KEY_LONG ((uint64_t)255 << 56)
 #define IX_MIN 4 /* slots: the smallest table */
@@ -446,23 +452,60 @@ rotl(uint64_t x, int b)
 	return (x << b) | (x >> (64 - b));
 }
 
+/* SipHash's state, in steps: a collect hashes its prefixes in one pass,
+ * finishing a copy of the state at each length (sip_finish). */
+struct sip {
+	uint64_t v0, v1, v2, v3;
+};
+
 static inline void
-sip_round(uint64_t *v0, uint64_t *v1, uint64_t *v2, uint64_t *v3)
+sip_round(struct sip *s)
 {
-	*v0 += *v1;
-	*v1 = rotl(*v1, 13);
-	*v1 ^= *v0;
-	*v0 = rotl(*v0, 32);
-	*v2 += *v3;
-	*v3 = rotl(*v3, 16);
-	*v3 ^= *v2;
-	*v0 += *v3;
-	*v3 = rotl(*v3, 21);
-	*v3 ^= *v0;
-	*v2 += *v1;
-	*v1 = rotl(*v1, 17);
-	*v1 ^= *v2;
-	*v2 = rotl(*v2, 32);
+	s->v0 += s->v1;
+	s->v1 = rotl(s->v1, 13);
+	s->v1 ^= s->v0;
+	s->v0 = rotl(s->v0, 32);
+	s->v2 += s->v3;
+	s->v3 = rotl(s->v3, 16);
+	s->v3 ^= s->v2;
+	s->v0 += s->v3;
+	s->v3 = rotl(s->v3, 21);
+	s->v3 ^= s->v0;
+	s->v2 += s->v1;
+	s->v1 = rotl(s->v1, 17);
+	s->v1 ^= s->v2;
+	s->v2 = rotl(s->v2, 32);
+}
+
+static inline void
+sip_init(struct sip *s, const uint64_t key[2])
+{
+	s->v0 = key[0] ^ 0x736f6d6570736575ull;
+	s->v1 = key[1] ^ 0x646f72616e646f6dull;
+	s->v2 = key[0] ^ 0x6c7967656e657261ull;
+	s->v3 = key[1] ^ 0x7465646279746573ull;
+}
+
+/* SipHash-2-4's compression of one 8-octet word. */
+static inline void
+sip_word(struct sip *s, uint64_t m)
+{
+	s->v3 ^= m;
+	sip_round(s);
+	sip_round(s);
+	s->v0 ^= m;
+}
+
+/* The hash, from a copy of the state and the final word (the message's
+ * length in the top octet over its last len % 8 octets). */
+static inline uint64_t
+sip_finish(struct sip s, uint64_t last)
+{
+	sip_word(&s, last);
+	s.v2 ^= 0xff;
+	for (int r = 0; r < 4; r++)
+		sip_round(&s);
+	return s.v0 ^ s.v1 ^ s.v2 ^ s.v3;
 }
 
 static inline uint64_t
@@ -488,34 +531,29 @@ tail_word(const uint8_t *p, size_t n)
 	return b;
 }
 
-/* SipHash-2-4 of len octets at p; *last gets its final block (the length in
- * the top octet, the tail below: for len <= SHORT_MAX, the whole message). */
+/* The final word of a message of len octets whose whole words s has
+ * taken (*done octets, advanced here): for len <= SHORT_MAX, the message. */
+static inline uint64_t
+sip_take(struct sip *s, const uint8_t *p, size_t len, size_t *done)
+{
+	size_t i = *done;
+
+	for (; len - i >= 8; i += 8)
+		sip_word(s, le64(p + i));
+	*done = i;
+	return (uint64_t)len << 56 | tail_word(p + i, len - i);
+}
+
+/* SipHash-2-4 of len octets at p; *last gets its final word. */
 static inline uint64_t
 sip24(const uint64_t key[2], const uint8_t *p, size_t len, uint64_t *last)
 {
-	uint64_t v0 = key[0] ^ 0x736f6d6570736575ull, v1 = key[1] ^ 0x646f72616e646f6dull;
-	uint64_t v2 = key[0] ^ 0x6c7967656e657261ull, v3 = key[1] ^ 0x7465646279746573ull;
-	size_t i = 0;
-	uint64_t b;
+	struct sip s;
+	size_t done = 0;
 
-	for (; len - i >= 8; i += 8) {
-		uint64_t m = le64(p + i);
-
-		v3 ^= m;
-		sip_round(&v0, &v1, &v2, &v3);
-		sip_round(&v0, &v1, &v2, &v3);
-		v0 ^= m;
-	}
-	b = (uint64_t)len << 56 | tail_word(p + i, len - i);
-	*last = b;
-	v3 ^= b;
-	sip_round(&v0, &v1, &v2, &v3);
-	sip_round(&v0, &v1, &v2, &v3);
-	v0 ^= b;
-	v2 ^= 0xff;
-	for (int r = 0; r < 4; r++)
-		sip_round(&v0, &v1, &v2, &v3);
-	return v0 ^ v1 ^ v2 ^ v3;
+	sip_init(&s, key);
+	*last = sip_take(&s, p, len, &done);
+	return sip_finish(s, *last);
 }
 
 uint64_t
@@ -546,15 +584,23 @@ struct ix_probe {
 	uint32_t home;
 };
 
+/* The probe from a topic's hash h and final word last. */
 static inline struct ix_probe
-ix_probe(const struct zr__subs *t, const uint8_t *p, size_t len)
+probe_of(uint64_t h, uint64_t last, size_t len)
 {
 	struct ix_probe q;
-	uint64_t last, h = sip24(t->ix_key, p, len, &last);
 
 	q.home = (uint32_t)(h >> 32);
 	q.key = len <= SHORT_MAX ? last : (uint64_t)(len < 255 ? len : 255) << 56 | q.home;
 	return q;
+}
+
+static inline struct ix_probe
+ix_probe(const struct zr__subs *t, const uint8_t *p, size_t len)
+{
+	uint64_t last, h = sip24(t->ix_key, p, len, &last);
+
+	return probe_of(h, last, len);
 }
 
 /* A slot's home from its key alone (a move or a resize): a short topic's is
@@ -610,17 +656,21 @@ ref_hold(uintptr_t ref)
 	return (const struct zr__subs_hold *)ref; /* NOLINT(performance-no-int-to-ptr) */
 }
 
-/* The ref of the slot of the len (> 0) octets at p, or 0: the topic is
- * not held. The table keeps an empty slot, so the probe ends. */
-static uintptr_t
-ix_find(const struct zr__subs *t, const uint8_t *p, size_t len)
+static inline struct zr__subs_owner *
+ref_owner(uintptr_t ref)
 {
-	struct ix_probe q;
+	return (struct zr__subs_owner *)(ref - REF_OWNER); /* NOLINT(performance-no-int-to-ptr) */
+}
+
+/* The ref of the slot of the len (> 0) octets at p, probe q, or 0: the
+ * topic is not held. The table keeps an empty slot, so the probe ends. */
+static inline uintptr_t
+ix_lookup(const struct zr__subs *t, struct ix_probe q, const uint8_t *p, size_t len)
+{
 	size_t mask = t->ix_cap - 1;
 
 	if (t->ix_cap == 0)
 		return 0;
-	q = ix_probe(t, p, len);
 	for (size_t i = q.home & mask;; i = (i + 1) & mask) {
 		const struct zr__subs_slot *s = &t->ix[i];
 
@@ -631,6 +681,24 @@ ix_find(const struct zr__subs *t, const uint8_t *p, size_t len)
 		    (len <= SHORT_MAX || topic_is(ref_hold(s->ref)->node, p, len)))
 			return s->ref;
 	}
+}
+
+static uintptr_t
+ix_find(const struct zr__subs *t, const uint8_t *p, size_t len)
+{
+	return t->ix_cap > 0 ? ix_lookup(t, ix_probe(t, p, len), p, len) : 0;
+}
+
+/* ix_find of data's prefix of len octets, for the lengths held in
+ * ascending order: s has taken *done octets of data, so the prefixes cost
+ * one pass over the longest and a finish each. */
+static inline uintptr_t
+ix_find_prefix(const struct zr__subs *t, struct sip *s, size_t *done, const uint8_t *data,
+               size_t len)
+{
+	uint64_t last = sip_take(s, data, len, done);
+
+	return ix_lookup(t, probe_of(sip_finish(*s, last), last, len), data, len);
 }
 
 /* What n's slot holds (n has holders; key: its topic's). */
@@ -649,7 +717,7 @@ node_ref(const struct zr__subs_node *n, uint64_t key)
 static inline bool
 ix_ready(const struct zr__subs *t)
 {
-	return t->lens_other == 0 && !t->ix_lost;
+	return t->lens_other == 0 && t->lens_long == 0 && !t->ix_lost;
 }
 
 static void
@@ -710,7 +778,7 @@ ix_lose(struct zr__subs *t)
 static uint64_t
 node_find_key(const struct zr__subs_node *n, size_t depth)
 {
-	uint8_t b[SHORT_MAX];
+	uint8_t b[SHORT_MAX] = {0}; /* every octet written: the labels add up to depth */
 	size_t at = depth;
 
 	if (depth > SHORT_MAX)
@@ -844,8 +912,9 @@ ix_erase(struct zr__subs *t, uint64_t key, uintptr_t old, uint32_t home)
 		(void)ix_resize(t, t->ix_cap / 2); /* failing, it stays larger */
 }
 
-/* The distinct lengths held, counted; see subs.h. A length with no room is
- * counted in lens_other; a topic removed is taken from its length's count
+/* The distinct lengths held, counted; see subs.h. A topic longer than
+ * IX_LEN_MAX is counted in lens_long (exactly); a length with no room in
+ * lens, in lens_other; a topic removed is taken from its length's count
  * when lens has it, else from lens_other. So lens_n[k] never exceeds the
  * topics of length lens[k] held, and lens_other == 0 means that every
  * topic held has its length in lens. */
@@ -854,6 +923,10 @@ lens_add(struct zr__subs *t, size_t len)
 {
 	size_t k;
 
+	if (len > IX_LEN_MAX) {
+		t->lens_long++;
+		return;
+	}
 	for (k = 0; k < t->nlens; k++) {
 		if (t->lens[k] == len) {
 			t->lens_n[k]++;
@@ -886,6 +959,7 @@ lens_recount(struct zr__subs *t)
 
 	t->nlens = 0;
 	t->lens_other = 0;
+	t->lens_long = 0;
 	t->lens_wait = 0;
 	for (struct zr__subs_node *n = t->root; n != NULL; n = preorder_next(t, n, &depth)) {
 		if (n->holders != NULL)
@@ -903,6 +977,10 @@ lens_stale(const struct zr__subs *t)
 static void
 lens_del(struct zr__subs *t, size_t len)
 {
+	if (len > IX_LEN_MAX) {
+		t->lens_long--;
+		return;
+	}
 	for (size_t k = 0; k < t->nlens; k++) {
 		if (t->lens[k] != len)
 			continue;
@@ -1113,16 +1191,17 @@ zr__subs_collect(struct zr__subs *t, const uint8_t *data, size_t len)
 	if (lens_stale(t) && ++t->lens_wait > t->held)
 		lens_recount(t);
 	if (ix_ready(t)) {
+		struct sip s;
+		size_t done = 0;
+
+		sip_init(&s, t->ix_key);
 		for (size_t k = 0; k < t->nlens && t->lens[k] <= len; k++) {
-			uintptr_t ref = t->lens[k] == 0 ? (uintptr_t)t->root->holders
-			                                : ix_find(t, data, t->lens[k]);
+			uintptr_t ref = t->lens[k] == 0
+			                        ? (uintptr_t)t->root->holders
+			                        : ix_find_prefix(t, &s, &done, data, t->lens[k]);
 
 			if (ref & REF_OWNER)
-				head = take_owner(
-					(struct zr__subs_owner
-				                 *)(ref -
-				                    REF_OWNER), /* NOLINT(performance-no-int-to-ptr) */
-					stamp, head);
+				head = take_owner(ref_owner(ref), stamp, head);
 			else
 				head = take_holders(ref_hold(ref), stamp, head);
 		}
@@ -1149,9 +1228,13 @@ zr__subs_match(struct zr__subs *t, const uint8_t *data, size_t len)
 	if (lens_stale(t) && ++t->lens_wait > t->held)
 		lens_recount(t);
 	if (ix_ready(t)) {
+		struct sip s;
+		size_t done = 0;
+
+		sip_init(&s, t->ix_key);
 		/* A node in the index has holders. */
 		for (size_t k = 0; k < t->nlens && t->lens[k] <= len; k++) {
-			if (t->lens[k] == 0 || ix_find(t, data, t->lens[k]) != 0)
+			if (t->lens[k] == 0 || ix_find_prefix(t, &s, &done, data, t->lens[k]) != 0)
 				return true;
 		}
 		return false;
@@ -1258,5 +1341,6 @@ zr__subs_fini(struct zr__subs *t)
 	t->ix_lost = false;
 	t->nlens = 0;
 	t->lens_other = 0;
+	t->lens_long = 0;
 	t->lens_wait = 0;
 }

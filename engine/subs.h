@@ -32,7 +32,8 @@ struct zr__subs_node;
 struct zr__subs_hold;
 struct zr__subs_slot;
 
-/* Distinct topic lengths the exact-topic index serves (more: the walk). */
+/* Distinct topic lengths the exact-topic index serves (more, or a topic
+ * over 64 octets: the walk). */
 #define ZR__SUBS_IX_LENS 4
 
 struct zr__subs {
@@ -49,6 +50,7 @@ struct zr__subs {
 	uint8_t nlens;      /* lens[0 .. nlens): ascending, each count > 0 */
 	uint32_t lens[ZR__SUBS_IX_LENS], lens_n[ZR__SUBS_IX_LENS];
 	size_t lens_other; /* topics held whose length is not in lens */
+	size_t lens_long;  /* topics held too long to look up (subs.c) */
 	size_t lens_wait;  /* queries since lens may be counted better */
 };
 

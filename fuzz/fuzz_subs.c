@@ -5,11 +5,14 @@
  *
  * Input layout:
  *   octet 0      max_n for every owner: 1 + (b % 24); the topic lengths:
- *                b / 24 % 4 == 0 any (L % 24: mostly more lengths than the
- *                index serves, so collect and match walk the trie), else
- *                one of that many lengths (the index's path)
+ *                b / 24 % 4 == 0 any (L % 24, or 56 + L % 16 for L >= 248:
+ *                mostly more lengths than the index serves, or longer
+ *                topics than it looks up, so collect and match walk the
+ *                trie), else one of that many lengths (the index's path)
  *   octet 1      max_bytes: ZR__SUBS_ENTRY_COST * (b % 8) + (b / 8) * 3; the
- *                lengths of the octet above: (b / 8 + 9 * i) % 24, i < 3
+ *                lengths of the octet above: (b / 8 + 9 * i) % 24, i < 3,
+ *                the first 56 + that % 16 when octet 0 >= 192 (around 64,
+ *                the longest topic the index looks up)
  *   then ops, each one octet op + one octet length L + L topic octets:
  *     op % 5     0 add, 1 remove, 2 collect and match, 3 drop the owner
  *                (when op / 20 % 3 == 2: the index's allocations fail from
@@ -43,7 +46,7 @@
 #include "subs.h"
 
 #define NOWN 4
-#define TMAX 24
+#define TMAX 72 /* topics up to 71 octets: past the index's longest (64) */
 #define MMAX 64 /* entries per owner in the model: max_n is at most 24 */
 
 struct m_entry {
@@ -156,7 +159,7 @@ m_collect(struct m_owner *m, const uint8_t *d, size_t len, int out[NOWN])
 static void
 check_index(const struct zr__subs *t, struct m_owner *m)
 {
-	size_t held = 0, all = 0, counted = t->lens_other;
+	size_t held = 0, all = 0, counted = t->lens_other + t->lens_long, longer = 0;
 
 	/* Distinct topics: each counted at its first holder. */
 	for (int k = 0; k < NOWN; k++) {
@@ -170,6 +173,7 @@ check_index(const struct zr__subs *t, struct m_owner *m)
 				continue;
 			all++;
 			held += e->len > 0;
+			longer += e->len > 64;
 		}
 	}
 	FZ_CHECK(t->held == held);
@@ -194,6 +198,7 @@ check_index(const struct zr__subs *t, struct m_owner *m)
 		counted += t->lens_n[k];
 	}
 	FZ_CHECK(counted == all);
+	FZ_CHECK(t->lens_long == longer); /* exact: a length is known when it goes */
 	if (!t->ix_lost) {
 		size_t cap = t->ix_cap;
 
@@ -227,12 +232,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	max_bytes = ZR__SUBS_ENTRY_COST * (data[1] % 8) + (size_t)(data[1] / 8) * 3;
 	nlens = (size_t)data[0] / 24 % 4;
 	for (size_t i = 0; i < 3; i++)
-		lens[i] = ((size_t)data[1] / 8 + 9 * i) % TMAX;
+		lens[i] = ((size_t)data[1] / 8 + 9 * i) % 24;
+	if (data[0] >= 192)
+		lens[0] = 56 + lens[0] % 16; /* around the index's longest */
 
 	while (at + 2 <= size) {
 		uint8_t op = data[at], kind = op % 5;
 		int oi = op / 5 % NOWN, rc, want;
-		size_t len = nlens == 0 ? data[at + 1] % TMAX : lens[data[at + 1] % nlens];
+		size_t len = nlens > 0             ? lens[data[at + 1] % nlens]
+		             : data[at + 1] >= 248 ? 56 + (size_t)data[at + 1] % 16
+		                                   : (size_t)data[at + 1] % 24;
 		uint8_t topic[TMAX];
 		struct m_owner *mo = &m[oi];
 		struct m_entry *e;
@@ -336,7 +345,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Everything dropped: the trie is back to its bare root, the index empty. */
 	FZ_CHECK(t->nodes <= 1);
 	FZ_CHECK(t->held == 0 && t->ix_cap == 0 && !t->ix_lost);
-	FZ_CHECK(t->nlens == 0 && t->lens_other == 0);
+	FZ_CHECK(t->nlens == 0 && t->lens_other == 0 && t->lens_long == 0);
 	FZ_CHECK(!zr__subs_match(t, (const uint8_t *)"", 0));
 	zr__subs_fini(t);
 	free(ft);

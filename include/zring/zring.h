@@ -456,7 +456,8 @@ enum zr_option {
  * cancelled as on any loss. Setting -1 removes a limit; values below -1 are
  * -EINVAL. A message is matched by one walk of its first frame over the
  * socket's prefix trie or, when the topics held have at most 4 distinct
- * lengths, by a hash lookup of each of those prefixes of it.
+ * lengths and none is over 64 octets, by a hash lookup of each of those
+ * prefixes of it.
  *
  * XPUB hands the app "\x01topic" when a topic gets its first holder among
  * the peers and "\x00topic" when its last holder cancels or leaves (as

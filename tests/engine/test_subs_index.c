@@ -22,7 +22,7 @@ static const uint8_t test_key[16] = {0x5a, 0x17, 0x33, 0x80, 1, 2, 3, 4, 5, 6, 7
 static bool
 index_on(const struct zr__subs *t)
 {
-	return t->lens_other == 0 && !t->ix_lost && t->nlens > 0;
+	return t->lens_other == 0 && t->lens_long == 0 && !t->ix_lost && t->nlens > 0;
 }
 
 static void
@@ -175,6 +175,36 @@ Test(subs_index, many_lengths_walk_then_few_lengths_use_the_index_again)
 	cr_assert_eq(zr__subs_collect(&t, (const uint8_t *)topic, 49), &o);
 	cr_assert_null(zr__subs_collect(&t, (const uint8_t *)"cc", 2), "cc is gone");
 	zr__subs_drop(&t, &o);
+	zr__subs_fini(&t);
+}
+
+/* A topic over 64 octets makes collect and match walk (the index would
+ * hash that much of every message); gone, the index answers again. Either
+ * way the answers are the same. */
+Test(subs_index, a_topic_over_64_octets_walks)
+{
+	struct zr__subs t = {0};
+	struct zr__subs_owner a = {0}, b = {0};
+	char longer[80], msg[100];
+
+	zr__subs_seed(&t, test_key);
+	memset(longer, 'L', 65);
+	longer[65] = '\0';
+	add(&t, &a, "LL");
+	add(&t, &b, longer);
+	cr_assert_not(index_on(&t));
+	memset(msg, 'L', sizeof msg);
+	cr_assert_eq(zr__subs_collect(&t, (const uint8_t *)msg, 65), &b, "b first: longer prefix");
+	cr_assert_eq(b.match_next, &a);
+	cr_assert_eq(zr__subs_collect(&t, (const uint8_t *)msg, 64), &a);
+	cr_assert_eq(zr__subs_remove(&t, &b, (const uint8_t *)longer, 65),
+	             ZR__SUBS_HELD | ZR__SUBS_GONE_OWNER | ZR__SUBS_GONE_TRIE);
+	cr_assert(index_on(&t));
+	cr_assert_eq(zr__subs_collect(&t, (const uint8_t *)msg, 65), &a);
+	cr_assert_null(a.match_next);
+	cr_assert_not(zr__subs_match(&t, (const uint8_t *)"Lx", 2));
+	zr__subs_drop(&t, &a);
+	zr__subs_drop(&t, &b);
 	zr__subs_fini(&t);
 }
 
