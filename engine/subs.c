@@ -435,7 +435,11 @@ struct zr__subs_slot {
 #define IX_CALLOC(t, n, size) calloc(n, size)
 #endif
 
-/* A topic this short is its own key: a hit needs no check. */
+/* A topic this short is its own key: a hit needs no check, and the slot
+ * can name the owner (a collect over 10,000 6-octet topics held by 10
+ * owners: 25 ns, against 53 ns with the check against the labels and the
+ * holder in the slot, and 55 ns for the walk; 16-octet topics: 68 ns, the
+ * walk's, with a deep trie, 76 against 111 with random ones). */
 #define SHORT_MAX 7
 /* The longest topic collect and match look up: the index's cost on a
  * message is one SipHash pass over at most this much of it plus a finish
