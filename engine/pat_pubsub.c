@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "common/base.h"
 #include "engine.h"
 
@@ -561,6 +563,17 @@ xpub_conn_lost(struct zr_socket *s, struct zr__conn *c)
 	zr__subs_drop(&s->ps.subs, &c->subs);
 }
 
+/* The trie's index hashes topics a peer chose: a key it cannot guess. */
+static int
+pubsub_init(struct zr_socket *s)
+{
+	uint8_t key[16];
+
+	randombytes_buf(key, sizeof key);
+	zr__subs_seed(&s->ps.subs, key);
+	return 0;
+}
+
 static void
 pubsub_fini(struct zr_socket *s)
 {
@@ -589,6 +602,7 @@ const struct zr__sock_ops zr__pat_pub = {
 	.peer_subscription = pub_subscription,
 	.conn_active = xpub_conn_active, /* the welcome message */
 	.conn_lost = pub_conn_lost,
+	.init = pubsub_init,
 	.fini = pubsub_fini,
 };
 
@@ -605,6 +619,7 @@ const struct zr__sock_ops zr__pat_xpub = {
 	.conn_active = xpub_conn_active,
 	.conn_lost = xpub_conn_lost,
 	.rx_room = xpub_rx_room,
+	.init = pubsub_init,
 	.fini = pubsub_fini,
 };
 
@@ -615,6 +630,7 @@ const struct zr__sock_ops zr__pat_sub = {
 	.deliver = sub_deliver,
 	.subscribe = sub_subscribe,
 	.conn_active = sub_conn_active,
+	.init = pubsub_init,
 	.fini = pubsub_fini,
 };
 
@@ -625,5 +641,6 @@ const struct zr__sock_ops zr__pat_xsub = {
 	.route = xsub_route,
 	.subscribe = sub_subscribe,
 	.conn_active = sub_conn_active,
+	.init = pubsub_init,
 	.fini = pubsub_fini,
 };

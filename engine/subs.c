@@ -3,19 +3,39 @@
  * between its parent and itself (inside the node when short); its children
  * are sorted by their label's first byte, which the child array keeps
  * beside the pointers (one binary search over bytes per step, touching no
- * child but the one taken: a publisher with 10,000 topics spent ~45% of its
- * time in this walk, most of it in cache misses on the children's labels);
- * its holders are a list of (owner, count). Invariant: every node but the root has holders or at
- * least two children, so a topic costs at most two nodes and the trie never
- * holds more than twice as many nodes as distinct topics.
+ * child but the one taken); its holders are a list of (owner, count).
+ * Invariant: every node but the root has holders or at least two children,
+ * so a topic costs at most two nodes and the trie never holds more than
+ * twice as many nodes as distinct topics.
+ *
+ * Beside it, an exact-topic index: every node with holders but the root,
+ * by its whole topic, in an open-addressed table (linear probing, load at
+ * most 1/2, backward-shift deletion) keyed with SipHash-2-4 under a
+ * per-trie random key, so a peer cannot aim its topics at one slot. A
+ * message matches a subscription when the subscription is a prefix of its
+ * frame 0; when the topics held have few distinct lengths (up to
+ * ZR__SUBS_IX_LENS, "" included) and none is longer than IX_LEN_MAX, collect
+ * and match look up each of those prefixes of the frame (one SipHash pass
+ * over the longest) instead of walking the trie: the walk's dependent
+ * misses (node, child array, child, per level: a publisher with 10,000
+ * topics spent ~42% of its time there, its subscribers ~37% in match)
+ * become one or two. A node with holders keeps its identity (a split keeps
+ * the holders' node; prune only merges or removes nodes without holders),
+ * so the index only changes when a node gets its first holder or loses
+ * its last. More distinct lengths, a longer topic, or an allocation
+ * failure, and the walk answers instead: same results, every time.
  *
  * What one distinct topic of length L can cost, with glibc's 16-octet
  * chunks (8 of header): its holder (64) + a leaf node (48) + a split node
  * (48) + the split node's two-slot child array (two pointers and their
  * first bytes: 32) + two labels holding L bytes between them (L + 48 at
- * most; none for a label of up to 8 octets, kept in its node) = L + 240,
- * or, without a split, a holder, a node, a label and a child slot
- * (amortised doubling: 27) = L + 163. ZR__SUBS_ENTRY_COST (256) covers both.
+ * most; none for a label of up to 8 octets, kept in its node) + its share
+ * of the index's table (16-octet slots, at least 1/6 of them used but in
+ * the smallest table of 4, with the chunk header and any page rounding of
+ * a large one: 100 at most, ~96 of it slots) = L + 340, or, without a
+ * split, a holder, a node, a label, a child slot (amortised doubling: 27)
+ * and the table share = L + 263. ZR__SUBS_ENTRY_COST (352) covers both;
+ * tests/engine/test_subs_index.c measures the heap against it.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -104,6 +124,8 @@ struct zr__subs_hold {
 	struct zr__subs_hold *nnext, *nprev; /* the node's holders */
 	struct zr__subs_hold *onext, *oprev; /* the owner's entries */
 	uint32_t count;
+	uint32_t home; /* the node's topic's hash (ix_probe), in every holder:
+	                  finds its slot without the topic */
 };
 
 /* Index of the child whose label starts with b (1), or where it would go (0). */
@@ -388,6 +410,640 @@ hold_unlink(struct zr__subs_hold *h)
 		o->last = h->oprev;
 }
 
+/* ---- the exact-topic index --------------------------------------------- */
+
+/*
+ * A slot's ref names its node by the node's first holder, n->holders (a
+ * collect goes from the slot to the holders, not through the node: one
+ * miss less), or, for a short topic with a single holder, by that holder's
+ * owner | REF_OWNER (the slot is then the collect's only miss: 10,000
+ * topics of one subscriber each, the 10,000-topic publisher's case, went
+ * from three dependent misses a message to one). 0: empty.
+ */
+struct zr__subs_slot {
+	uintptr_t ref;
+	uint64_t key; /* ix_probe's */
+};
+
+#define REF_OWNER ((uintptr_t)1) /* owners are pointer-aligned, holders malloc'd */
+
+/* The fuzz harness fails the index's allocations at will (the index must
+ * then be dropped or kept fuller, never wrong). */
+#ifdef ZR_SUBS_FAULTS
+#define IX_CALLOC(t, n, size) (zr__subs_fault(t) ? NULL : calloc(n, size))
+#else
+#define IX_CALLOC(t, n, size) calloc(n, size)
+#endif
+
+/* A topic this short is its own key: a hit needs no check, and the slot
+ * can name the owner (a collect over 10,000 6-octet topics held by 10
+ * owners: 25 ns, against 53 ns with the check against the labels and the
+ * holder in the slot, and 55 ns for the walk; 16-octet topics: 68 ns, the
+ * walk's, with a deep trie, 76 against 111 with random ones). */
+#define SHORT_MAX 7
+/* The longest topic collect and match look up: the index's cost on a
+ * message is one SipHash pass over at most this much of it plus a finish
+ * per length, which a walk might have ended at its first octet. A topic
+ * held that is longer (lens_long) makes them walk. */
+#define IX_LEN_MAX 64
+/* Any long topic's key, for ix_slot: it finds a long topic's slot by ref. */
+#define KEY_LONG ((uint64_t)255 << 56)
+#define IX_MIN 4 /* slots: the smallest table */
+
+static inline uint64_t
+rotl(uint64_t x, int b)
+{
+	return (x << b) | (x >> (64 - b));
+}
+
+/* SipHash's state, in steps: a collect hashes its prefixes in one pass,
+ * finishing a copy of the state at each length (sip_finish). */
+struct sip {
+	uint64_t v0, v1, v2, v3;
+};
+
+static inline void
+sip_round(struct sip *s)
+{
+	s->v0 += s->v1;
+	s->v1 = rotl(s->v1, 13);
+	s->v1 ^= s->v0;
+	s->v0 = rotl(s->v0, 32);
+	s->v2 += s->v3;
+	s->v3 = rotl(s->v3, 16);
+	s->v3 ^= s->v2;
+	s->v0 += s->v3;
+	s->v3 = rotl(s->v3, 21);
+	s->v3 ^= s->v0;
+	s->v2 += s->v1;
+	s->v1 = rotl(s->v1, 17);
+	s->v1 ^= s->v2;
+	s->v2 = rotl(s->v2, 32);
+}
+
+static inline void
+sip_init(struct sip *s, const uint64_t key[2])
+{
+	s->v0 = key[0] ^ 0x736f6d6570736575ull;
+	s->v1 = key[1] ^ 0x646f72616e646f6dull;
+	s->v2 = key[0] ^ 0x6c7967656e657261ull;
+	s->v3 = key[1] ^ 0x7465646279746573ull;
+}
+
+/* SipHash-2-4's compression of one 8-octet word. */
+static inline void
+sip_word(struct sip *s, uint64_t m)
+{
+	s->v3 ^= m;
+	sip_round(s);
+	sip_round(s);
+	s->v0 ^= m;
+}
+
+/* The hash, from a copy of the state and the final word (the message's
+ * length in the top octet over its last len % 8 octets). */
+static inline uint64_t
+sip_finish(struct sip s, uint64_t last)
+{
+	sip_word(&s, last);
+	s.v2 ^= 0xff;
+	for (int r = 0; r < 4; r++)
+		sip_round(&s);
+	return s.v0 ^ s.v1 ^ s.v2 ^ s.v3;
+}
+
+static inline uint64_t
+le64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof v);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
+	return v;
+}
+
+/* The n (< 8) octets at p, little-endian, in the low bytes. */
+static inline uint64_t
+tail_word(const uint8_t *p, size_t n)
+{
+	uint64_t b = 0;
+
+	for (size_t i = 0; i < n; i++)
+		b |= (uint64_t)p[i] << (8 * i);
+	return b;
+}
+
+/* The final word of a message of len octets whose whole words s has
+ * taken (*done octets, advanced here): for len <= SHORT_MAX, the message. */
+static inline uint64_t
+sip_take(struct sip *s, const uint8_t *p, size_t len, size_t *done)
+{
+	size_t i = *done;
+
+	for (; len - i >= 8; i += 8)
+		sip_word(s, le64(p + i));
+	*done = i;
+	return (uint64_t)len << 56 | tail_word(p + i, len - i);
+}
+
+/* SipHash-2-4 of len octets at p; *last gets its final word. */
+static inline uint64_t
+sip24(const uint64_t key[2], const uint8_t *p, size_t len, uint64_t *last)
+{
+	struct sip s;
+	size_t done = 0;
+
+	sip_init(&s, key);
+	*last = sip_take(&s, p, len, &done);
+	return sip_finish(s, *last);
+}
+
+uint64_t
+zr__subs_siphash(const uint64_t key[2], const uint8_t *p, size_t len)
+{
+	uint64_t last;
+
+	return sip24(key, p, len, &last);
+}
+
+void
+zr__subs_seed(struct zr__subs *t, const uint8_t key[16])
+{
+	t->ix_key[0] = le64(key);
+	t->ix_key[1] = le64(key + 8);
+}
+
+/*
+ * A topic's place in the index: home, 32 bits of its keyed hash (the slot
+ * it starts probing from, whatever the table's size), and key, what a slot
+ * holding it carries: the topic itself, length in the top octet, when it is
+ * at most SHORT_MAX octets (a match is the topic: nothing to check), else
+ * the length (255 for any longer) over home, which a hit checks against
+ * the node's labels (topic_is).
+ */
+struct ix_probe {
+	uint64_t key;
+	uint32_t home;
+};
+
+/* The probe from a topic's hash h and final word last. */
+static inline struct ix_probe
+probe_of(uint64_t h, uint64_t last, size_t len)
+{
+	struct ix_probe q;
+
+	q.home = (uint32_t)(h >> 32);
+	q.key = len <= SHORT_MAX ? last : (uint64_t)(len < 255 ? len : 255) << 56 | q.home;
+	return q;
+}
+
+static inline struct ix_probe
+ix_probe(const struct zr__subs *t, const uint8_t *p, size_t len)
+{
+	uint64_t last, h = sip24(t->ix_key, p, len, &last);
+
+	return probe_of(h, last, len);
+}
+
+/* A slot's home from its key alone (a move or a resize): a short topic's is
+ * hashed again, a long one's is in it. */
+static uint32_t
+key_home(const struct zr__subs *t, uint64_t key)
+{
+	uint8_t b[SHORT_MAX];
+	size_t len = (size_t)(key >> 56);
+	uint64_t last;
+
+	if (len > SHORT_MAX)
+		return (uint32_t)key;
+	for (size_t i = 0; i < len; i++)
+		b[i] = (uint8_t)(key >> (8 * i));
+	return (uint32_t)(sip24(t->ix_key, b, len, &last) >> 32);
+}
+
+/* Whether n's whole topic is the len octets at p: its labels, backwards
+ * through the parent links (the upper nodes are the ones every walk
+ * visits, so mostly cached). */
+static bool
+topic_is(const struct zr__subs_node *n, const uint8_t *p, size_t len)
+{
+	size_t at = len;
+
+	for (; n->parent != NULL; n = n->parent) {
+		if (n->len > at)
+			return false;
+		at -= n->len;
+		if (!label_eq(label_of(n), p + at, n->len))
+			return false;
+	}
+	return at == 0;
+}
+
+static inline bool
+key_short(uint64_t key)
+{
+	return key >> 56 <= SHORT_MAX;
+}
+
+/* The key ix_slot finds topic's slot by. */
+static inline uint64_t
+find_key(const uint8_t *topic, size_t len)
+{
+	return len <= SHORT_MAX ? (uint64_t)len << 56 | tail_word(topic, len) : KEY_LONG;
+}
+
+static inline const struct zr__subs_hold *
+ref_hold(uintptr_t ref)
+{
+	return (const struct zr__subs_hold *)ref; /* NOLINT(performance-no-int-to-ptr) */
+}
+
+static inline struct zr__subs_owner *
+ref_owner(uintptr_t ref)
+{
+	return (struct zr__subs_owner *)(ref - REF_OWNER); /* NOLINT(performance-no-int-to-ptr) */
+}
+
+/* The ref of the slot of the len (> 0) octets at p, probe q, or 0: the
+ * topic is not held. The table keeps an empty slot, so the probe ends. */
+static inline uintptr_t
+ix_lookup(const struct zr__subs *t, struct ix_probe q, const uint8_t *p, size_t len)
+{
+	size_t mask = t->ix_cap - 1;
+
+	if (t->ix_cap == 0)
+		return 0;
+	for (size_t i = q.home & mask;; i = (i + 1) & mask) {
+		const struct zr__subs_slot *s = &t->ix[i];
+
+		if (s->ref == 0)
+			return 0;
+		/* A long topic's ref is a holder, never an owner. */
+		if (s->key == q.key &&
+		    (len <= SHORT_MAX || topic_is(ref_hold(s->ref)->node, p, len)))
+			return s->ref;
+	}
+}
+
+static uintptr_t
+ix_find(const struct zr__subs *t, const uint8_t *p, size_t len)
+{
+	return t->ix_cap > 0 ? ix_lookup(t, ix_probe(t, p, len), p, len) : 0;
+}
+
+/* ix_find of data's prefix of len octets, for the lengths held in
+ * ascending order: s has taken *done octets of data, so the prefixes cost
+ * one pass over the longest and a finish each. */
+static inline uintptr_t
+ix_find_prefix(const struct zr__subs *t, struct sip *s, size_t *done, const uint8_t *data,
+               size_t len)
+{
+	uint64_t last = sip_take(s, data, len, done);
+
+	return ix_lookup(t, probe_of(sip_finish(*s, last), last, len), data, len);
+}
+
+/* What n's slot holds (n has holders; key: its topic's). */
+static inline uintptr_t
+node_ref(const struct zr__subs_node *n, uint64_t key)
+{
+	const struct zr__subs_hold *h = n->holders;
+
+	if (key_short(key) && h->nnext == NULL)
+		return (uintptr_t)h->owner | REF_OWNER;
+	return (uintptr_t)h;
+}
+
+/* Whether collect and match may use the index: it holds every node with
+ * holders, and every topic held has one of lens[]'s lengths. */
+static inline bool
+ix_ready(const struct zr__subs *t)
+{
+	return t->lens_other == 0 && t->lens_long == 0 && !t->ix_lost;
+}
+
+static void
+ix_put(struct zr__subs_slot *v, size_t cap, uintptr_t ref, uint64_t key, uint32_t home)
+{
+	size_t mask = cap - 1, i = home & mask;
+
+	while (v[i].ref != 0)
+		i = (i + 1) & mask;
+	v[i].ref = ref;
+	v[i].key = key;
+}
+
+/* The slot of a topic in the table: a short one's by its key (find_key),
+ * a long one's by its ref. */
+static size_t
+ix_slot(const struct zr__subs *t, uint64_t key, uintptr_t ref, uint32_t home)
+{
+	size_t mask = t->ix_cap - 1, i = home & mask;
+	bool by_key = key_short(key);
+
+	while (t->ix[i].ref == 0 || (by_key ? t->ix[i].key != key : t->ix[i].ref != ref))
+		i = (i + 1) & mask;
+	return i;
+}
+
+/* The table moves to cap slots (a power of two, more than held).
+ * Returns 0 or -ENOMEM (nothing changed). */
+static int
+ix_resize(struct zr__subs *t, size_t cap)
+{
+	struct zr__subs_slot *v = IX_CALLOC(t, cap, sizeof *v);
+
+	if (v == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->ix_cap; i++) {
+		if (t->ix[i].ref != 0)
+			ix_put(v, cap, t->ix[i].ref, t->ix[i].key, key_home(t, t->ix[i].key));
+	}
+	free(t->ix);
+	t->ix = v;
+	t->ix_cap = cap;
+	return 0;
+}
+
+/* An allocation failed and the table cannot take a node: it goes, and
+ * collect and match walk the trie until ix_rebuild makes it again. */
+static void
+ix_lose(struct zr__subs *t)
+{
+	free(t->ix);
+	t->ix = NULL;
+	t->ix_cap = 0;
+	t->ix_lost = true;
+}
+
+/* find_key of n's topic, depth octets. */
+static uint64_t
+node_find_key(const struct zr__subs_node *n, size_t depth)
+{
+	uint8_t b[SHORT_MAX] = {0}; /* every octet written: the labels add up to depth */
+	size_t at = depth;
+
+	if (depth > SHORT_MAX)
+		return KEY_LONG;
+	for (; n->parent != NULL; n = n->parent) {
+		at -= n->len;
+		memcpy(b + at, label_of(n), n->len);
+	}
+	return find_key(b, depth);
+}
+
+/* ix_probe's key of n's topic, depth octets, rebuilt from the trie. */
+static uint64_t
+node_key(const struct zr__subs_node *n, size_t depth)
+{
+	if (depth > SHORT_MAX)
+		return (uint64_t)(depth < 255 ? depth : 255) << 56 | n->holders->home;
+	return node_find_key(n, depth);
+}
+
+/* The node after n in preorder (NULL: none), *depth its topic's length:
+ * through the parent links, no stack. */
+static struct zr__subs_node *
+preorder_next(const struct zr__subs *t, struct zr__subs_node *n, size_t *depth)
+{
+	size_t at;
+
+	if (n->nkids > 0) {
+		n = n->kids[0];
+		*depth += n->len;
+		return n;
+	}
+	for (; n != t->root; n = n->parent) {
+		struct zr__subs_node *p = n->parent;
+
+		(void)kid_find(p, label_of(n)[0], &at);
+		*depth -= n->len;
+		if (at + 1 < p->nkids) {
+			n = p->kids[at + 1];
+			*depth += n->len;
+			return n;
+		}
+	}
+	return NULL;
+}
+
+/* A lost index made again from the trie. An allocation failure leaves it
+ * lost. */
+static void
+ix_rebuild(struct zr__subs *t)
+{
+	size_t cap = IX_MIN, depth = 0;
+
+	while (cap < 2 * t->held)
+		cap *= 2;
+	ix_lose(t);
+	t->ix = IX_CALLOC(t, cap, sizeof *t->ix);
+	if (t->ix == NULL)
+		return;
+	t->ix_cap = cap;
+	t->ix_lost = false;
+	for (struct zr__subs_node *n = t->root; n != NULL; n = preorder_next(t, n, &depth)) {
+		if (n != t->root && n->holders != NULL) {
+			uint64_t key = node_key(n, depth);
+
+			ix_put(t->ix, cap, node_ref(n, key), key, n->holders->home);
+		}
+	}
+}
+
+/* n (not the root) got its first holder, linked; t->held counts it. */
+static void
+ix_insert(struct zr__subs *t, const struct zr__subs_node *n, uint64_t key, uint32_t home)
+{
+	if (t->ix_lost) {
+		ix_rebuild(t); /* n included */
+		return;
+	}
+	/* Load at most 1/2; a failed growth goes on fuller, keeping one slot
+	 * empty for the probes to end. */
+	if (2 * t->held > t->ix_cap && ix_resize(t, t->ix_cap > 0 ? 2 * t->ix_cap : IX_MIN) < 0 &&
+	    t->held >= t->ix_cap) {
+		ix_lose(t);
+		return;
+	}
+	ix_put(t->ix, t->ix_cap, node_ref(n, key), key, home);
+}
+
+/* n's holders changed (n has some; key: find_key, old: the slot's ref
+ * before, for a long topic): its slot follows. */
+static void
+ix_refresh(struct zr__subs *t, const struct zr__subs_node *n, uint64_t key, uintptr_t old,
+           uint32_t home)
+{
+	if (!t->ix_lost)
+		t->ix[ix_slot(t, key, old, home)].ref = node_ref(n, key);
+}
+
+/* A node (not the root) lost its last holder (key, old: as ix_refresh's);
+ * t->held no longer counts it. Backward-shift deletion: each slot after it
+ * in the run moves back when its home allows, so no tombstone lengthens
+ * later probes. */
+static void
+ix_erase(struct zr__subs *t, uint64_t key, uintptr_t old, uint32_t home)
+{
+	size_t mask = t->ix_cap - 1, i, j;
+
+	if (t->held == 0) {
+		/* Empty: the table goes, and a lost index is whole again. */
+		free(t->ix);
+		t->ix = NULL;
+		t->ix_cap = 0;
+		t->ix_lost = false;
+		return;
+	}
+	if (t->ix_lost)
+		return;
+	i = ix_slot(t, key, old, home);
+	for (j = (i + 1) & mask; t->ix[j].ref != 0; j = (j + 1) & mask) {
+		size_t k = key_home(t, t->ix[j].key) & mask;
+
+		/* j stays when its home lies cyclically in (i, j]. */
+		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
+			continue;
+		t->ix[i] = t->ix[j];
+		i = j;
+	}
+	t->ix[i].ref = 0;
+	/* Shrink below 1/6 (growth leaves 1/4: no thrashing at the edge). */
+	if (t->ix_cap > IX_MIN && 6 * t->held < t->ix_cap)
+		(void)ix_resize(t, t->ix_cap / 2); /* failing, it stays larger */
+}
+
+/* The distinct lengths held, counted; see subs.h. A topic longer than
+ * IX_LEN_MAX is counted in lens_long (exactly); a length with no room in
+ * lens, in lens_other; a topic removed is taken from its length's count
+ * when lens has it, else from lens_other. So lens_n[k] never exceeds the
+ * topics of length lens[k] held, and lens_other == 0 means that every
+ * topic held has its length in lens. */
+static void
+lens_add(struct zr__subs *t, size_t len)
+{
+	size_t k;
+
+	if (len > IX_LEN_MAX) {
+		t->lens_long++;
+		return;
+	}
+	for (k = 0; k < t->nlens; k++) {
+		if (t->lens[k] == len) {
+			t->lens_n[k]++;
+			return;
+		}
+	}
+	if (t->nlens == ZR__SUBS_IX_LENS) {
+		t->lens_other++;
+		return;
+	}
+	for (k = t->nlens; k > 0 && t->lens[k - 1] > len; k--) {
+		t->lens[k] = t->lens[k - 1];
+		t->lens_n[k] = t->lens_n[k - 1];
+	}
+	t->lens[k] = (uint32_t)len; /* zr__subs_add bounds len */
+	t->lens_n[k] = 1;
+	t->nlens++;
+}
+
+/*
+ * lens counted again from the trie. Only worth it when some length has no
+ * place while a place is free (the lengths that had one went), and only
+ * after as many queries as topics held since that began: a peer flipping
+ * its lengths back and forth costs O(1) a query, amortised.
+ */
+static void
+lens_recount(struct zr__subs *t)
+{
+	size_t depth = 0;
+
+	t->nlens = 0;
+	t->lens_other = 0;
+	t->lens_long = 0;
+	t->lens_wait = 0;
+	for (struct zr__subs_node *n = t->root; n != NULL; n = preorder_next(t, n, &depth)) {
+		if (n->holders != NULL)
+			lens_add(t, depth);
+	}
+}
+
+/* Whether the slow path of a query should count towards lens_recount. */
+static inline bool
+lens_stale(const struct zr__subs *t)
+{
+	return t->lens_other > 0 && t->nlens < ZR__SUBS_IX_LENS;
+}
+
+static void
+lens_del(struct zr__subs *t, size_t len)
+{
+	if (len > IX_LEN_MAX) {
+		t->lens_long--;
+		return;
+	}
+	for (size_t k = 0; k < t->nlens; k++) {
+		if (t->lens[k] != len)
+			continue;
+		if (--t->lens_n[k] == 0) {
+			t->nlens--;
+			memmove(t->lens + k, t->lens + k + 1, (t->nlens - k) * sizeof *t->lens);
+			memmove(t->lens_n + k, t->lens_n + k + 1,
+			        (t->nlens - k) * sizeof *t->lens_n);
+		}
+		return;
+	}
+	t->lens_other--;
+}
+
+/* n's topic's length: its labels up to the root. */
+static size_t
+node_depth(const struct zr__subs_node *n)
+{
+	size_t len = 0;
+
+	for (; n != NULL; n = n->parent)
+		len += n->len;
+	return len;
+}
+
+/* h, n's holder, left n's list (unlinked, not yet freed; was_first: it
+ * was at its head): the index and the lengths follow. len, key: n's
+ * topic's length and find_key. */
+static void
+hold_gone(struct zr__subs *t, const struct zr__subs_node *n, const struct zr__subs_hold *h,
+          bool was_first, size_t len, uint64_t key)
+{
+	if (n->holders == NULL) {
+		lens_del(t, len);
+		if (n != t->root) {
+			t->held--;
+			ix_erase(t, key, (uintptr_t)h, h->home);
+		}
+	} else if (n != t->root && (was_first || key_short(key))) {
+		ix_refresh(t, n, key, (uintptr_t)h, h->home); /* a new first, or one holder */
+	}
+}
+
+/* The node with holders whose topic is topic, or NULL (no holders either). */
+static struct zr__subs_node *
+held_find(const struct zr__subs *t, const uint8_t *topic, size_t len)
+{
+	uintptr_t ref;
+
+	if (t->ix_lost)
+		return node_find(t, topic, len);
+	if (len == 0)
+		return t->root;
+	ref = ix_find(t, topic, len);
+	if (ref & REF_OWNER)
+		return node_find(t, topic, len); /* the slot does not name the node */
+	return ref != 0 ? ref_hold(ref)->node : NULL;
+}
+
 int
 zr__subs_add(struct zr__subs *t, struct zr__subs_owner *o, const uint8_t *topic, size_t len,
              size_t max_n, size_t max_bytes)
@@ -395,11 +1051,12 @@ zr__subs_add(struct zr__subs *t, struct zr__subs_owner *o, const uint8_t *topic,
 	struct zr__subs_node *n;
 	struct zr__subs_hold *h;
 	size_t cost = len + ZR__SUBS_ENTRY_COST;
+	struct ix_probe q = {0, 0};
 	bool fresh;
 
 	if (o->n >= max_n)
 		return -EDQUOT;
-	n = node_find(t, topic, len);
+	n = held_find(t, topic, len);
 	h = n != NULL ? hold_of(n, o) : NULL;
 	if (h != NULL) {
 		h->count++;
@@ -416,6 +1073,12 @@ zr__subs_add(struct zr__subs *t, struct zr__subs_owner *o, const uint8_t *topic,
 		return -ENOMEM;
 	}
 	fresh = n->holders == NULL;
+	if (fresh) {
+		q = n != t->root ? ix_probe(t, topic, len) : q;
+		h->home = q.home;
+	} else {
+		h->home = n->holders->home;
+	}
 	h->node = n;
 	h->owner = o;
 	h->count = 1;
@@ -432,6 +1095,17 @@ zr__subs_add(struct zr__subs *t, struct zr__subs_owner *o, const uint8_t *topic,
 	o->last = h;
 	o->n++;
 	o->bytes += cost;
+	if (fresh) {
+		/* Linked first: a rebuild of the index finds n by its holders. */
+		lens_add(t, len);
+		if (n != t->root) {
+			t->held++;
+			ix_insert(t, n, q.key, q.home);
+		}
+	} else if (n != t->root) {
+		/* A new first holder, and more than one. */
+		ix_refresh(t, n, find_key(topic, len), (uintptr_t)h->nnext, h->home);
+	}
 	return ZR__SUBS_NEW_OWNER | (fresh ? ZR__SUBS_NEW_TRIE : 0);
 }
 
@@ -439,7 +1113,7 @@ int
 zr__subs_peek_remove(const struct zr__subs *t, const struct zr__subs_owner *o, const uint8_t *topic,
                      size_t len)
 {
-	struct zr__subs_node *n = node_find(t, topic, len);
+	struct zr__subs_node *n = held_find(t, topic, len);
 	struct zr__subs_hold *h = n != NULL ? hold_of(n, o) : NULL;
 
 	if (h == NULL)
@@ -454,16 +1128,19 @@ zr__subs_peek_remove(const struct zr__subs *t, const struct zr__subs_owner *o, c
 int
 zr__subs_remove(struct zr__subs *t, struct zr__subs_owner *o, const uint8_t *topic, size_t len)
 {
-	struct zr__subs_node *n = node_find(t, topic, len);
+	struct zr__subs_node *n = held_find(t, topic, len);
 	struct zr__subs_hold *h = n != NULL ? hold_of(n, o) : NULL;
 	int rc = ZR__SUBS_HELD | ZR__SUBS_GONE_OWNER;
+	bool first;
 
 	if (h == NULL)
 		return 0;
 	o->n--;
 	if (--h->count > 0)
 		return ZR__SUBS_HELD;
+	first = n->holders == h;
 	hold_unlink(h);
+	hold_gone(t, n, h, first, len, find_key(topic, len));
 	free(h);
 	o->bytes -= len + ZR__SUBS_ENTRY_COST;
 	if (n->holders == NULL) {
@@ -473,6 +1150,40 @@ zr__subs_remove(struct zr__subs *t, struct zr__subs_owner *o, const uint8_t *top
 	return rc;
 }
 
+/* o goes in front of head unless it is on the list. */
+static inline struct zr__subs_owner *
+take_owner(struct zr__subs_owner *o, uint64_t stamp, struct zr__subs_owner *head)
+{
+	if (o->stamp == stamp)
+		return head;
+	o->stamp = stamp;
+	o->match_next = head;
+	return o;
+}
+
+/* The owners of h and the holders after it not yet on the list go in front
+ * of head. */
+static inline struct zr__subs_owner *
+take_holders(const struct zr__subs_hold *h, uint64_t stamp, struct zr__subs_owner *head)
+{
+	for (; h != NULL; h = h->nnext) {
+		struct zr__subs_owner *o = h->owner;
+
+		if (o->stamp != stamp) {
+			o->stamp = stamp;
+			o->match_next = head;
+			head = o;
+		}
+	}
+	return head;
+}
+
+/*
+ * The holders of data's prefixes: with the index, one lookup per length
+ * held (shortest first, as the walk meets them, so the list is the same);
+ * else the walk down the trie, a node, its child array and the child per
+ * step (10,000 topics: ~11,000 nodes, far out of L1 and L2).
+ */
 struct zr__subs_owner *
 zr__subs_collect(struct zr__subs *t, const uint8_t *data, size_t len)
 {
@@ -481,16 +1192,27 @@ zr__subs_collect(struct zr__subs *t, const uint8_t *data, size_t len)
 	uint64_t stamp = ++t->stamp;
 	size_t i = 0, at;
 
-	while (n != NULL) {
-		for (struct zr__subs_hold *h = n->holders; h != NULL; h = h->nnext) {
-			struct zr__subs_owner *o = h->owner;
+	if (lens_stale(t) && ++t->lens_wait > t->held)
+		lens_recount(t);
+	if (ix_ready(t)) {
+		struct sip s;
+		size_t done = 0;
 
-			if (o->stamp != stamp) {
-				o->stamp = stamp;
-				o->match_next = head;
-				head = o;
-			}
+		sip_init(&s, t->ix_key);
+		for (size_t k = 0; k < t->nlens && t->lens[k] <= len; k++) {
+			uintptr_t ref = t->lens[k] == 0
+			                        ? (uintptr_t)t->root->holders
+			                        : ix_find_prefix(t, &s, &done, data, t->lens[k]);
+
+			if (ref & REF_OWNER)
+				head = take_owner(ref_owner(ref), stamp, head);
+			else
+				head = take_holders(ref_hold(ref), stamp, head);
 		}
+		return head;
+	}
+	while (n != NULL) {
+		head = take_holders(n->holders, stamp, head);
 		if (i >= len || !kid_find(n, data[i], &at))
 			break;
 		n = n->kids[at];
@@ -502,11 +1224,25 @@ zr__subs_collect(struct zr__subs *t, const uint8_t *data, size_t len)
 }
 
 bool
-zr__subs_match(const struct zr__subs *t, const uint8_t *data, size_t len)
+zr__subs_match(struct zr__subs *t, const uint8_t *data, size_t len)
 {
 	const struct zr__subs_node *n = t->root;
 	size_t i = 0, at;
 
+	if (lens_stale(t) && ++t->lens_wait > t->held)
+		lens_recount(t);
+	if (ix_ready(t)) {
+		struct sip s;
+		size_t done = 0;
+
+		sip_init(&s, t->ix_key);
+		/* A node in the index has holders. */
+		for (size_t k = 0; k < t->nlens && t->lens[k] <= len; k++) {
+			if (t->lens[k] == 0 || ix_find_prefix(t, &s, &done, data, t->lens[k]) != 0)
+				return true;
+		}
+		return false;
+	}
 	while (n != NULL) {
 		if (n->holders != NULL)
 			return true;
@@ -564,8 +1300,11 @@ zr__subs_drop(struct zr__subs *t, struct zr__subs_owner *o)
 		struct zr__subs_hold *h = o->held;
 		/* NOLINTNEXTLINE(clang-analyzer-unix.Malloc): unlinking the head advanced o->held */
 		struct zr__subs_node *n = h->node;
+		bool first = n->holders == h;
+		size_t len = node_depth(n);
 
 		hold_unlink(h);
+		hold_gone(t, n, h, first, len, node_find_key(n, len));
 		free(h);
 		if (n->holders == NULL)
 			node_prune(t, n);
@@ -599,4 +1338,13 @@ zr__subs_fini(struct zr__subs *t)
 	}
 	t->root = NULL;
 	t->nodes = 0;
+	free(t->ix);
+	t->ix = NULL;
+	t->ix_cap = 0;
+	t->held = 0;
+	t->ix_lost = false;
+	t->nlens = 0;
+	t->lens_other = 0;
+	t->lens_long = 0;
+	t->lens_wait = 0;
 }

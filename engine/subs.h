@@ -12,8 +12,10 @@
  * bound it: n (subscriptions, duplicates included) and bytes (the topic
  * bytes plus ZR__SUBS_ENTRY_COST per distinct topic, an upper bound on the
  * trie's memory for that entry: a holder, at most two nodes, their labels'
- * allocations and a child slot). Pure: no I/O, no engine types, so the fuzz
- * harness links it alone.
+ * allocations, a child slot and its share of the exact-topic index that
+ * collect and match use when the topics held have few distinct lengths).
+ * Pure: no I/O, no engine types, so the fuzz harness links it alone (the
+ * index's hash key is given: zr__subs_seed).
  */
 #ifndef ZR_ENGINE_SUBS_H
 #define ZR_ENGINE_SUBS_H
@@ -24,16 +26,47 @@
 
 /* Charged per distinct topic an owner holds, beside the topic's bytes (see
  * subs.c for the sum it covers; measured with tests/engine/test_subs_limits.c). */
-#define ZR__SUBS_ENTRY_COST 256u
+#define ZR__SUBS_ENTRY_COST 352u
 
 struct zr__subs_node;
 struct zr__subs_hold;
+struct zr__subs_slot;
+
+/* Distinct topic lengths the exact-topic index serves (more, or a topic
+ * over 64 octets: the walk). */
+#define ZR__SUBS_IX_LENS 4
 
 struct zr__subs {
 	struct zr__subs_node *root; /* the empty prefix; made on the first add */
 	uint64_t stamp;             /* per zr__subs_collect: dedupes owners */
 	size_t nodes;               /* the root included: at most 1 + 2 x topics */
+	/* The exact-topic index (subs.c): every node with holders but the root,
+	 * by its whole topic, in an open-addressed table keyed with ix_key. */
+	struct zr__subs_slot *ix;
+	size_t ix_cap;      /* slots: 0 or a power of two */
+	size_t held;        /* nodes with holders, the root excluded */
+	uint64_t ix_key[2]; /* SipHash-2-4's key (zr__subs_seed) */
+	bool ix_lost;       /* an allocation failed: ix misses nodes until rebuilt */
+	uint8_t nlens;      /* lens[0 .. nlens): ascending, each count > 0 */
+	uint32_t lens[ZR__SUBS_IX_LENS], lens_n[ZR__SUBS_IX_LENS];
+	size_t lens_other; /* topics held whose length is not in lens */
+	size_t lens_long;  /* topics held too long to look up (subs.c) */
+	size_t lens_wait;  /* queries since lens may be counted better */
 };
+
+/* Keys the index's hash (16 random octets): a peer that cannot guess the key
+ * cannot pick topics that collide. Before the first add; an unseeded trie
+ * (the key all zero) works the same, only predictably. */
+void zr__subs_seed(struct zr__subs *t, const uint8_t key[16]);
+
+#ifdef ZR_SUBS_FAULTS
+/* Given by the fuzz harness: whether t's index's next allocation fails. */
+bool zr__subs_fault(struct zr__subs *t);
+#endif
+
+/* SipHash-2-4 of p under key (two little-endian words), as libsodium's
+ * crypto_shorthash gives it in little-endian order. */
+uint64_t zr__subs_siphash(const uint64_t key[2], const uint8_t *p, size_t len);
 
 /* What one owner (a subscriber connection, or a SUB's own filter) holds. */
 struct zr__subs_owner {
@@ -70,8 +103,9 @@ int zr__subs_peek_remove(const struct zr__subs *t, const struct zr__subs_owner *
  * (NULL: none). No allocation; the list is valid until the trie changes. */
 struct zr__subs_owner *zr__subs_collect(struct zr__subs *t, const uint8_t *data, size_t len);
 
-/* Whether anybody holds a prefix of data. */
-bool zr__subs_match(const struct zr__subs *t, const uint8_t *data, size_t len);
+/* Whether anybody holds a prefix of data. (Not const: it may recount the
+ * lengths the index needs, see subs.c.) */
+bool zr__subs_match(struct zr__subs *t, const uint8_t *data, size_t len);
 
 /* Walking what an owner holds: o->held, then zr__subs_next. */
 struct zr__subs_hold *zr__subs_next(const struct zr__subs_hold *h);

@@ -449,12 +449,15 @@ enum zr_option {
  * Subscriptions (PUB, XPUB). Each peer's are bounded: at most SUBS_MAX
  * subscriptions (each SUBSCRIBE counts, duplicates included; a CANCEL gives
  * one back) costing at most SUBS_MAXBYTES, where a distinct topic costs its
- * length plus 256 octets (an upper bound of what it takes in the socket's
- * trie, so the figure bounds memory: 16 MiB is ~60,000 topics of 16 octets).
- * A peer that goes over either is disconnected, with a ZR_EVENT_DISCONNECTED
- * whose reason names the limit; what it held is cancelled as on any loss.
- * Setting -1 removes a limit; values below -1 are -EINVAL. A message is
- * matched by one walk of its first frame over the socket's prefix trie.
+ * length plus 352 octets (an upper bound of what it takes in the socket's
+ * trie and its hash index, so the figure bounds memory: 16 MiB is ~45,000
+ * topics of 16 octets). A peer that goes over either is disconnected, with
+ * a ZR_EVENT_DISCONNECTED whose reason names the limit; what it held is
+ * cancelled as on any loss. Setting -1 removes a limit; values below -1 are
+ * -EINVAL. A message is matched by one walk of its first frame over the
+ * socket's prefix trie or, when the topics held have at most 4 distinct
+ * lengths and none is over 64 octets, by a hash lookup of each of those
+ * prefixes of it.
  *
  * XPUB hands the app "\x01topic" when a topic gets its first holder among
  * the peers and "\x00topic" when its last holder cancels or leaves (as

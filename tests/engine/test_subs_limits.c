@@ -1,6 +1,6 @@
 /*
  * What one subscriber may hold on a PUB: ZR_SUBS_MAX subscriptions costing
- * at most ZR_SUBS_MAXBYTES (a topic's bytes + 256 per distinct topic). A
+ * at most ZR_SUBS_MAXBYTES (a topic's bytes + 352 per distinct topic). A
  * hand-written peer (raw_peer.h) goes to the limit and one past it, in the
  * ZMTP 3.1 command form and the 3.0 message form; past it the PUB closes
  * the connection with a DISCONNECTED event that says why. A flood of
@@ -113,8 +113,8 @@ Test(subs_limits, subs_maxbytes_bounds_distinct_topics_in_the_zmtp_3_0_message_f
 {
 	zr_ctx *ctx;
 	char ep[128], t[16];
-	/* Room for four 4-octet topics at 256 octets of overhead each. */
-	int64_t room = 4 * (256 + 4), got;
+	/* Room for four 4-octet topics at 352 octets of overhead each. */
+	int64_t room = 4 * (352 + 4), got;
 	zr_socket *pub = pub_open(&ctx, ep, sizeof ep, -1, room);
 	int fd = rp_connect(ep, 0);
 	size_t len = sizeof got;
