@@ -1181,6 +1181,12 @@ zr__sock_io_dirty(struct zr_socket *s)
 	sock_route_pending(s);
 }
 
+/* io thread: how many messages rx takes before the app may see them
+ * (zr__sock_rx_flush shows the rest, with the wake). A tail stored per
+ * message was a cache line the app, popping right behind, pulled over
+ * per message; every 32 keeps the app busy within a long batch. */
+#define SOCK_RX_PUBLISH_EVERY 32
+
 /* io thread: into the app's queue, within RCVHWM and RCVBYTES. */
 static bool
 sock_rx_push(struct zr_socket *s, zr_msg *m)
@@ -1205,8 +1211,10 @@ sock_rx_push(struct zr_socket *s, zr_msg *m)
 	if (!sock_budget_room(s->opt.rcvbytes, s->rx_given, &s->rx_taken_seen, &s->rx_taken, len))
 		return false;
 
-	if (!zr__spsc_push(&s->rx, m))
+	if (!zr__spsc_push_quiet(&s->rx, m))
 		return false;
+	if ((s->rx.ptail & (SOCK_RX_PUBLISH_EVERY - 1)) == 0)
+		zr__spsc_publish(&s->rx);
 	s->rx_given += len;
 	if (queued + 1 > peak)
 		atomic_store_explicit(&s->rx_peak, queued + 1, memory_order_relaxed);
@@ -1242,6 +1250,7 @@ zr__sock_rx_flush(struct zr_socket *s)
 	if (!s->rx_unsignalled)
 		return;
 	s->rx_unsignalled = false;
+	zr__spsc_publish(&s->rx); /* set only by a push: the queues are there */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load(&s->rx_armed) && atomic_exchange(&s->rx_armed, 0))
 		sock_signal(s->efd_rx);
@@ -1733,6 +1742,7 @@ zr__sock_io_free(struct zr_socket *s)
 	if (s->queues_ready) {
 		while ((m = zr__spsc_pop(&s->tx)) != NULL)
 			zr_msg_free(m);
+		zr__spsc_publish(&s->rx); /* this thread pushed them: it may take them all */
 		while ((m = zr__spsc_pop(&s->rx)) != NULL)
 			zr_msg_free(m);
 		zr_msg_free(atomic_exchange(&s->rx_last, NULL));
