@@ -117,6 +117,11 @@ bool zr__msg_small(const zr_msg *m);
 /* The empty dst takes a copy of the small src's frames and bytes, and its
  * property reference (src is left without one). */
 int zr__msg_take_small(zr_msg *dst, zr_msg *src);
+/* zr_recv_into's usual case in one call: a plain dst whose buffer holds
+ * src (small) takes a copy of src's bytes, spans and properties, and src
+ * comes out as zr__msg_recycle leaves it. False, with neither touched, when
+ * that does not apply (the caller then takes the general way). */
+bool zr__msg_move_small(zr_msg *dst, zr_msg *src);
 /* a and b trade everything they hold (frames, bytes, properties). */
 void zr__msg_swap(zr_msg *a, zr_msg *b);
 

@@ -727,10 +727,16 @@ sock_recv_into(zr_socket *s, zr_msg *dst, zr_msg *m)
 	 * (perf, zmq_msg_recv loop): given back in batches instead. */
 	sock_meta_drop(s, dst->meta);
 	dst->meta = NULL;
-	(void)zr__msg_recycle(dst);
-	if (!zr__msg_small(m) || zr__msg_take_small(dst, m) < 0)
-		zr__msg_swap(dst, m);
-	if (!zr__msg_recycle(m) || !zr__spsc_push(&s->rx_spare, m))
+	if (!zr__msg_move_small(dst, m)) {
+		(void)zr__msg_recycle(dst);
+		if (!zr__msg_small(m) || zr__msg_take_small(dst, m) < 0)
+			zr__msg_swap(dst, m);
+		if (!zr__msg_recycle(m)) {
+			zr_msg_free(m);
+			return;
+		}
+	}
+	if (!zr__spsc_push(&s->rx_spare, m))
 		zr_msg_free(m);
 }
 
