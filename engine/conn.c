@@ -455,17 +455,11 @@ conn_frame(struct zr__conn *c, const struct zr_zmtp_event *ev)
 					return rc;
 			}
 		}
-		/* The whole frame in one piece (every frame that fits the
-		 * buffer): added in one step. */
-		if (ev->flags & ZR_ZMTP_FRAME_END)
-			rc = zr_msg_add(c->rx_msg, ev->data, ev->len);
-		else
-			rc = zr__msg_frame_begin(c->rx_msg, (size_t)ev->frame_size);
+		rc = zr__msg_frame_begin(c->rx_msg, (size_t)ev->frame_size);
 		if (rc < 0)
 			return rc;
 	}
-	if (ev->offset != 0 || !(ev->flags & ZR_ZMTP_FRAME_END))
-		zr__msg_frame_append(c->rx_msg, ev->data, ev->len);
+	zr__msg_frame_append(c->rx_msg, ev->data, ev->len);
 	if ((ev->flags & ZR_ZMTP_FRAME_END) && !(ev->flags & ZR_ZMTP_MORE)) {
 		zr_msg *m = c->rx_msg;
 

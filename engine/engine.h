@@ -248,15 +248,7 @@ zr__spsc_pop(struct zr__spsc *q)
 size_t zr__spsc_count(struct zr__spsc *q); /* approximate from either side */
 /* Producer: how many are queued, from its cached view of the consumer; exact
  * once that view reaches limit (below it, the figure may overstate). */
-static inline size_t
-zr__spsc_count_upto(struct zr__spsc *q, size_t limit)
-{
-	size_t t = q->ptail;
-
-	if (t - q->head_cache >= limit)
-		q->head_cache = atomic_load_explicit(&q->head, memory_order_acquire);
-	return t - q->head_cache;
-}
+size_t zr__spsc_count_upto(struct zr__spsc *q, size_t limit);
 size_t zr__spsc_cap(const struct zr__spsc *q);
 
 /* ---- options ------------------------------------------------------------ */
@@ -688,12 +680,7 @@ void zr__sock_close_kick(struct zr_socket *s);
 int zr__sock_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m);
 /* io thread: a new message for received bytes (a spare one when the app
  * returned some), and the last reference to a sent one. */
-static inline int
-zr__sock_msg_new(struct zr_socket *s, zr_msg **m)
-{
-	*m = zr__spsc_pop(&s->rx_spare);
-	return *m != NULL ? 0 : zr_msg_new(m);
-}
+int zr__sock_msg_new(struct zr_socket *s, zr_msg **m);
 void zr__sock_msg_sent(struct zr_socket *s, zr_msg *m);
 /* Wakes a waiting reader once for everything delivered since the last call
  * (a connection calls it after each decoded batch, not per message). */

@@ -432,19 +432,7 @@ zr__msg_frame_append(zr_msg *m, const void *data, size_t len)
 int
 zr_msg_add(zr_msg *m, const void *data, size_t len)
 {
-	int rc;
-
-	/* Room in the span table and the buffer (a spare's, for every small
-	 * frame received): one step. Begin, reserve and append were three
-	 * calls per frame (~7% of a 64 B receiver's io thread, perf). */
-	if (!m->hooked && m->nframes < m->frame_cap && len <= m->cap - m->len) {
-		if (len > 0)
-			memcpy(m->data + m->len, data, len);
-		m->frames[m->nframes++] = (struct zr__span){.off = m->len, .len = len};
-		m->len += len;
-		return 0;
-	}
-	rc = zr__msg_frame_begin(m, len);
+	int rc = zr__msg_frame_begin(m, len);
 
 	if (rc < 0)
 		return rc;

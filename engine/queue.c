@@ -189,3 +189,13 @@ zr__spsc_count(struct zr__spsc *q)
 	return atomic_load_explicit(&q->tail, memory_order_acquire) -
 	       atomic_load_explicit(&q->head, memory_order_acquire);
 }
+
+size_t
+zr__spsc_count_upto(struct zr__spsc *q, size_t limit)
+{
+	size_t t = q->ptail;
+
+	if (t - q->head_cache >= limit)
+		q->head_cache = atomic_load_explicit(&q->head, memory_order_acquire);
+	return t - q->head_cache;
+}

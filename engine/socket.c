@@ -1296,6 +1296,13 @@ zr__sock_rx_refill_each(struct zr_socket *s)
 	s->rx_refill_each = true;
 }
 
+int
+zr__sock_msg_new(struct zr_socket *s, zr_msg **m)
+{
+	*m = zr__spsc_pop(&s->rx_spare);
+	return *m != NULL ? 0 : zr_msg_new(m);
+}
+
 void
 zr__sock_msg_sent(struct zr_socket *s, zr_msg *m)
 {
