@@ -121,6 +121,11 @@ bool zr__msg_small(const zr_msg *m);
 /* The empty dst takes a copy of the small src's frames and bytes, and its
  * property reference (src is left without one). */
 int zr__msg_take_small(zr_msg *dst, zr_msg *src);
+/* zr_recv_into's usual case in one call: a plain dst whose buffer holds
+ * src (small) takes a copy of src's bytes, spans and properties, and src
+ * comes out as zr__msg_recycle leaves it. False, with neither touched, when
+ * that does not apply (the caller then takes the general way). */
+bool zr__msg_move_small(zr_msg *dst, zr_msg *src);
 /* a and b trade everything they hold (frames, bytes, properties). */
 void zr__msg_swap(zr_msg *a, zr_msg *b);
 
@@ -155,7 +160,8 @@ struct zr__spsc {
 	size_t clinks;                   /* links the consumer followed ... */
 	size_t links_seen;               /* ... and made, as of its last look at tail */
 	size_t limit;                    /* the queue's capacity (a power of two) */
-	_Alignas(64) atomic_size_t tail; /* producer owns */
+	_Alignas(64) atomic_size_t tail; /* producer owns; what the consumer may read */
+	size_t ptail;                    /* producer: written up to here (>= tail) */
 	atomic_size_t links;             /* rings linked (written before tail) */
 	size_t head_cache;
 	struct zr__spsc_seg *pseg; /* the ring the producer writes ... */
@@ -170,9 +176,79 @@ int zr__spsc_init(struct zr__spsc *q, size_t min_cap);
  * two, at most the limit) instead of the default few. */
 int zr__spsc_init_first(struct zr__spsc *q, size_t min_cap, size_t first_cap);
 void zr__spsc_fini(struct zr__spsc *q);
-bool zr__spsc_push(struct zr__spsc *q, void *p);
-void *zr__spsc_pop(struct zr__spsc *q);
-void *zr__spsc_peek(struct zr__spsc *q);
+/* The slow halves of the inline functions below: a ring's end, a stale
+ * cached index. Not for other callers. */
+bool zr__spsc_push_slow(struct zr__spsc *q, void *p);
+void *zr__spsc_peek_slow(struct zr__spsc *q);
+
+/*
+ * Producer: a push the consumer does not see until zr__spsc_publish (or a
+ * later zr__spsc_push). One store of tail then covers a batch: each store
+ * was a cache line the consumer, chasing the producer, pulled over per
+ * entry. The entries count against the limit at once. False when the queue
+ * holds its limit (or a ring could not be grown).
+ *
+ * The common cases of push and pop are inline: the calls were most of what
+ * each cost, paid per message twice on either thread of a receiver.
+ */
+static inline bool
+zr__spsc_push_quiet(struct zr__spsc *q, void *p)
+{
+	size_t t = q->ptail;
+
+	/* Room by the cached head: below the limit, and in this ring (from
+	 * pstart or head on, whichever is later, fewer than its slots). */
+	if (t - q->head_cache <= q->pmask) {
+		q->pslots[t & q->pmask] = p;
+		q->ptail = t + 1;
+		return true;
+	}
+	return zr__spsc_push_slow(q, p);
+}
+
+/* Producer: what zr__spsc_push_quiet wrote becomes the consumer's. Release
+ * on tail publishes the slots' contents. */
+static inline void
+zr__spsc_publish(struct zr__spsc *q)
+{
+	if (atomic_load_explicit(&q->tail, memory_order_relaxed) != q->ptail)
+		atomic_store_explicit(&q->tail, q->ptail, memory_order_release);
+}
+
+/* Producer: a push the consumer sees at once. */
+static inline bool
+zr__spsc_push(struct zr__spsc *q, void *p)
+{
+	if (!zr__spsc_push_quiet(q, p))
+		return false;
+	atomic_store_explicit(&q->tail, q->ptail, memory_order_release);
+	return true;
+}
+
+/* Consumer: the oldest entry, left in place, or NULL. */
+static inline void *
+zr__spsc_peek(struct zr__spsc *q)
+{
+	size_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
+
+	if (h != q->tail_cache && q->clinks == q->links_seen)
+		return q->cslots[h & q->cmask];
+	return zr__spsc_peek_slow(q);
+}
+
+/* Consumer: the oldest entry, taken, or NULL. */
+static inline void *
+zr__spsc_pop(struct zr__spsc *q)
+{
+	void *p = zr__spsc_peek(q);
+
+	if (p != NULL)
+		atomic_store_explicit(&q->head,
+		                      atomic_load_explicit(&q->head, memory_order_relaxed) + 1,
+		                      memory_order_release);
+	return p;
+}
+
 size_t zr__spsc_count(struct zr__spsc *q); /* approximate from either side */
 /* Producer: how many are queued, from its cached view of the consumer; exact
  * once that view reaches limit (below it, the figure may overstate). */
@@ -462,6 +538,7 @@ struct zr_socket {
 	 * socket. */
 	struct zr__meta *rx_meta_owed;
 	uint32_t rx_meta_owed_n;
+	uint32_t rx_resume_wait; /* messages before the next ask to resume (socket.c) */
 	/* the io thread writes */
 	_Alignas(64) atomic_size_t tx_taken; /* bytes the io thread took out of tx, ever */
 	atomic_size_t rx_peak;               /* the most messages rx ever held */

@@ -293,6 +293,32 @@ zr__msg_take_small(zr_msg *dst, zr_msg *src)
 	return 0;
 }
 
+bool
+zr__msg_move_small(zr_msg *dst, zr_msg *src)
+{
+	/* What zr__msg_recycle would do nothing to on either side, and a dst
+	 * buffer big enough: four calls (recycle, small, take, recycle) and
+	 * their repeated checks were ~6% of a 64 B zmq_msg_recv loop (perf). */
+	if (dst->hooked || dst->frames != dst->inl || dst->meta != NULL ||
+	    dst->cap > MSG_SPARE_DATA_MAX || dst->cap < src->len || !zr__msg_small(src) ||
+	    src->cap > MSG_SPARE_DATA_MAX)
+		return false;
+	if (src->len > 0)
+		memcpy(dst->data, src->data, src->len);
+	for (uint32_t i = 0; i < src->nframes; i++)
+		dst->inl[i] = src->inl[i];
+	dst->nframes = src->nframes;
+	dst->len = src->len;
+	dst->meta = src->meta;
+	dst->refs = 1;
+	dst->raw = false;
+	src->meta = NULL;
+	src->nframes = 0;
+	src->len = 0;
+	src->refs = 1;
+	return true;
+}
+
 void
 zr__msg_swap(zr_msg *a, zr_msg *b)
 {

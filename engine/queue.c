@@ -60,6 +60,7 @@ zr__spsc_init_first(struct zr__spsc *q, size_t min_cap, size_t first_cap)
 	q->pstart = 0;
 	atomic_init(&q->head, 0);
 	atomic_init(&q->tail, 0);
+	q->ptail = 0;
 	q->head_cache = 0;
 	q->tail_cache = 0;
 	return 0;
@@ -117,12 +118,11 @@ spsc_grow(struct zr__spsc *q, size_t t)
 	return true;
 }
 
-/* Producer. Release on tail publishes the slot's contents to the consumer.
- * False when the queue holds its limit (or a ring could not be grown). */
+/* see engine.h: the ring is full by the cached head (or the queue is). */
 bool
-zr__spsc_push(struct zr__spsc *q, void *p)
+zr__spsc_push_slow(struct zr__spsc *q, void *p)
 {
-	size_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+	size_t t = q->ptail;
 
 	if (t - q->head_cache >= q->plimit) {
 		q->head_cache = atomic_load_explicit(&q->head, memory_order_acquire);
@@ -137,7 +137,7 @@ zr__spsc_push(struct zr__spsc *q, void *p)
 			return false;
 	}
 	q->pslots[t & q->pmask] = p;
-	atomic_store_explicit(&q->tail, t + 1, memory_order_release);
+	q->ptail = t + 1;
 	return true;
 }
 
@@ -161,10 +161,11 @@ spsc_follow(struct zr__spsc *q, size_t h)
 	q->cslots = g->slots;
 }
 
-/* Consumer. Acquire on tail pairs with the producer's release (which also
+/* see engine.h: the consumer's cached tail is used up, or a ring was
+ * linked. Acquire on tail pairs with the producer's release (which also
  * publishes any ring linked before that slot was written). */
 void *
-zr__spsc_peek(struct zr__spsc *q)
+zr__spsc_peek_slow(struct zr__spsc *q)
 {
 	size_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
 
@@ -182,18 +183,6 @@ zr__spsc_peek(struct zr__spsc *q)
 	return q->cslots[h & q->cmask];
 }
 
-void *
-zr__spsc_pop(struct zr__spsc *q)
-{
-	void *p = zr__spsc_peek(q);
-
-	if (p != NULL)
-		atomic_store_explicit(&q->head,
-		                      atomic_load_explicit(&q->head, memory_order_relaxed) + 1,
-		                      memory_order_release);
-	return p;
-}
-
 size_t
 zr__spsc_count(struct zr__spsc *q)
 {
@@ -204,7 +193,7 @@ zr__spsc_count(struct zr__spsc *q)
 size_t
 zr__spsc_count_upto(struct zr__spsc *q, size_t limit)
 {
-	size_t t = atomic_load_explicit(&q->tail, memory_order_relaxed);
+	size_t t = q->ptail;
 
 	if (t - q->head_cache >= limit)
 		q->head_cache = atomic_load_explicit(&q->head, memory_order_acquire);

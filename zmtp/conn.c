@@ -50,6 +50,7 @@
 
 #include "common/base.h"
 #include "curve.h"
+#include "dec.h"
 #include "wire.h"
 
 _Static_assert(sizeof(struct zr__curve) <= ZR_ZMTP_MECH_STATE_MAX,
@@ -961,7 +962,9 @@ conn_feed(struct zr_zmtp *z, uint8_t *buf, size_t len, size_t *consumed, struct 
           uint64_t now_ms)
 {
 	struct zr_zmtp_greeting g;
-	struct zr_zmtp_frame f;
+	/* Set: inlined, the decoder's "ZR_OK means f is filled" is more than
+	 * gcc can follow through the sticky error. */
+	struct zr_zmtp_frame f = {0};
 	size_t off = 0, used;
 	int rc;
 
@@ -985,7 +988,7 @@ conn_feed(struct zr_zmtp *z, uint8_t *buf, size_t len, size_t *consumed, struct 
 				*consumed = off;
 				return ZR_NEED_MORE; /* parked until zr_zmtp_auth_reply */
 			}
-			rc = zr_zmtp_dec_feed(&z->dec, buf + off, len - off, &used, &f);
+			rc = dec_feed(&z->dec, buf + off, len - off, &used, &f);
 			if (rc < 0) {
 				if (z->state == ZR_ZMTP_HANDSHAKE)
 					return codec_fail_handshake(z, rc);

@@ -58,6 +58,31 @@ Test(engine_queue, keeps_order_when_it_grows_behind_a_reader)
 	zr__spsc_fini(&q);
 }
 
+/* A quiet push is the producer's until published: the consumer sees
+ * nothing of it, the limit counts it, and a publish across a growth shows
+ * every ring's entries in order. */
+Test(engine_queue, quiet_pushes_show_only_when_published)
+{
+	struct zr__spsc q;
+
+	cr_assert_eq(zr__spsc_init(&q, 64), 0);
+	cr_assert(zr__spsc_push(&q, tag(0)));
+	for (size_t i = 1; i < 64; i++)
+		cr_assert(zr__spsc_push_quiet(&q, tag(i)), "quiet push %zu of 64", i);
+	cr_assert_not(zr__spsc_push_quiet(&q, tag(64)), "unpublished entries count");
+	cr_assert_eq(zr__spsc_count(&q), 1, "only the published entry is queued");
+	cr_assert_eq(zr__spsc_pop(&q), tag(0));
+	cr_assert_null(zr__spsc_pop(&q), "nothing published after the first");
+	zr__spsc_publish(&q);
+	cr_assert_eq(zr__spsc_count(&q), 63);
+	for (size_t i = 1; i < 64; i++)
+		cr_assert_eq(zr__spsc_pop(&q), tag(i), "FIFO across rings at %zu", i);
+	cr_assert_null(zr__spsc_pop(&q));
+	zr__spsc_publish(&q); /* nothing new: no change */
+	cr_assert_null(zr__spsc_pop(&q));
+	zr__spsc_fini(&q);
+}
+
 /* fini frees rings the consumer never reached. */
 Test(engine_queue, frees_every_ring_with_messages_still_queued)
 {
@@ -86,15 +111,36 @@ producer(void *arg)
 	return NULL;
 }
 
+/* The same in batches of quiet pushes, each published as one (the
+ * io thread's rx), the last batch short. */
+static void *
+producer_batched(void *arg)
+{
+	struct zr__spsc *q = arg;
+
+	for (size_t i = 0; i < XFER;) {
+		if (zr__spsc_push_quiet(q, tag(i))) {
+			i++;
+			if (i % 37 == 0 || i == XFER)
+				zr__spsc_publish(q);
+		} else {
+			zr__spsc_publish(q);
+			sched_yield();
+		}
+	}
+	return NULL;
+}
+
 /* One producer thread, one consumer thread, the queue growing under both. */
-Test(engine_queue, two_threads_see_every_pointer_once_in_order, .timeout = 120)
+static void
+two_threads(void *(*fn)(void *))
 {
 	struct zr__spsc q;
 	pthread_t t;
 	size_t got = 0;
 
 	cr_assert_eq(zr__spsc_init(&q, 1024), 0);
-	cr_assert_eq(pthread_create(&t, NULL, producer, &q), 0);
+	cr_assert_eq(pthread_create(&t, NULL, fn, &q), 0);
 	while (got < XFER) {
 		void *p = zr__spsc_pop(&q);
 
@@ -109,4 +155,14 @@ Test(engine_queue, two_threads_see_every_pointer_once_in_order, .timeout = 120)
 	cr_assert_eq(pthread_join(t, NULL), 0);
 	cr_assert_null(zr__spsc_pop(&q));
 	zr__spsc_fini(&q);
+}
+
+Test(engine_queue, two_threads_see_every_pointer_once_in_order, .timeout = 120)
+{
+	two_threads(producer);
+}
+
+Test(engine_queue, two_threads_see_every_batched_pointer_once_in_order, .timeout = 120)
+{
+	two_threads(producer_batched);
 }
