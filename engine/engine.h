@@ -538,7 +538,6 @@ struct zr_socket {
 	 * socket. */
 	struct zr__meta *rx_meta_owed;
 	uint32_t rx_meta_owed_n;
-	uint32_t rx_resume_wait; /* messages before the next ask to resume (socket.c) */
 	/* the io thread writes */
 	_Alignas(64) atomic_size_t tx_taken; /* bytes the io thread took out of tx, ever */
 	atomic_size_t rx_peak;               /* the most messages rx ever held */

@@ -760,31 +760,6 @@ sock_spin_for_msg(struct zr_socket *s, uint64_t deadline)
 	return NULL;
 }
 
-/*
- * App thread, a connection paused on a full rx: once half of rx is free,
- * the io thread is asked to resume it. Asked once, then again every
- * SOCK_RESUME_AGAIN messages while the pause lasts (it may have resumed and
- * paused again meanwhile; an empty rx asks at once, sock_recv): each ask
- * is a full fence, and asking per message until the io thread got to it
- * was ~3% of a 64 B receiver that outran its app (perf).
- */
-#define SOCK_RESUME_AGAIN 32
-
-static void
-sock_rx_resume(zr_socket *s)
-{
-	if (zr__spsc_count(&s->rx) > s->rx_resume_at) {
-		s->rx_resume_wait = 0; /* ask as soon as it drains to half */
-		return;
-	}
-	if (s->rx_resume_wait > 0) {
-		s->rx_resume_wait--;
-		return;
-	}
-	s->rx_resume_wait = SOCK_RESUME_AGAIN - 1;
-	zr__ctx_dirty(s->ctx, s);
-}
-
 static int
 sock_recv(zr_socket *s, zr_msg **msg, int flags, bool own)
 {
@@ -846,8 +821,9 @@ sock_recv(zr_socket *s, zr_msg **msg, int flags, bool own)
 				atomic_load_explicit(&s->rx_taken, memory_order_relaxed) + cost,
 				memory_order_release);
 			/* A paused connection goes on once half of rx is free. */
-			if (atomic_load_explicit(&s->rx_paused, memory_order_relaxed))
-				sock_rx_resume(s);
+			if (atomic_load_explicit(&s->rx_paused, memory_order_relaxed) &&
+			    zr__spsc_count(&s->rx) <= s->rx_resume_at)
+				zr__ctx_dirty(s->ctx, s);
 			if (s->ops->recv_finish != NULL && !s->ops->recv_finish(s, m)) {
 				zr_msg_free(m);
 				continue;
