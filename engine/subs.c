@@ -1178,6 +1178,17 @@ take_holders(const struct zr__subs_hold *h, uint64_t stamp, struct zr__subs_owne
 	return head;
 }
 
+/* A query (collect, match): whether the index answers it. Lengths that
+ * fell out of lens[] are counted again once the walk has answered about as
+ * many queries as there are topics held. */
+static bool
+ix_use(struct zr__subs *t)
+{
+	if (lens_stale(t) && ++t->lens_wait > t->held)
+		lens_recount(t);
+	return ix_ready(t);
+}
+
 /*
  * The holders of data's prefixes: with the index, one lookup per length
  * held (shortest first, as the walk meets them, so the list is the same);
@@ -1192,9 +1203,7 @@ zr__subs_collect(struct zr__subs *t, const uint8_t *data, size_t len)
 	uint64_t stamp = ++t->stamp;
 	size_t i = 0, at;
 
-	if (lens_stale(t) && ++t->lens_wait > t->held)
-		lens_recount(t);
-	if (ix_ready(t)) {
+	if (ix_use(t)) {
 		struct sip s;
 		size_t done = 0;
 
@@ -1229,9 +1238,7 @@ zr__subs_match(struct zr__subs *t, const uint8_t *data, size_t len)
 	const struct zr__subs_node *n = t->root;
 	size_t i = 0, at;
 
-	if (lens_stale(t) && ++t->lens_wait > t->held)
-		lens_recount(t);
-	if (ix_ready(t)) {
+	if (ix_use(t)) {
 		struct sip s;
 		size_t done = 0;
 
