@@ -975,21 +975,16 @@ conn_rx_done(struct zr__op *op, int res, uint32_t flags)
 			return;
 		}
 		conn_tls_pump(c); /* the handshake's answer; a batch it held back */
-	} else if (direct && (size_t)res <= c->rx_iov[0].iov_len) {
-		c->rx_total += (size_t)res;
-		rc = conn_placed(c, (size_t)res);
-		if (rc < 0) {
-			engine_conn_fail(c, rc);
-			return;
-		}
 	} else if (direct) {
-		/* The body's rest, and the next bytes into c->in (empty before). */
-		size_t placed = c->rx_iov[0].iov_len;
+		/* Into the body first; past it, the next bytes into c->in (empty
+		 * before). */
+		size_t placed =
+			(size_t)res < c->rx_iov[0].iov_len ? (size_t)res : c->rx_iov[0].iov_len;
 
 		c->rx_total += (size_t)res;
 		c->in_len = (size_t)res - placed;
 		rc = conn_placed(c, placed);
-		if (rc == 0)
+		if (rc == 0 && c->in_len > 0)
 			rc = conn_decode(c);
 		if (rc < 0) {
 			engine_conn_fail(c, rc);
