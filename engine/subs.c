@@ -778,19 +778,38 @@ ix_lose(struct zr__subs *t)
 	t->ix_lost = true;
 }
 
+/* n's topic's length: its labels up to the root. */
+static size_t
+node_depth(const struct zr__subs_node *n)
+{
+	size_t len = 0;
+
+	for (; n != NULL; n = n->parent)
+		len += n->len;
+	return len;
+}
+
+/* Writes n's topic, depth octets (node_depth), into out: its labels from
+ * the last back to the root's. */
+static void
+node_topic(const struct zr__subs_node *n, size_t depth, uint8_t *out)
+{
+	for (size_t at = depth; n != NULL; n = n->parent) {
+		at -= n->len;
+		if (n->len > 0)
+			memcpy(out + at, label_of(n), n->len);
+	}
+}
+
 /* find_key of n's topic, depth octets. */
 static uint64_t
 node_find_key(const struct zr__subs_node *n, size_t depth)
 {
 	uint8_t b[SHORT_MAX] = {0}; /* every octet written: the labels add up to depth */
-	size_t at = depth;
 
 	if (depth > SHORT_MAX)
 		return KEY_LONG;
-	for (; n->parent != NULL; n = n->parent) {
-		at -= n->len;
-		memcpy(b + at, label_of(n), n->len);
-	}
+	node_topic(n, depth, b);
 	return find_key(b, depth);
 }
 
@@ -997,17 +1016,6 @@ lens_del(struct zr__subs *t, size_t len)
 		return;
 	}
 	t->lens_other--;
-}
-
-/* n's topic's length: its labels up to the root. */
-static size_t
-node_depth(const struct zr__subs_node *n)
-{
-	size_t len = 0;
-
-	for (; n != NULL; n = n->parent)
-		len += n->len;
-	return len;
 }
 
 /* h, n's holder, left n's list (unlinked, not yet freed; was_first: it
@@ -1284,19 +1292,10 @@ zr__subs_sole(const struct zr__subs_hold *h)
 size_t
 zr__subs_topic(const struct zr__subs_hold *h, uint8_t *out)
 {
-	size_t len = 0;
+	size_t len = node_depth(h->node);
 
-	for (const struct zr__subs_node *n = h->node; n != NULL; n = n->parent)
-		len += n->len;
-	if (out != NULL) {
-		size_t at = len;
-
-		for (const struct zr__subs_node *n = h->node; n != NULL; n = n->parent) {
-			at -= n->len;
-			if (n->len > 0)
-				memcpy(out + at, label_of(n), n->len);
-		}
-	}
+	if (out != NULL)
+		node_topic(h->node, len, out);
 	return len;
 }
 
