@@ -94,6 +94,11 @@ void zr__msg_frame_append(zr_msg *m, const void *data, size_t len);
  * and len of them put there by the caller (a receive straight into it). */
 uint8_t *zr__msg_frame_tail(zr_msg *m);
 void zr__msg_frame_placed(zr_msg *m, size_t len);
+/* m (no frames, no free callback) takes buf, cap octets from malloc, as its
+ * data, with one frame: the len octets at off. A body that arrived (and was
+ * opened) in a connection's buffer becomes the message's without a copy.
+ * False (buf still the caller's) if m does not qualify. */
+bool zr__msg_adopt(zr_msg *m, uint8_t *buf, size_t cap, size_t off, size_t len);
 /* Drops the first n frames (their bytes stay; the view moves). */
 void zr__msg_drop_front(zr_msg *m, uint32_t n);
 /* Prepends a frame (used for routing ids). */

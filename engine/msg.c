@@ -453,6 +453,21 @@ zr_msg_add(zr_msg *m, const void *data, size_t len)
 	return 0;
 }
 
+bool
+zr__msg_adopt(zr_msg *m, uint8_t *buf, size_t cap, size_t off, size_t len)
+{
+	if (m->nframes != 0 || m->hooked || off > cap || len > cap - off)
+		return false;
+	free(m->data);
+	m->data = buf;
+	m->cap = cap;
+	m->len = off + len;
+	m->frames[0].off = off;
+	m->frames[0].len = len;
+	m->nframes = 1;
+	return true;
+}
+
 void
 zr__msg_drop_front(zr_msg *m, uint32_t n)
 {
