@@ -755,9 +755,12 @@ big_sender_run(void *arg)
 	return NULL;
 }
 
-Test(engine_curve, big_multipart_messages_through_a_slow_receiver)
+/* A CURVE PUSH sends b's 24 messages from a thread to a PULL that holds two
+ * and reads them one by one, pausing every pause_every messages (it fills up
+ * and stops reading); every message must arrive whole, in order. */
+static void
+big_exchange(struct big_sender *b, int pause_every)
 {
-	static struct big_sender b;
 	char ep[256];
 	pthread_t th;
 	zr_socket *pull = et_zopen(0, ZR_PULL);
@@ -765,10 +768,26 @@ Test(engine_curve, big_multipart_messages_through_a_slow_receiver)
 	et_zopt_int(pull, ZR_RCVHWM, 2);
 	z_curve_server(pull, &srv);
 	snprintf(ep, sizeof ep, "%s", et_zbind(pull, false));
-	b.push = et_zopen(1, ZR_PUSH);
-	et_zopt_int(b.push, ZR_SNDTIMEO, 20000);
-	z_curve_client(b.push, &cli, srv.pub);
-	cr_assert_eq(zr_connect(b.push, ep), 0);
+	b->push = et_zopen(1, ZR_PUSH);
+	et_zopt_int(b->push, ZR_SNDTIMEO, 20000);
+	z_curve_client(b->push, &cli, srv.pub);
+	cr_assert_eq(zr_connect(b->push, ep), 0);
+	cr_assert_eq(pthread_create(&th, NULL, big_sender_run, b), 0);
+	et_zopt_int(pull, ZR_RCVTIMEO, 20000);
+	for (int i = 0; i < 24; i++) {
+		if (i % pause_every == 0)
+			zt_sleep_ms(20);
+		zr_msg_free(z_expect_msg(pull, b->text[i]));
+	}
+	pthread_join(th, NULL);
+	cr_assert_eq(b->err, 0, "zr_send: %s", zr_strerror(b->err));
+	cr_assert_eq(b->sent, 24);
+}
+
+Test(engine_curve, big_multipart_messages_through_a_slow_receiver)
+{
+	static struct big_sender b;
+
 	for (int i = 0; i < 24; i++) {
 		if (i % 3 == 0)
 			snprintf(b.text[i], sizeof b.text[i],
@@ -779,16 +798,7 @@ Test(engine_curve, big_multipart_messages_through_a_slow_receiver)
 			snprintf(b.text[i], sizeof b.text[i], "g65536,%d:%02x:g1048576,%d", i, i,
 			         i + 3);
 	}
-	cr_assert_eq(pthread_create(&th, NULL, big_sender_run, &b), 0);
-	et_zopt_int(pull, ZR_RCVTIMEO, 20000);
-	for (int i = 0; i < 24; i++) {
-		if (i % 4 == 0)
-			zt_sleep_ms(20); /* let the receiver fill up and stop reading */
-		zr_msg_free(z_expect_msg(pull, b.text[i]));
-	}
-	pthread_join(th, NULL);
-	cr_assert_eq(b.err, 0, "zr_send: %s", zr_strerror(b.err));
-	cr_assert_eq(b.sent, 24);
+	big_exchange(&b, 4);
 }
 
 /*
@@ -801,17 +811,7 @@ Test(engine_curve, large_one_frame_messages_between_small_ones_arrive_intact)
 {
 	static struct big_sender b;
 	static const int sizes[] = {32767, 32768, 32769, 65536, 100000, 1048576};
-	char ep[256];
-	pthread_t th;
-	zr_socket *pull = et_zopen(0, ZR_PULL);
 
-	et_zopt_int(pull, ZR_RCVHWM, 2);
-	z_curve_server(pull, &srv);
-	snprintf(ep, sizeof ep, "%s", et_zbind(pull, false));
-	b.push = et_zopen(1, ZR_PUSH);
-	et_zopt_int(b.push, ZR_SNDTIMEO, 20000);
-	z_curve_client(b.push, &cli, srv.pub);
-	cr_assert_eq(zr_connect(b.push, ep), 0);
 	for (int i = 0; i < 24; i++) {
 		if (i % 2 == 0)
 			snprintf(b.text[i], sizeof b.text[i], "g%d,%d", sizes[(i / 2) % 6], i);
@@ -820,16 +820,7 @@ Test(engine_curve, large_one_frame_messages_between_small_ones_arrive_intact)
 		else /* a large frame that is not the message's only one */
 			snprintf(b.text[i], sizeof b.text[i], "g40000,%d:%02x", i, i);
 	}
-	cr_assert_eq(pthread_create(&th, NULL, big_sender_run, &b), 0);
-	et_zopt_int(pull, ZR_RCVTIMEO, 20000);
-	for (int i = 0; i < 24; i++) {
-		if (i % 5 == 0)
-			zt_sleep_ms(20); /* let the receiver fill up and stop reading */
-		zr_msg_free(z_expect_msg(pull, b.text[i]));
-	}
-	pthread_join(th, NULL);
-	cr_assert_eq(b.err, 0, "zr_send: %s", zr_strerror(b.err));
-	cr_assert_eq(b.sent, 24);
+	big_exchange(&b, 5);
 }
 
 /* CURVE over ipc: the authenticator is asked (whatever the peer address
