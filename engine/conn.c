@@ -558,9 +558,15 @@ conn_adopt_box(struct zr__conn *c, const struct zr_zmtp_event *ev, size_t *off, 
 	    c->sock->ops->rx_begin != NULL || ev->offset != 0 || ev->len < CONN_DIRECT_MIN ||
 	    ev->len != ev->frame_size || (ev->flags & ZR_ZMTP_MORE) ||
 	    !(ev->flags & ZR_ZMTP_FRAME_END) || *off != c->in_len || ev->data < in ||
-	    ev->data - in > (ptrdiff_t)CONN_ADOPT_SLACK)
+	    ev->data - in > (ptrdiff_t)CONN_ADOPT_SLACK || c->in_cap - c->in_len > c->in_len / 8)
 		return 0;
-	next = malloc(c->in_cap);
+	/* The message's memory is what the queue's byte budget counts, so it
+	 * takes a buffer hardly larger than the box (conn_in_fit sizes c->in
+	 * to the box it waits for); the next one is as large, or the usual
+	 * size after a box over twice that. */
+	size_t next_cap = c->in_cap <= 2 * c->in_norm ? c->in_cap : c->in_norm;
+
+	next = malloc(next_cap);
 	if (next == NULL)
 		return 0; /* the copy needs no memory: take it that way */
 	*rc = conn_rx_msg_start(c);
@@ -573,6 +579,7 @@ conn_adopt_box(struct zr__conn *c, const struct zr_zmtp_event *ev, size_t *off, 
 		return 0; /* c->rx_msg goes on the usual way */
 	}
 	c->in = next;
+	c->in_cap = next_cap;
 	c->in_len = 0;
 	*off = 0;
 	*rc = conn_rx_msg_end(c);
