@@ -554,11 +554,13 @@ conn_adopt_box(struct zr__conn *c, const struct zr_zmtp_event *ev, size_t *off, 
 	const uint8_t *in = c->in;
 	uint8_t *next;
 
-	if (!zr_zmtp_encrypts(&c->z) || c->tls != NULL || c->rx_armed || c->rx_msg != NULL ||
-	    c->sock->ops->rx_begin != NULL || ev->offset != 0 || ev->len < CONN_DIRECT_MIN ||
-	    ev->len != ev->frame_size || (ev->flags & ZR_ZMTP_MORE) ||
-	    !(ev->flags & ZR_ZMTP_FRAME_END) || *off != c->in_len || ev->data < in ||
-	    ev->data - in > (ptrdiff_t)CONN_ADOPT_SLACK || c->in_cap - c->in_len > c->in_len / 8)
+	/* The frame's size first: every frame of every connection comes by
+	 * here, and almost all are small. */
+	if (ev->len < CONN_DIRECT_MIN || ev->offset != 0 || ev->len != ev->frame_size ||
+	    (ev->flags & ZR_ZMTP_MORE) || !(ev->flags & ZR_ZMTP_FRAME_END) || *off != c->in_len ||
+	    c->rx_msg != NULL || c->rx_armed || c->tls != NULL || c->sock->ops->rx_begin != NULL ||
+	    ev->data < in || ev->data - in > (ptrdiff_t)CONN_ADOPT_SLACK ||
+	    c->in_cap - c->in_len > c->in_len / 8 || !zr_zmtp_encrypts(&c->z))
 		return 0;
 	/* The message's memory is what the queue's byte budget counts, so it
 	 * takes a buffer hardly larger than the box (conn_in_fit sizes c->in
