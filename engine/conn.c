@@ -465,7 +465,7 @@ conn_subscription(struct zr__conn *c, bool subscribe, const uint8_t *topic, size
 
 	if (rc != 0)
 		return rc < 0 ? rc : 0;
-	rc = zr__sock_msg_new(c->sock, &m);
+	rc = zr__sock_msg_new(c->sock, &m, len + 1);
 	if (rc < 0)
 		return rc;
 	rc = zr__msg_frame_begin(m, len + 1);
@@ -479,12 +479,13 @@ conn_subscription(struct zr__conn *c, bool subscribe, const uint8_t *topic, size
 	return rc < 0 ? rc : rc == 0 ? 1 : 0;
 }
 
-/* The message a first frame starts (c->rx_msg), with the connection's
- * properties and the pattern's own first frames. Returns 0 or <0. */
+/* The message a first frame of want octets starts (c->rx_msg), with the
+ * connection's properties and the pattern's own first frames. Returns 0 or
+ * <0. */
 static int
-conn_rx_msg_start(struct zr__conn *c)
+conn_rx_msg_start(struct zr__conn *c, size_t want)
 {
-	int rc = zr__sock_msg_new(c->sock, &c->rx_msg);
+	int rc = zr__sock_msg_new(c->sock, &c->rx_msg, want);
 
 	if (rc < 0)
 		return rc;
@@ -523,7 +524,7 @@ conn_frame(struct zr__conn *c, const struct zr_zmtp_event *ev)
 	int rc;
 
 	if (ev->offset == 0) {
-		if (c->rx_msg == NULL && (rc = conn_rx_msg_start(c)) < 0)
+		if (c->rx_msg == NULL && (rc = conn_rx_msg_start(c, (size_t)ev->frame_size)) < 0)
 			return rc;
 		c->rx_frame_big = ev->frame_size >= CONN_DIRECT_MIN;
 		rc = zr__msg_frame_begin(c->rx_msg, (size_t)ev->frame_size);
@@ -571,7 +572,8 @@ conn_adopt_box(struct zr__conn *c, const struct zr_zmtp_event *ev, size_t *off, 
 	next = malloc(next_cap);
 	if (next == NULL)
 		return 0; /* the copy needs no memory: take it that way */
-	*rc = conn_rx_msg_start(c);
+	/* Its buffer will be the box's: a spare's goes. */
+	*rc = conn_rx_msg_start(c, 0);
 	if (*rc < 0) {
 		free(next);
 		return -1;

@@ -118,9 +118,28 @@ zr__msg_cost(const zr_msg *m)
 	return m->len + (size_t)m->nframes * sizeof(struct zr__span);
 }
 
+/* A spare message keeps a buffer up to this size whatever its ring holds. */
+#define ZR__MSG_SPARE_SMALL ((size_t)256)
 /* Empties m for reuse (frames, bytes, properties); keeps a small buffer.
  * Returns false if m is not worth keeping (the caller frees it). */
 bool zr__msg_recycle(zr_msg *m);
+/* The same, keeping a buffer of up to keep octets too (a spare ring with
+ * room for it: zr__sock_spare_give). */
+bool zr__msg_recycle_keep(zr_msg *m, size_t keep);
+/* The size of the buffer m would keep once emptied (0: none of its own). */
+size_t zr__msg_keep_cap(const zr_msg *m);
+/* Frees an empty m's buffer (not a hooked one's). */
+void zr__msg_drop_data(zr_msg *m);
+/* A spare (empty, never hooked) about to take a message of about want
+ * octets drops a larger buffer than it needs (over twice want, and more
+ * than a small one): what the queues count is a message's length, so its
+ * buffer must not be many times that. Inline: every message passes here. */
+static inline void
+zr__msg_fit(zr_msg *m, size_t want)
+{
+	if (m->cap > ZR__MSG_SPARE_SMALL && m->cap / 2 > want)
+		zr__msg_drop_data(m);
+}
 /* Small: its bytes would fit a spare's buffer and its frames the inline table. */
 bool zr__msg_small(const zr_msg *m);
 /* The empty dst takes a copy of the small src's frames and bytes, and its
@@ -693,9 +712,10 @@ void zr__sock_close_kick(struct zr_socket *s);
  * full: c keeps it) or <0 if c must be closed (a subscription limit, with
  * c->drop_why set). */
 int zr__sock_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m);
-/* io thread: a new message for received bytes (a spare one when the app
- * returned some), and the last reference to a sent one. */
-int zr__sock_msg_new(struct zr_socket *s, zr_msg **m);
+/* io thread: a new message for received bytes, want octets or more (a
+ * spare one when the app returned some), and the last reference to a sent
+ * one. */
+int zr__sock_msg_new(struct zr_socket *s, zr_msg **m, size_t want);
 void zr__sock_msg_sent(struct zr_socket *s, zr_msg *m);
 /* Wakes a waiting reader once for everything delivered since the last call
  * (a connection calls it after each decoded batch, not per message). */

@@ -315,7 +315,7 @@ ip_prepare(struct zr__conn *t, zr_msg **mp)
 	if (m->refs > 1) {
 		zr_msg *copy;
 
-		rc = zr__sock_msg_new(r, &copy);
+		rc = zr__sock_msg_new(r, &copy, m->len);
 		if (rc < 0)
 			return rc;
 		rc = zr__msg_reserve(copy, m->len);

@@ -240,10 +240,33 @@ zr_msg_gets(const zr_msg *msg, const char *property)
 	return NULL;
 }
 
-#define MSG_SPARE_DATA_MAX 256 /* a spare keeps a buffer up to this size */
+#define MSG_SPARE_DATA_MAX ZR__MSG_SPARE_SMALL
 
 bool
 zr__msg_recycle(zr_msg *m)
+{
+	return zr__msg_recycle_keep(m, MSG_SPARE_DATA_MAX);
+}
+
+size_t
+zr__msg_keep_cap(const zr_msg *m)
+{
+	/* msg_unhook keeps our own bytes only */
+	return m->hooked ? (m->hook->own ? m->hook->cap : 0) : m->cap;
+}
+
+void
+zr__msg_drop_data(zr_msg *m)
+{
+	if (m->hooked)
+		return;
+	free(m->data);
+	m->data = NULL;
+	m->cap = 0;
+}
+
+bool
+zr__msg_recycle_keep(zr_msg *m, size_t keep)
 {
 	msg_unhook(m);
 	if (m->frames != m->inl) {
@@ -253,7 +276,7 @@ zr__msg_recycle(zr_msg *m)
 	}
 	zr__meta_unref(m->meta);
 	m->meta = NULL;
-	if (m->cap > MSG_SPARE_DATA_MAX) {
+	if (m->cap > MSG_SPARE_DATA_MAX && m->cap > keep) {
 		free(m->data);
 		m->data = NULL;
 		m->cap = 0;

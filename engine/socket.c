@@ -674,6 +674,38 @@ sock_rx_any(zr_socket *s)
 }
 
 /*
+ * Producer of a spare ring (rx_spare: the app, tx_spare: the io thread): m,
+ * emptied, goes back for the next message, or is freed when the ring is
+ * full. Besides a small buffer, which every spare keeps, it keeps one up to
+ * SOCK_SPARE_BUF_MAX while the ring's depth times that buffer's size stays
+ * under SOCK_SPARE_BYTES: a 1 KiB stream otherwise mallocs each message's
+ * buffer on one thread and frees it on the other (~12% of a 1 KiB sender's
+ * samples, perf), and a receiver's ring fills to a receive queue's worth
+ * (RCVHWM, 1000) before the io thread takes from it again. The depth is the
+ * producer's cached view, exact once it reaches the limit. A stream of one
+ * size keeps SOCK_SPARE_BYTES at most; sizes that shrink as the ring fills
+ * could keep a few times that (a sum of SOCK_SPARE_BYTES / depth).
+ */
+#define SOCK_SPARE_BUF_MAX ((size_t)4 * 1024)
+#define SOCK_SPARE_BYTES ((size_t)1024 * 1024)
+
+static void
+sock_spare_give(struct zr__spsc *ring, zr_msg *m)
+{
+	size_t keep = 0;
+
+	if (m->hooked || m->cap > ZR__MSG_SPARE_SMALL) {
+		size_t cap = zr__msg_keep_cap(m);
+
+		if (cap > ZR__MSG_SPARE_SMALL && cap <= SOCK_SPARE_BUF_MAX &&
+		    zr__spsc_count_upto(ring, SOCK_SPARE_BYTES / cap) < SOCK_SPARE_BYTES / cap)
+			keep = cap;
+	}
+	if (!zr__msg_recycle_keep(m, keep) || !zr__spsc_push(ring, m))
+		zr_msg_free(m);
+}
+
+/*
  * App thread: a small message the io thread made is copied into one this
  * thread makes, and the io thread's goes back to it through rx_spare. The
  * copy (at most 256 octets) costs less than the alternative: the app would
@@ -692,8 +724,7 @@ sock_recv_own(zr_socket *s, zr_msg *m)
 		zr_msg_free(own);
 		return m;
 	}
-	if (!zr__msg_recycle(m) || !zr__spsc_push(&s->rx_spare, m))
-		zr_msg_free(m);
+	sock_spare_give(&s->rx_spare, m);
 	return own;
 }
 
@@ -727,17 +758,20 @@ sock_recv_into(zr_socket *s, zr_msg *dst, zr_msg *m)
 	 * (perf, zmq_msg_recv loop): given back in batches instead. */
 	sock_meta_drop(s, dst->meta);
 	dst->meta = NULL;
-	if (!zr__msg_move_small(dst, m)) {
-		(void)zr__msg_recycle(dst);
-		if (!zr__msg_small(m) || zr__msg_take_small(dst, m) < 0)
-			zr__msg_swap(dst, m);
-		if (!zr__msg_recycle(m)) {
+	if (zr__msg_move_small(dst, m)) {
+		if (!zr__spsc_push(&s->rx_spare, m))
 			zr_msg_free(m);
-			return;
-		}
+		return;
 	}
-	if (!zr__spsc_push(&s->rx_spare, m))
-		zr_msg_free(m);
+	if (zr__msg_small(m) && zr__msg_keep_cap(dst) <= ZR__MSG_SPARE_SMALL) {
+		(void)zr__msg_recycle(dst);
+		if (zr__msg_take_small(dst, m) < 0)
+			zr__msg_swap(dst, m);
+	} else {
+		/* dst takes m's buffer, and its own goes back in m */
+		zr__msg_swap(dst, m);
+	}
+	sock_spare_give(&s->rx_spare, m);
 }
 
 /* ZR_BUSY_POLL on an empty rx: pops until a message comes or the spin
@@ -969,6 +1003,8 @@ zr_send_bytes(zr_socket *s, const void *data, size_t len, int flags)
 	 * only around the send: a context freed meanwhile must wait for it. */
 	sock_call_enter(s, SOCK_CALL_TX);
 	m = s->queues_ready ? zr__spsc_pop(&s->tx_spare) : NULL;
+	if (m != NULL)
+		zr__msg_fit(m, len);
 	rc = m != NULL ? 0 : zr_msg_new(&m);
 	if (rc == 0)
 		rc = zr_msg_add(m, data, len);
@@ -999,8 +1035,7 @@ zr_recv_bytes(zr_socket *s, void *buf, size_t cap, int flags)
 	m->meta = NULL;
 	/* Back to the io thread for the next message, rather than a free here
 	 * of what that thread allocated. */
-	if (!zr__msg_recycle(m) || !zr__spsc_push(&s->rx_spare, m))
-		zr_msg_free(m);
+	sock_spare_give(&s->rx_spare, m);
 	return sock_call_leave(s, SOCK_CALL_RX, len > INT32_MAX ? INT32_MAX : (int)len);
 }
 
@@ -1273,10 +1308,13 @@ zr__sock_rx_refill_each(struct zr_socket *s)
 }
 
 int
-zr__sock_msg_new(struct zr_socket *s, zr_msg **m)
+zr__sock_msg_new(struct zr_socket *s, zr_msg **m, size_t want)
 {
 	*m = zr__spsc_pop(&s->rx_spare);
-	return *m != NULL ? 0 : zr_msg_new(m);
+	if (*m == NULL)
+		return zr_msg_new(m);
+	zr__msg_fit(*m, want);
+	return 0;
 }
 
 void
@@ -1285,8 +1323,7 @@ zr__sock_msg_sent(struct zr_socket *s, zr_msg *m)
 	if (m == NULL || --m->refs > 0)
 		return;
 	m->refs = 1;
-	if (!zr__msg_recycle(m) || !zr__spsc_push(&s->tx_spare, m))
-		zr_msg_free(m);
+	sock_spare_give(&s->tx_spare, m);
 }
 
 int

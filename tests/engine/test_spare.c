@@ -1,0 +1,178 @@
+/*
+ * Spare messages: what a socket has sent (received) goes back, emptied, to
+ * the thread that makes the next one, and keeps its buffer when that is
+ * small, or up to 4 KiB while its ring holds little. Checked here: the
+ * rules on one message (which buffer stays, which goes), and a stream of
+ * every size around those limits arriving byte-exact through each receive
+ * call, so that no reused buffer leaks one message's bytes into another.
+ */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine.h"
+#include "sock_helpers.h"
+#include <zring/zring.h>
+
+/* ---- one message ----------------------------------------------------------- */
+
+/* A message with one frame of len octets, its buffer exactly cap octets. */
+static zr_msg *
+msg_with(size_t len, size_t cap)
+{
+	zr_msg *m;
+	uint8_t *b = calloc(1, cap);
+
+	cr_assert_not_null(b);
+	cr_assert_eq(zr_msg_new(&m), 0);
+	cr_assert(zr__msg_adopt(m, b, cap, 0, len));
+	return m;
+}
+
+Test(spare, recycle_keeps_a_small_buffer_always_and_a_larger_one_only_when_told)
+{
+	zr_msg *m = msg_with(100, ZR__MSG_SPARE_SMALL);
+
+	cr_assert(zr__msg_recycle_keep(m, 0));
+	cr_assert_eq(zr__msg_keep_cap(m), ZR__MSG_SPARE_SMALL, "a small buffer stays");
+	cr_assert_eq(zr_msg_frames(m), 0);
+	cr_assert_eq(zr_msg_size(m), 0);
+	zr_msg_free(m);
+
+	m = msg_with(4000, 4096);
+	cr_assert(zr__msg_recycle_keep(m, 4096));
+	cr_assert_eq(zr__msg_keep_cap(m), 4096, "kept when the ring has room");
+	cr_assert(zr__msg_recycle_keep(m, 4095));
+	cr_assert_eq(zr__msg_keep_cap(m), 0, "freed when it may not keep that much");
+	zr_msg_free(m);
+
+	m = msg_with(4000, 4096);
+	cr_assert(zr__msg_recycle(m));
+	cr_assert_eq(zr__msg_keep_cap(m), 0, "the plain recycle keeps small buffers only");
+	zr_msg_free(m);
+}
+
+/* The queues count a message's length: a spare's buffer must not be many
+ * times the message it takes. */
+Test(spare, a_spare_drops_a_buffer_over_twice_what_its_next_message_needs)
+{
+	zr_msg *m = msg_with(0, 16384);
+
+	zr__msg_fit(m, 8192);
+	cr_assert_eq(zr__msg_keep_cap(m), 16384, "half full: kept");
+	zr__msg_fit(m, 8191);
+	cr_assert_eq(zr__msg_keep_cap(m), 0, "under half: dropped");
+	zr_msg_free(m);
+
+	m = msg_with(0, ZR__MSG_SPARE_SMALL);
+	zr__msg_fit(m, 1);
+	cr_assert_eq(zr__msg_keep_cap(m), ZR__MSG_SPARE_SMALL, "a small one always stays");
+	cr_assert_eq(zr_msg_add(m, "x", 1), 0);
+	zr_msg_free(m);
+}
+
+/* ---- a stream --------------------------------------------------------------- */
+
+/* Sizes around the small limit (256), the kept limit (4 KiB), the packing
+ * and direct-receive thresholds, in an order where each size follows a
+ * larger and a smaller one. */
+static const size_t stream_sizes[] = {1,   300, 1024,  4096, 4097, 16385, 40,  9000,
+                                      257, 256, 70000, 2048, 0,    3000,  255, 33000};
+#define STREAM_NSIZES (sizeof stream_sizes / sizeof stream_sizes[0])
+#define STREAM_MESSAGES 6000
+
+static uint8_t
+stream_byte(unsigned k, size_t i)
+{
+	return (uint8_t)(k * 131u + i * 7u + (i >> 8));
+}
+
+static void *
+stream_sender(void *arg)
+{
+	zr_socket *push = arg;
+	static uint8_t buf[70000];
+
+	for (unsigned k = 0; k < STREAM_MESSAGES; k++) {
+		size_t len = stream_sizes[k % STREAM_NSIZES];
+
+		for (size_t i = 0; i < len; i++)
+			buf[i] = stream_byte(k, i);
+		if (zr_send_bytes(push, buf, len, 0) < 0)
+			return (void *)1;
+	}
+	return NULL;
+}
+
+static void
+stream_check(unsigned k, const uint8_t *p, size_t len)
+{
+	size_t want = stream_sizes[k % STREAM_NSIZES];
+
+	cr_assert_eq(len, want, "message %u: %zu octets, want %zu", k, len, want);
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != stream_byte(k, i))
+			cr_assert_fail("message %u: octet %zu is %u, want %u", k, i, p[i],
+			               stream_byte(k, i));
+}
+
+/* Every receive call in turn: zr_recv_bytes and zr_recv_into give the
+ * message back as a spare at once (zr_recv_into trades buffers with the
+ * caller's message), zr_recv hands it over. A short receive queue and
+ * kernel buffers make the sender wait now and then, so spares pile up and
+ * drain on both sides. */
+Test(spare, every_size_arrives_byte_exact_through_every_receive_call, .timeout = 120)
+{
+	zr_ctx *ctx;
+	zr_socket *push, *pull;
+	zr_msg *into;
+	pthread_t th;
+	void *failed;
+	char ep[128];
+	static uint8_t buf[70001];
+
+	cr_assert_eq(zr_ctx_new(&ctx), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
+	sopt_int(pull, ZR_RCVHWM, 64);
+	sopt_int(pull, ZR_RCVBUF, 65536);
+	sock_bind_connect(pull, "tcp://127.0.0.1:*", push, ep, sizeof ep);
+	cr_assert_eq(zr_msg_new(&into), 0);
+	cr_assert_eq(pthread_create(&th, NULL, stream_sender, push), 0);
+
+	for (unsigned k = 0; k < STREAM_MESSAGES; k++) {
+		zr_msg *m;
+		size_t len;
+		const void *f;
+		int rc;
+
+		if (k % 1000 == 500)
+			sleep_ms(10); /* the sender runs into a full window */
+		switch (k % 3) {
+		case 0:
+			rc = zr_recv_bytes(pull, buf, sizeof buf, 0);
+			cr_assert_geq(rc, 0, "message %u: %d", k, rc);
+			stream_check(k, buf, (size_t)rc);
+			break;
+		case 1:
+			cr_assert_eq(zr_recv_into(pull, into, 0), 0, "message %u", k);
+			cr_assert_eq(zr_msg_frames(into), 1, "message %u", k);
+			f = zr_msg_frame(into, 0, &len);
+			stream_check(k, f, len);
+			break;
+		default:
+			cr_assert_eq(zr_recv(pull, &m, 0), 0, "message %u", k);
+			cr_assert_eq(zr_msg_frames(m), 1, "message %u", k);
+			f = zr_msg_frame(m, 0, &len);
+			stream_check(k, f, len);
+			zr_msg_free(m);
+			break;
+		}
+	}
+	cr_assert_eq(pthread_join(th, &failed), 0);
+	cr_assert_null(failed, "the sender failed");
+	zr_msg_free(into);
+	sock_pair_free(ctx, push, pull);
+}
