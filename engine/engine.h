@@ -716,6 +716,9 @@ int zr__sock_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m);
  * spare one when the app returned some), and the last reference to a sent
  * one. */
 int zr__sock_msg_new(struct zr_socket *s, zr_msg **m, size_t want);
+/* The producer of a spare ring (rx_spare, tx_spare) gives it m, emptied,
+ * with its buffer while the ring holds little (socket.c), or frees m. */
+void zr__sock_spare_give(struct zr__spsc *ring, zr_msg *m);
 void zr__sock_msg_sent(struct zr_socket *s, zr_msg *m);
 /* Wakes a waiting reader once for everything delivered since the last call
  * (a connection calls it after each decoded batch, not per message). */

@@ -418,8 +418,8 @@ ip_spare_back(struct zr_socket *r, struct zr_socket *s)
 {
 	zr_msg *m = zr__spsc_pop(&r->rx_spare);
 
-	if (m != NULL && !zr__spsc_push(&s->tx_spare, m))
-		zr_msg_free(m);
+	if (m != NULL)
+		zr__sock_spare_give(&s->tx_spare, m);
 }
 
 void

@@ -674,9 +674,9 @@ sock_rx_any(zr_socket *s)
 }
 
 /*
- * Producer of a spare ring (rx_spare: the app, tx_spare: the io thread): m,
- * emptied, goes back for the next message, or is freed when the ring is
- * full. Besides a small buffer, which every spare keeps, it keeps one up to
+ * see engine.h. The producers: rx_spare's is the app, tx_spare's the io
+ * thread (inproc.c hands its own rx_spare's takings to the sending socket's
+ * tx_spare). Besides a small buffer, which every spare keeps, m keeps one up to
  * SOCK_SPARE_BUF_MAX while the ring's depth times that buffer's size stays
  * under SOCK_SPARE_BYTES: a 1 KiB stream otherwise mallocs each message's
  * buffer on one thread and frees it on the other (~12% of a 1 KiB sender's
@@ -689,8 +689,8 @@ sock_rx_any(zr_socket *s)
 #define SOCK_SPARE_BUF_MAX ((size_t)4 * 1024)
 #define SOCK_SPARE_BYTES ((size_t)1024 * 1024)
 
-static void
-sock_spare_give(struct zr__spsc *ring, zr_msg *m)
+void
+zr__sock_spare_give(struct zr__spsc *ring, zr_msg *m)
 {
 	size_t keep = 0;
 
@@ -724,7 +724,7 @@ sock_recv_own(zr_socket *s, zr_msg *m)
 		zr_msg_free(own);
 		return m;
 	}
-	sock_spare_give(&s->rx_spare, m);
+	zr__sock_spare_give(&s->rx_spare, m);
 	return own;
 }
 
@@ -771,7 +771,7 @@ sock_recv_into(zr_socket *s, zr_msg *dst, zr_msg *m)
 		/* dst takes m's buffer, and its own goes back in m */
 		zr__msg_swap(dst, m);
 	}
-	sock_spare_give(&s->rx_spare, m);
+	zr__sock_spare_give(&s->rx_spare, m);
 }
 
 /* ZR_BUSY_POLL on an empty rx: pops until a message comes or the spin
@@ -1035,7 +1035,7 @@ zr_recv_bytes(zr_socket *s, void *buf, size_t cap, int flags)
 	m->meta = NULL;
 	/* Back to the io thread for the next message, rather than a free here
 	 * of what that thread allocated. */
-	sock_spare_give(&s->rx_spare, m);
+	zr__sock_spare_give(&s->rx_spare, m);
 	return sock_call_leave(s, SOCK_CALL_RX, len > INT32_MAX ? INT32_MAX : (int)len);
 }
 
@@ -1323,7 +1323,7 @@ zr__sock_msg_sent(struct zr_socket *s, zr_msg *m)
 	if (m == NULL || --m->refs > 0)
 		return;
 	m->refs = 1;
-	sock_spare_give(&s->tx_spare, m);
+	zr__sock_spare_give(&s->tx_spare, m);
 }
 
 int

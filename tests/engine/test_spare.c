@@ -4,7 +4,8 @@
  * small, or up to 4 KiB while its ring holds little. Checked here: the
  * rules on one message (which buffer stays, which goes), and a stream of
  * every size around those limits arriving byte-exact through each receive
- * call, so that no reused buffer leaks one message's bytes into another.
+ * call, over tcp and inproc, so that no reused buffer leaks one message's
+ * bytes into another.
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -123,7 +124,8 @@ stream_check(unsigned k, const uint8_t *p, size_t len)
  * caller's message), zr_recv hands it over. A short receive queue and
  * kernel buffers make the sender wait now and then, so spares pile up and
  * drain on both sides. */
-Test(spare, every_size_arrives_byte_exact_through_every_receive_call, .timeout = 120)
+static void
+stream_run(const char *endpoint)
 {
 	zr_ctx *ctx;
 	zr_socket *push, *pull;
@@ -138,7 +140,7 @@ Test(spare, every_size_arrives_byte_exact_through_every_receive_call, .timeout =
 	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
 	sopt_int(pull, ZR_RCVHWM, 64);
 	sopt_int(pull, ZR_RCVBUF, 65536);
-	sock_bind_connect(pull, "tcp://127.0.0.1:*", push, ep, sizeof ep);
+	sock_bind_connect(pull, endpoint, push, ep, sizeof ep);
 	cr_assert_eq(zr_msg_new(&into), 0);
 	cr_assert_eq(pthread_create(&th, NULL, stream_sender, push), 0);
 
@@ -175,4 +177,16 @@ Test(spare, every_size_arrives_byte_exact_through_every_receive_call, .timeout =
 	cr_assert_null(failed, "the sender failed");
 	zr_msg_free(into);
 	sock_pair_free(ctx, push, pull);
+}
+
+Test(spare, every_size_arrives_byte_exact_through_every_receive_call_over_tcp, .timeout = 120)
+{
+	stream_run("tcp://127.0.0.1:*");
+}
+
+/* inproc hands the receiver's spares to the sender (inproc.c): the same
+ * buffers go round without a connection in between. */
+Test(spare, every_size_arrives_byte_exact_through_every_receive_call_over_inproc, .timeout = 120)
+{
+	stream_run("inproc://spare-stream");
 }
