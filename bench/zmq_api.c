@@ -8,6 +8,8 @@
  *
  *   bench_zmqapi thr-recv pushpull ENDPOINT COUNT SIZE   PULL binds, receives, reports
  *   bench_zmqapi thr-send pushpull ENDPOINT COUNT SIZE   PUSH connects, sends, reports
+ *   (pattern pushpull-bytes: the same with zmq_send / zmq_recv of the caller's
+ *   buffer, the other common idiom, with no zmq_msg_t per message)
  *   bench_zmqapi lat-rep ENDPOINT COUNT SIZE             REP binds, echoes COUNT+warm-up
  *   bench_zmqapi lat ENDPOINT COUNT SIZE                 REQ connects, COUNT round trips
  *   bench_zmqapi stall-recv ENDPOINT COUNT SIZE          PULL binds and never reads
@@ -56,6 +58,7 @@
 
 struct args {
 	const char *mode;
+	bool bytes; /* pushpull-bytes: zmq_send / zmq_recv, not zmq_msg_t */
 	const char *endpoint;
 	unsigned long count;
 	size_t size;
@@ -197,14 +200,18 @@ bind_and_announce(void *s, const char *ep)
 	return 0;
 }
 
-/* local_thr: one zmq_msg_t, zmq_msg_recv into it COUNT times. */
+/* local_thr: one zmq_msg_t, zmq_msg_recv into it COUNT times (bytes:
+ * zmq_recv into one buffer). */
 static int
 thr_recv(const struct args *a)
 {
 	void *ctx = ctx_new(), *s;
 	zmq_msg_t msg;
 	double t0 = 0, c0 = 0;
+	char *buf = malloc(a->size + 1);
 
+	if (!buf)
+		return fail("malloc");
 	if (!ctx || !(s = sock_open(ctx, ZMQ_PULL, 0)))
 		return fail("socket");
 	if (bind_and_announce(s, a->endpoint) != 0)
@@ -212,16 +219,16 @@ thr_recv(const struct args *a)
 	if (zmq_msg_init(&msg) != 0)
 		return fail("zmq_msg_init");
 	for (unsigned long i = 0; i < a->count; i++) {
-		int rc = zmq_msg_recv(&msg, s, 0);
+		/* One octet more room than expected: a longer message shows. */
+		int rc = a->bytes ? zmq_recv(s, buf, a->size + 1, 0) : zmq_msg_recv(&msg, s, 0);
 		if (rc < 0) {
 			fprintf(stderr, "FAIL zmq.h thr-recv: got %lu of %lu messages (%s)\n", i,
 			        a->count, zmq_strerror(zmq_errno()));
 			return 1;
 		}
-		if (zmq_msg_size(&msg) != a->size) {
-			fprintf(stderr,
-			        "FAIL zmq.h thr-recv: message %lu has %zu bytes, want %zu\n", i,
-			        zmq_msg_size(&msg), a->size);
+		if ((size_t)rc != a->size) {
+			fprintf(stderr, "FAIL zmq.h thr-recv: message %lu has %d bytes, want %zu\n",
+			        i, rc, a->size);
 			return 1;
 		}
 		if (i == 0) {
@@ -231,6 +238,7 @@ thr_recv(const struct args *a)
 	}
 	double t1 = now_s(), c1 = cpu_s();
 	zmq_msg_close(&msg);
+	free(buf);
 	zmq_close(s);
 	zmq_ctx_term(ctx);
 
@@ -244,19 +252,29 @@ thr_recv(const struct args *a)
 	return 0;
 }
 
-/* remote_thr: zmq_msg_init_size, fill, zmq_msg_send, COUNT times. */
+/* remote_thr: zmq_msg_init_size, fill, zmq_msg_send, COUNT times (bytes:
+ * fill one buffer, zmq_send it). */
 static int
 thr_send(const struct args *a)
 {
 	void *ctx = ctx_new(), *s;
 	zmq_msg_t msg;
+	char *buf = malloc(a->size ? a->size : 1);
 
+	if (!buf)
+		return fail("malloc");
 	if (!ctx || !(s = sock_open(ctx, ZMQ_PUSH, -1)))
 		return fail("socket");
 	if (zmq_connect(s, a->endpoint) != 0)
 		return fail("connect");
 	double t0 = now_s(), c0 = cpu_s();
 	for (unsigned long i = 0; i < a->count; i++) {
+		if (a->bytes) {
+			memset(buf, 'z', a->size);
+			if (zmq_send(s, buf, a->size, 0) < 0)
+				return fail("zmq_send");
+			continue;
+		}
 		if (zmq_msg_init_size(&msg, a->size) != 0)
 			return fail("zmq_msg_init_size");
 		memset(zmq_msg_data(&msg), 'z', a->size);
@@ -265,6 +283,7 @@ thr_send(const struct args *a)
 	}
 	zmq_close(s);
 	zmq_ctx_term(ctx); /* LINGER -1: returns when everything is out */
+	free(buf);
 	double secs = now_s() - t0, cpu = cpu_s() - c0;
 	double msgs = (double)a->count;
 	result_head(a);
@@ -473,7 +492,7 @@ static int
 usage(const char *prog)
 {
 	fprintf(stderr,
-	        "usage: %s thr-recv|thr-send pushpull ENDPOINT COUNT SIZE\n"
+	        "usage: %s thr-recv|thr-send pushpull|pushpull-bytes ENDPOINT COUNT SIZE\n"
 	        "       %s lat-rep|lat|stall-recv|stall-send ENDPOINT COUNT SIZE\n"
 	        "       %s which\n",
 	        prog, prog, prog);
@@ -511,8 +530,14 @@ main(int argc, char **argv)
 	if (m == sizeof modes / sizeof modes[0])
 		return usage(argv[0]);
 	bool thr = strncmp(a.mode, "thr-", 4) == 0;
-	if (argc != (thr ? 6 : 5) || (thr && strcmp(argv[i++], "pushpull") != 0))
+	if (argc != (thr ? 6 : 5))
 		return usage(argv[0]);
+	if (thr) {
+		a.bytes = strcmp(argv[i], "pushpull-bytes") == 0;
+		if (!a.bytes && strcmp(argv[i], "pushpull") != 0)
+			return usage(argv[0]);
+		i++;
+	}
 	a.endpoint = argv[i++];
 	if (parse_ulong(argv[i++], &a.count) < 0 || a.count == 0 ||
 	    parse_ulong(argv[i++], &size) < 0 || size > (1ul << 30))
