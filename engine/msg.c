@@ -240,12 +240,10 @@ zr_msg_gets(const zr_msg *msg, const char *property)
 	return NULL;
 }
 
-#define MSG_SPARE_DATA_MAX ZR__MSG_SPARE_SMALL
-
 bool
 zr__msg_recycle(zr_msg *m)
 {
-	return zr__msg_recycle_keep(m, MSG_SPARE_DATA_MAX);
+	return zr__msg_recycle_keep(m, ZR__MSG_SPARE_SMALL);
 }
 
 size_t
@@ -276,11 +274,8 @@ zr__msg_recycle_keep(zr_msg *m, size_t keep)
 	}
 	zr__meta_unref(m->meta);
 	m->meta = NULL;
-	if (m->cap > MSG_SPARE_DATA_MAX && m->cap > keep) {
-		free(m->data);
-		m->data = NULL;
-		m->cap = 0;
-	}
+	if (m->cap > ZR__MSG_SPARE_SMALL && m->cap > keep)
+		zr__msg_drop_data(m);
 	m->nframes = 0;
 	m->len = 0;
 	m->refs = 1;
@@ -291,7 +286,7 @@ zr__msg_recycle_keep(zr_msg *m, size_t keep)
 bool
 zr__msg_small(const zr_msg *m)
 {
-	return m->len <= MSG_SPARE_DATA_MAX && m->frames == m->inl && !m->raw && !m->hooked;
+	return m->len <= ZR__MSG_SPARE_SMALL && m->frames == m->inl && !m->raw && !m->hooked;
 }
 
 int
@@ -299,12 +294,12 @@ zr__msg_take_small(zr_msg *dst, zr_msg *src)
 {
 	if (dst->cap < src->len) {
 		/* A whole spare's size: the next small message fits as well. */
-		uint8_t *d = realloc(dst->data, MSG_SPARE_DATA_MAX);
+		uint8_t *d = realloc(dst->data, ZR__MSG_SPARE_SMALL);
 
 		if (d == NULL)
 			return -ENOMEM;
 		dst->data = d;
-		dst->cap = MSG_SPARE_DATA_MAX;
+		dst->cap = ZR__MSG_SPARE_SMALL;
 	}
 	if (src->len > 0)
 		memcpy(dst->data, src->data, src->len);
@@ -323,8 +318,8 @@ zr__msg_move_small(zr_msg *dst, zr_msg *src)
 	 * buffer big enough: four calls (recycle, small, take, recycle) and
 	 * their repeated checks were ~6% of a 64 B zmq_msg_recv loop (perf). */
 	if (dst->hooked || dst->frames != dst->inl || dst->meta != NULL ||
-	    dst->cap > MSG_SPARE_DATA_MAX || dst->cap < src->len || !zr__msg_small(src) ||
-	    src->cap > MSG_SPARE_DATA_MAX)
+	    dst->cap > ZR__MSG_SPARE_SMALL || dst->cap < src->len || !zr__msg_small(src) ||
+	    src->cap > ZR__MSG_SPARE_SMALL)
 		return false;
 	if (src->len > 0)
 		memcpy(dst->data, src->data, src->len);
