@@ -74,6 +74,37 @@ Test(spare, a_spare_drops_a_buffer_over_twice_what_its_next_message_needs)
 	zr_msg_free(m);
 }
 
+/* A ring's producer keeps 4 KiB buffers while the ring's depth times 4 KiB
+ * stays under 1 MiB: the first 256 spares keep theirs, the rest are given
+ * back bare; 1 KiB buffers, four times as many; 8 KiB ones never (over the
+ * 4 KiB limit); small ones always. */
+static size_t
+give_and_count_kept(size_t n, size_t cap)
+{
+	struct zr__spsc ring;
+	size_t kept = 0;
+	zr_msg *m;
+
+	cr_assert_eq(zr__spsc_init(&ring, 2048), 0);
+	for (size_t i = 0; i < n; i++)
+		zr__sock_spare_give(&ring, msg_with(cap / 2 + 1, cap));
+	while ((m = zr__spsc_pop(&ring)) != NULL) {
+		cr_assert_eq(zr_msg_size(m), 0, "a spare is empty");
+		kept += zr__msg_keep_cap(m) == cap;
+		zr_msg_free(m);
+	}
+	zr__spsc_fini(&ring);
+	return kept;
+}
+
+Test(spare, a_ring_keeps_larger_buffers_up_to_its_byte_limit_only)
+{
+	cr_assert_eq(give_and_count_kept(400, 4096), 256);
+	cr_assert_eq(give_and_count_kept(1500, 1024), 1024);
+	cr_assert_eq(give_and_count_kept(10, 8192), 0);
+	cr_assert_eq(give_and_count_kept(1500, ZR__MSG_SPARE_SMALL), 1500);
+}
+
 /* ---- a stream --------------------------------------------------------------- */
 
 /* Sizes around the small limit (256), the kept limit (4 KiB), the packing
