@@ -1154,10 +1154,9 @@ zr__conn_drop_oldest(struct zr__conn *c)
 
 	if (k >= c->out_n)
 		return false;
-	m = c->outq[(c->out_head + k) % c->out_cap];
+	m = *zr__conn_outq(c, k);
 	for (size_t i = k; i + 1 < c->out_n; i++)
-		c->outq[(c->out_head + i) % c->out_cap] =
-			c->outq[(c->out_head + i + 1) % c->out_cap];
+		*zr__conn_outq(c, i) = *zr__conn_outq(c, i + 1);
 	c->out_n--;
 	c->out_bytes -= zr__msg_cost(m);
 	zr__msg_unref(m);
@@ -1188,13 +1187,13 @@ zr__conn_send(struct zr__conn *c, zr_msg *m, bool force)
 		if (q == NULL)
 			return false;
 		for (size_t i = 0; i < c->out_n; i++)
-			q[i] = c->outq[(c->out_head + i) % c->out_cap];
+			q[i] = *zr__conn_outq(c, i);
 		free(c->outq);
 		c->outq = q;
 		c->out_head = 0;
 		c->out_cap = cap;
 	}
-	c->outq[(c->out_head + c->out_n) % c->out_cap] = m;
+	*zr__conn_outq(c, c->out_n) = m;
 	c->out_n++;
 	c->out_bytes += zr__msg_cost(m);
 	if (c->inproc) {
@@ -1235,7 +1234,7 @@ zr__conn_drained(const struct zr__conn *c)
 static zr_msg *
 conn_outq_at(const struct zr__conn *c, size_t i)
 {
-	return c->outq[(c->out_head + i) % c->out_cap];
+	return *zr__conn_outq(c, i);
 }
 
 /* Drops the message at the head of outq (written, or lost with the link). */
@@ -1246,7 +1245,7 @@ conn_outq_pop(struct zr__conn *c)
 
 	c->out_bytes -= zr__msg_cost(m);
 	zr__sock_msg_sent(c->sock, m);
-	c->out_head = (c->out_head + 1) % c->out_cap;
+	c->out_head = (c->out_head + 1) & (c->out_cap - 1);
 	c->out_n--;
 }
 

@@ -355,7 +355,7 @@ static void
 ip_pop(struct zr__conn *c, size_t cost)
 {
 	c->out_bytes -= cost;
-	c->out_head = (c->out_head + 1) % c->out_cap;
+	c->out_head = (c->out_head + 1) & (c->out_cap - 1);
 	c->out_n--;
 	c->ip_head_ready = false;
 }
@@ -434,7 +434,7 @@ zr__inproc_flush(struct zr__conn *c, bool resume)
 		return;
 	r = t->sock;
 	if (!resume && r->ctx->ip_routing > 0 && c->out_n > 0 &&
-	    c->outq[(c->out_head + c->out_n - 1) % c->out_cap]->refs > 1) {
+	    (*zr__conn_outq(c, c->out_n - 1))->refs > 1) {
 		/* A fan-out (PUB, XPUB, XSUB): after the pass (route_end). */
 		if (!c->ip_flush_queued) {
 			c->ip_flush_queued = true;
