@@ -148,8 +148,8 @@ static const struct bench_scenario scenarios[] = {
 	{"PUSH/PULL 65536 B", KIND_THR, "pushpull", false, 65536, 20000, 5000, 200, 1, 0,
          .reference = false},
 	/* The loopback's ceiling at 1 MiB: one plain 1 MiB send per record, a
-	 * reader into a 256 KiB buffer; the kernel's two copies and nothing
-	 * else (a library's API adds one on each side). */
+	 * reader taking each record whole (MSG_WAITALL); the kernel's two
+	 * copies and nothing else (a library's API adds one on each side). */
 	{REF_THR_1M, KIND_THR, "raw", false, 1048576, 2000, 200, 20, 1, 0, .reference = true,
          .rx_mode = "raw-thr-recv", .tx_mode = "raw-thr-send"},
 	{"PUSH/PULL 1048576 B", KIND_THR, "pushpull", false, 1048576, 1000, 100, 20, 1, 0,
