@@ -1030,6 +1030,8 @@ hold_gone(struct zr__subs *t, const struct zr__subs_node *n, const struct zr__su
 		if (n != t->root) {
 			t->held--;
 			ix_erase(t, key, (uintptr_t)h, h->home);
+			if (t->held == 0)
+				t->max_len = 0; /* the root's "" at most */
 		}
 	} else if (n != t->root && (was_first || key_short(key))) {
 		ix_refresh(t, n, key, (uintptr_t)h, h->home); /* a new first, or one holder */
@@ -1106,6 +1108,8 @@ zr__subs_add(struct zr__subs *t, struct zr__subs_owner *o, const uint8_t *topic,
 	if (fresh) {
 		/* Linked first: a rebuild of the index finds n by its holders. */
 		lens_add(t, len);
+		if (len > t->max_len)
+			t->max_len = len;
 		if (n != t->root) {
 			t->held++;
 			ix_insert(t, n, q.key, q.home);
@@ -1269,6 +1273,22 @@ zr__subs_match(struct zr__subs *t, const uint8_t *data, size_t len)
 		i += n->len;
 	}
 	return false;
+}
+
+bool
+zr__subs_same(const struct zr__subs *t, const uint8_t *a, size_t alen, const uint8_t *b,
+              size_t blen)
+{
+	size_t m = t->max_len;
+
+	/* Every topic held is at most m long: one is a prefix of a exactly
+	 * when it is a prefix of a's first m octets. */
+	if (alen < m || blen < m) {
+		if (alen != blen)
+			return false;
+		m = alen;
+	}
+	return m == 0 || memcmp(a, b, m) == 0;
 }
 
 struct zr__subs_hold *

@@ -45,6 +45,7 @@ struct zr__subs {
 	struct zr__subs_slot *ix;
 	size_t ix_cap;      /* slots: 0 or a power of two */
 	size_t held;        /* nodes with holders, the root excluded */
+	size_t max_len;     /* no topic held is longer (a bound: 0 once only the root holds) */
 	uint64_t ix_key[2]; /* SipHash-2-4's key (zr__subs_seed) */
 	bool ix_lost;       /* an allocation failed: ix misses nodes until rebuilt */
 	uint8_t nlens;      /* lens[0 .. nlens): ascending, each count > 0 */
@@ -106,6 +107,12 @@ struct zr__subs_owner *zr__subs_collect(struct zr__subs *t, const uint8_t *data,
 /* Whether anybody holds a prefix of data. (Not const: it may recount the
  * lengths the index needs, see subs.c.) */
 bool zr__subs_match(struct zr__subs *t, const uint8_t *data, size_t len);
+
+/* Whether a and b match the same holders (each topic held is a prefix of
+ * both or of neither): true when they agree as far as the longest topic
+ * held may reach. Cheaper than two collects; a false "no" is allowed. */
+bool zr__subs_same(const struct zr__subs *t, const uint8_t *a, size_t alen, const uint8_t *b,
+                   size_t blen);
 
 /* Walking what an owner holds: o->held, then zr__subs_next. */
 struct zr__subs_hold *zr__subs_next(const struct zr__subs_hold *h);

@@ -316,3 +316,78 @@ Test(subs_index, the_trie_and_its_index_stay_within_the_charge)
 	within_charge("one topic", 1, 1, random16);
 	within_charge("three topics", 3, 3, split24);
 }
+
+/* The owners collect finds for msg (len octets), as a bit set over own. */
+static unsigned
+owner_set(struct zr__subs *t, struct zr__subs_owner *own, const uint8_t *msg, size_t len)
+{
+	unsigned set = 0;
+
+	for (struct zr__subs_owner *o = zr__subs_collect(t, msg, len); o != NULL; o = o->match_next)
+		set |= 1u << (o - own);
+	return set;
+}
+
+/*
+ * zr__subs_same (a publisher's runs, pat_pubsub.c): two messages it calls
+ * the same get the same owners from collect, over random tries of short
+ * topics on a two-letter alphabet and random pairs of messages (many of
+ * them sharing prefixes); a message is the same as itself; and once only
+ * "" is held, every pair is the same.
+ */
+Test(subs_index, messages_called_the_same_match_the_same_owners)
+{
+	struct zr__subs t = {0};
+	struct zr__subs_owner own[OWNERS];
+	uint8_t a[12], b[12];
+	unsigned seed = 12345, same = 0, differ = 0;
+
+	memset(own, 0, sizeof own);
+	zr__subs_seed(&t, test_key);
+	for (int round = 0; round < 40; round++) {
+		/* A few more topics each round: lengths 0..8 over "ab". */
+		for (int k = 0; k < 3; k++) {
+			uint8_t topic[8];
+			size_t len = (size_t)(rand_r(&seed) % 9);
+
+			for (size_t i = 0; i < len; i++)
+				topic[i] = (uint8_t)('a' + rand_r(&seed) % 2);
+			cr_assert_geq(zr__subs_add(&t, &own[rand_r(&seed) % OWNERS], topic, len,
+			                           SIZE_MAX, SIZE_MAX),
+			              0);
+		}
+		cr_assert_leq(t.max_len, 8);
+		for (int pair = 0; pair < 500; pair++) {
+			size_t alen = (size_t)rand_r(&seed) % sizeof a, blen;
+
+			for (size_t i = 0; i < alen; i++)
+				a[i] = (uint8_t)('a' + rand_r(&seed) % 2);
+			/* b: a's first octets, then its own. */
+			blen = (size_t)rand_r(&seed) % sizeof b;
+			for (size_t i = 0; i < blen; i++)
+				b[i] = i < alen && rand_r(&seed) % 4 != 0
+				               ? a[i]
+				               : (uint8_t)('a' + rand_r(&seed) % 2);
+			cr_assert(zr__subs_same(&t, a, alen, a, alen), "a message is itself");
+			if (zr__subs_same(&t, a, alen, b, blen)) {
+				same++;
+				cr_assert_eq(
+					owner_set(&t, own, a, alen), owner_set(&t, own, b, blen),
+					"called the same, matched otherwise (round %d)", round);
+			} else {
+				differ++;
+			}
+		}
+	}
+	cr_assert_gt(same, 1000, "the pairs must exercise both answers");
+	cr_assert_gt(differ, 1000);
+	/* Only "" held: every message matches the same, so every pair is. */
+	for (int k = 0; k < OWNERS; k++)
+		zr__subs_drop(&t, &own[k]);
+	cr_assert_eq(t.max_len, 0);
+	cr_assert_geq(zr__subs_add(&t, &own[0], (const uint8_t *)"", 0, SIZE_MAX, SIZE_MAX), 0);
+	cr_assert(zr__subs_same(&t, (const uint8_t *)"abc", 3, (const uint8_t *)"x", 1));
+	cr_assert(zr__subs_same(&t, NULL, 0, (const uint8_t *)"x", 1));
+	zr__subs_drop(&t, &own[0]);
+	zr__subs_fini(&t);
+}
