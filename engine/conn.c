@@ -1135,6 +1135,22 @@ zr__conn_has_room(const struct zr__conn *c)
 	       (c->out_n == 0 || o->sndbytes <= 0 || c->out_bytes < (uint64_t)o->sndbytes);
 }
 
+bool
+zr__conn_room(const struct zr__conn *c, size_t *slots, uint64_t *bytes)
+{
+	const struct zr__options *o = &c->sock->opt;
+
+	if (!zr__conn_has_room(c))
+		return false;
+	*slots = o->sndhwm > 0 ? (size_t)o->sndhwm - c->out_n : SIZE_MAX;
+	/* has_room: an empty queue takes any message, a queue under the
+	 * budget one more whatever its size. */
+	*bytes = o->sndbytes <= 0 ? UINT64_MAX
+	         : c->out_n == 0  ? (uint64_t)o->sndbytes
+	                          : (uint64_t)o->sndbytes - c->out_bytes;
+	return true;
+}
+
 /* How many messages at the head of outq are being written (or half written). */
 static size_t
 conn_out_busy(const struct zr__conn *c)
@@ -1520,7 +1536,9 @@ static void
 conn_tx_after(struct zr__conn *c, bool was_full)
 {
 	conn_tx_kick(c);
-	if (was_full && zr__conn_has_room(c))
+	/* The connection a PUB_BLOCK route waits for is told of every bit of
+	 * room: it waits for a run's worth (pub_route), not for one slot. */
+	if ((was_full || c->sock->tx_blocked == c) && zr__conn_has_room(c))
 		zr__sock_conn_room(c->sock, c);
 	if (c->sock->io_closing && zr__conn_drained(c))
 		zr__sock_close_kick(c->sock);

@@ -610,7 +610,13 @@ struct zr_socket {
 	struct zr_socket *next, *prev; /* the ctx's list */
 	struct zr__conn *conns;
 	size_t nconns_active;
-	zr_msg *pending; /* taken from tx but not yet routed */
+	zr_msg *pending;        /* taken from tx but not yet routed */
+	uint64_t tx_pass_taken; /* the routing pass's bytes taken from tx (zr__sock_tx_take) */
+	/* The route waits for this connection's room and no other's (a
+	 * PUB_BLOCK publisher's slowest matching subscriber): the others' room
+	 * cannot let pending go, so their sends' completions do not retry it. */
+	struct zr__conn *tx_blocked;
+	struct zr__timer route_timer; /* zr__sock_tx_retry: route pending again */
 	/* A routing pass (sock_route_pending) is on: connections given messages
 	 * wait on tx_kicks, so each sends the pass's messages in one batch (a
 	 * PUB with 100 subscribers made a sendmsg per message per subscriber). */
@@ -714,10 +720,19 @@ void zr__sock_conn_lost(struct zr_socket *s, struct zr__conn *c);
 void zr__sock_conn_room(struct zr_socket *s, struct zr__conn *c);
 /* The count of pipes (see zr_socket.npipes) moved by delta. */
 void zr__sock_pipes_add(struct zr_socket *s, int delta);
-/* Closing: messages still waiting for a peer? */
+/* Messages the app sent still to route (closing: waiting for a peer)? */
 bool zr__sock_unsent(struct zr_socket *s);
 /* Closing: look again (next loop turn) whether connections can go. */
 void zr__sock_close_kick(struct zr_socket *s);
+/* A pattern's route, with the socket's message m in hand: the message
+ * after it in the app's handoff (NULL: none yet), and taking that one out
+ * to route it with m. Only within route (sock_route_pending's pass). */
+zr_msg *zr__sock_tx_peek(struct zr_socket *s);
+void zr__sock_tx_take(struct zr_socket *s);
+/* What waits for room (pending) may go now: a subscriber it waited for
+ * left or stopped matching. Routed again on the next loop turn, outside
+ * the caller's callback, whether or not any room comes. */
+void zr__sock_tx_retry(struct zr_socket *s);
 /* A whole message arrived on c; returns 1 (taken), 0 if it must wait (rx
  * full: c keeps it) or <0 if c must be closed (a subscription limit, with
  * c->drop_why set). */
@@ -759,6 +774,10 @@ bool zr__conn_send(struct zr__conn *c, zr_msg *m, bool force);
 /* The end of a routing pass: each connection it queued to starts sending. */
 void zr__conn_kick_queued(struct zr_socket *s);
 bool zr__conn_has_room(const struct zr__conn *c);
+/* What c takes now, as zr__conn_has_room counts: slots more messages
+ * (SIZE_MAX: no SNDHWM), each while the bytes queued before it in this
+ * run stay under bytes (UINT64_MAX: no SNDBYTES). False: none at all. */
+bool zr__conn_room(const struct zr__conn *c, size_t *slots, uint64_t *bytes);
 /* PUB_DROP_OLD: drops the oldest message not yet being written. */
 bool zr__conn_drop_oldest(struct zr__conn *c);
 /* PUB_DISCONNECT: closes c on its next timer turn (never inside a callback). */

@@ -1156,12 +1156,45 @@ sock_tx_taken(struct zr_socket *s)
 		sock_signal(s->efd_rx); /* zr_socket_poll_events found no room */
 }
 
+zr_msg *
+zr__sock_tx_peek(struct zr_socket *s)
+{
+	return zr__spsc_peek(&s->tx);
+}
+
+void
+zr__sock_tx_take(struct zr_socket *s)
+{
+	zr_msg *m = zr__spsc_pop(&s->tx);
+
+	if (m != NULL)
+		s->tx_pass_taken += zr__msg_cost(m);
+}
+
+static void sock_route_pending(struct zr_socket *s);
+
+static void
+sock_route_fired(struct zr__timer *t)
+{
+	sock_route_pending(ZR_CONTAINER_OF(t, struct zr_socket, route_timer));
+}
+
+void
+zr__sock_tx_retry(struct zr_socket *s)
+{
+	s->tx_blocked = NULL;
+	if (s->pending == NULL)
+		return;
+	s->route_timer.cb = sock_route_fired;
+	/* Without the memory, the next room or send retries instead. */
+	(void)zr__timer_start(sock_loop(s), &s->route_timer, 0);
+}
+
 static void
 sock_route_pending(struct zr_socket *s)
 {
 	bool (*route)(struct zr_socket *, zr_msg *) = s->ops->route;
-	uint64_t taken = 0;
-	bool any = false;
+	uint64_t taken, outer_taken = s->tx_pass_taken;
 
 	if (!s->queues_ready)
 		return;
@@ -1169,6 +1202,9 @@ sock_route_pending(struct zr_socket *s)
 
 	zr__inproc_route_begin(s->ctx);
 	s->tx_routing = true;
+	/* Counted in the socket, not here: a route may take the messages
+	 * after its own (zr__sock_tx_take). A pass inside a pass counts its own. */
+	s->tx_pass_taken = 0;
 	for (;;) {
 		zr_msg *m = s->pending;
 
@@ -1176,8 +1212,7 @@ sock_route_pending(struct zr_socket *s)
 			m = zr__spsc_pop(&s->tx);
 			if (m == NULL)
 				break;
-			taken += zr__msg_cost(m);
-			any = true;
+			s->tx_pass_taken += zr__msg_cost(m);
 		}
 		s->pending = NULL;
 		if (!route(s, m)) {
@@ -1185,6 +1220,9 @@ sock_route_pending(struct zr_socket *s)
 			break;
 		}
 	}
+	taken = s->tx_pass_taken;
+	s->tx_pass_taken = outer_taken;
+	bool any = taken > 0;
 	/* Once per drain, not per message: the byte count and the fence in
 	 * sock_tx_taken are shared with the sending thread (perf: they were
 	 * ~10% of a 64 B sender). */
@@ -1386,6 +1424,9 @@ zr__sock_conn_active(struct zr_socket *s, struct zr__conn *c)
 void
 zr__sock_conn_lost(struct zr_socket *s, struct zr__conn *c)
 {
+	/* A publisher may have waited for c alone (a PUB_BLOCK one did: until
+	 * it left, the message waited for the app's next send). */
+	zr__sock_tx_retry(s);
 	s->nconns_active--;
 	atomic_fetch_sub(&s->nready, 1);
 	if (!c->connecter)
@@ -1397,7 +1438,12 @@ zr__sock_conn_lost(struct zr_socket *s, struct zr__conn *c)
 void
 zr__sock_conn_room(struct zr_socket *s, struct zr__conn *c)
 {
-	(void)c;
+	/* With 1,000 subscribers, each one's send completing retried a
+	 * message that waited for another one: a walk of all of them per
+	 * completion (most of the publisher's io thread, perf). */
+	if (s->tx_blocked != NULL && s->tx_blocked != c)
+		return;
+	s->tx_blocked = NULL;
 	sock_route_pending(s);
 }
 
@@ -1776,6 +1822,7 @@ zr__sock_io_free(struct zr_socket *s)
 
 	zr__timer_stop(sock_loop(s), &s->linger_timer);
 	zr__timer_stop(sock_loop(s), &s->close_timer);
+	zr__timer_stop(sock_loop(s), &s->route_timer);
 	for (size_t i = 0; i < s->nlisten; i++) {
 		zr__timer_stop(sock_loop(s), &ls[i]->retry);
 		if (ls[i]->fd >= 0)

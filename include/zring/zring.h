@@ -504,7 +504,10 @@ enum zr_option {
 enum zr_pub_policy {
 	ZR_PUB_DROP_NEW = 0,   /* RFC 29 and libzmq: that subscriber misses this message */
 	ZR_PUB_BLOCK = 1,      /* lossless: the send waits for the slowest *matching*
-	                          subscriber (others are unaffected when it does not match) */
+	                          subscriber (others are unaffected when it does not match);
+	                          once that one is full, while messages queue behind, it is
+	                          waited for until half its SNDHWM (at most 64 messages)
+	                          and half its SNDBYTES are free, as libzmq's low-water mark */
 	ZR_PUB_DROP_OLD = 2,   /* the subscriber's oldest unsent message makes room */
 	ZR_PUB_DISCONNECT = 3, /* the slow subscriber is disconnected (it may reconnect) */
 };
