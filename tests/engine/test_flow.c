@@ -428,3 +428,164 @@ Test(engine_flow, messages_over_rcvbytes_pass_one_at_a_time_after_a_burst, .time
 	}
 	sock_pair_free(ctx, push, pull);
 }
+
+/*
+ * A publisher routes the messages behind one that match the same
+ * subscribers together (a run, pat_pubsub.c). Topics that nest ("a", "ab",
+ * "abc"), one longer than every subscription ("abcdef": the same
+ * subscribers as "abc"), one that differs only past it ("abd"), the empty
+ * one and unmatched ones, in runs of random lengths: each subscriber gets
+ * exactly the messages its prefix matches, in order, once.
+ */
+enum {
+	RUN_SUBS = 5,
+	RUN_MSGS = 20000
+};
+
+static const char *const run_prefix[RUN_SUBS] = {"", "a", "ab", "abc", "b"};
+static const char *const run_topic[] = {"a", "ab", "abc", "abd", "abcdef", "b", "c", ""};
+
+/* Message i: its topic, ':', then i as 4 octets. */
+static size_t
+run_msg(char *buf, unsigned *seed, int i, int *left, int *topic)
+{
+	size_t n;
+
+	if (*left == 0) {
+		*topic = (int)((size_t)rand_r(seed) % (sizeof run_topic / sizeof run_topic[0]));
+		*left = 1 + (int)(rand_r(seed) % 100);
+	}
+	(*left)--;
+	n = strlen(run_topic[*topic]);
+	memcpy(buf, run_topic[*topic], n);
+	buf[n++] = ':';
+	memcpy(buf + n, &i, sizeof i);
+	return n + sizeof i;
+}
+
+/* Takes what sub k has now (flags 0: one message at least), checking each
+ * against the next one its prefix matches. Returns how many it took. */
+static int
+run_take(zr_socket *sub, int k, const char (*msgs)[16], const size_t *lens, int *next, int flags)
+{
+	char buf[16];
+	int n, taken = 0;
+
+	while ((n = zr_recv_bytes(sub, buf, sizeof buf, flags)) != -EAGAIN) {
+		size_t plen = strlen(run_prefix[k]);
+
+		cr_assert_gt(n, 0, "subscriber %d: %s", k, zr_strerror(n));
+		while (*next < RUN_MSGS &&
+		       (lens[*next] < plen || memcmp(msgs[*next], run_prefix[k], plen) != 0))
+			(*next)++;
+		cr_assert_lt(*next, RUN_MSGS, "subscriber %d got a message too many", k);
+		cr_assert_eq((size_t)n, lens[*next], "subscriber %d, message %d", k, *next);
+		cr_assert_eq(memcmp(buf, msgs[*next], (size_t)n), 0, "subscriber %d, message %d", k,
+		             *next);
+		(*next)++;
+		taken++;
+		flags = ZR_DONTWAIT;
+	}
+	return taken;
+}
+
+static void
+runs_reach_their_subscribers(int policy)
+{
+	static char msgs[RUN_MSGS][16];
+	static size_t lens[RUN_MSGS];
+	int want[RUN_SUBS] = {0}, next[RUN_SUBS] = {0}, got[RUN_SUBS] = {0};
+	zr_socket *pub, *sub[RUN_SUBS];
+	unsigned seed = 20261203;
+	int left = 0, topic = 0;
+	zr_ctx *ctx;
+	char ep[128];
+
+	for (int i = 0; i < RUN_MSGS; i++) {
+		lens[i] = run_msg(msgs[i], &seed, i, &left, &topic);
+		for (int k = 0; k < RUN_SUBS; k++) {
+			size_t plen = strlen(run_prefix[k]);
+
+			want[k] += lens[i] >= plen && memcmp(msgs[i], run_prefix[k], plen) == 0;
+		}
+	}
+	cr_assert_eq(zr_ctx_new(&ctx), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PUB, &pub), 0);
+	sopt_int(pub, ZR_PUB_POLICY, policy);
+	/* DROP_NEW drops nothing when every queue holds the whole stream. */
+	sopt_int(pub, ZR_SNDHWM, policy == ZR_PUB_BLOCK ? 100 : RUN_MSGS + 10);
+	cr_assert_eq(zr_bind(pub, "tcp://127.0.0.1:0"), 0);
+	endpoint_of(pub, ep, sizeof ep);
+	for (int k = 0; k < RUN_SUBS; k++) {
+		cr_assert_eq(zr_socket_open(ctx, ZR_SUB, &sub[k]), 0);
+		sopt_int(sub[k], ZR_RCVTIMEO, WAIT_MS);
+		sopt_int(sub[k], ZR_RCVHWM, policy == ZR_PUB_BLOCK ? 100 : RUN_MSGS + 10);
+		cr_assert_eq(
+			zr_setsockopt(sub[k], ZR_SUBSCRIBE, run_prefix[k], strlen(run_prefix[k])),
+			0);
+		cr_assert_eq(zr_setsockopt(sub[k], ZR_SUBSCRIBE, "\xff", 1), 0); /* probes */
+		cr_assert_eq(zr_connect(sub[k], ep), 0);
+	}
+	/* Probes until every subscription is known, then a fence each reads to. */
+	for (int ready = 0, tries = 0; ready != (1 << RUN_SUBS) - 1; tries++) {
+		char buf[16];
+
+		cr_assert_lt(tries, WAIT_MS / 20, "the subscribers never got a probe");
+		cr_assert_eq(zr_send_bytes(pub, "\xffprobe", 6, 0), 0);
+		sleep_ms(20);
+		ready = 0;
+		for (int k = 0; k < RUN_SUBS; k++)
+			while (zr_recv_bytes(sub[k], buf, sizeof buf, ZR_DONTWAIT) > 0)
+				ready |= 1 << k;
+	}
+	cr_assert_eq(zr_send_bytes(pub, "\xff!fence", 7, 0), 0);
+	for (int k = 0; k < RUN_SUBS; k++) {
+		char buf[16];
+		int n;
+
+		do {
+			n = zr_recv_bytes(sub[k], buf, sizeof buf, 0);
+			cr_assert(n == 6 || n == 7, "reading up to the fence: %d", n);
+		} while (memcmp(buf, "\xff!fence", 7) != 0);
+	}
+
+	/* The stream, as fast as the publisher takes it; a full one (BLOCK)
+	 * waits while the subscribers read. */
+	for (int i = 0; i < RUN_MSGS;) {
+		int rc = zr_send_bytes(pub, msgs[i], lens[i], ZR_DONTWAIT);
+
+		if (rc == 0) {
+			i++;
+			continue;
+		}
+		cr_assert_eq(rc, -EAGAIN, "message %d: %s", i, zr_strerror(rc));
+		cr_assert_eq(policy, ZR_PUB_BLOCK, "only a blocking publisher waits");
+		for (int k = 0; k < RUN_SUBS; k++)
+			got[k] += run_take(sub[k], k, msgs, lens, &next[k], ZR_DONTWAIT);
+	}
+	for (int k = 0; k < RUN_SUBS; k++) {
+		while (got[k] < want[k])
+			got[k] += run_take(sub[k], k, msgs, lens, &next[k], 0);
+		cr_assert_eq(got[k], want[k], "subscriber %d (\"%s\")", k, run_prefix[k]);
+		cr_assert_gt(want[k], 0);
+		sleep_ms(k == 0 ? 100 : 0); /* nothing more comes */
+		cr_assert_eq(run_take(sub[k], k, msgs, lens, &next[k], ZR_DONTWAIT), 0);
+		sopt_int(sub[k], ZR_LINGER, 0);
+		zr_socket_close(sub[k]);
+	}
+	sopt_int(pub, ZR_LINGER, 0);
+	zr_socket_close(pub);
+	zr_ctx_free(ctx);
+}
+
+Test(engine_flow, runs_of_nested_topics_reach_exactly_their_subscribers_when_blocking,
+     .timeout = 60)
+{
+	runs_reach_their_subscribers(ZR_PUB_BLOCK);
+}
+
+Test(engine_flow, runs_of_nested_topics_reach_exactly_their_subscribers_when_dropping,
+     .timeout = 60)
+{
+	runs_reach_their_subscribers(ZR_PUB_DROP_NEW);
+}
