@@ -199,12 +199,14 @@ Test(engine_flow, block_policy_waits_for_the_slowest_matching_subscriber_and_los
 }
 
 /*
- * The subscriber a blocked publisher waits for goes away while nothing else
- * is on its way anywhere (the fast subscriber read everything, the app sends
- * nothing more): the messages that waited go on to the others at once, with
+ * The subscriber a blocked publisher waits for stops needing what waits,
+ * while nothing else is on its way anywhere (the fast subscriber read
+ * everything, the app sends nothing more): it leaves, or cancels its
+ * subscription. The messages that waited go on to the others at once, with
  * no further send from the app to prompt them.
  */
-Test(engine_flow, block_policy_goes_on_when_the_subscriber_it_waits_for_leaves, .timeout = 60)
+static void
+block_goes_on_when_the_slow_one(bool leaves)
 {
 	struct fanout f;
 	int sent, got = 0;
@@ -227,13 +229,27 @@ Test(engine_flow, block_policy_goes_on_when_the_subscriber_it_waits_for_leaves, 
 	}
 	cr_assert_lt(got, sent, "the slow subscriber must be holding messages back");
 
-	sopt_int(f.slow, ZR_LINGER, 0);
-	zr_socket_close(f.slow);
-	f.slow = NULL;
+	if (leaves) {
+		sopt_int(f.slow, ZR_LINGER, 0);
+		zr_socket_close(f.slow);
+		f.slow = NULL;
+	} else {
+		cr_assert_eq(zr_setsockopt(f.slow, ZR_UNSUBSCRIBE, "t", 1), 0);
+	}
 	/* Every message the app handed over reaches the fast one, in order. */
 	for (; got < sent; got++)
 		cr_assert_eq(seq_of(f.fast, 0), got, "fast subscriber, message %d", got);
 	fanout_close(&f);
+}
+
+Test(engine_flow, block_policy_goes_on_when_the_subscriber_it_waits_for_leaves, .timeout = 60)
+{
+	block_goes_on_when_the_slow_one(true);
+}
+
+Test(engine_flow, block_policy_goes_on_when_the_subscriber_it_waits_for_unsubscribes, .timeout = 60)
+{
+	block_goes_on_when_the_slow_one(false);
 }
 
 Test(engine_flow, drop_new_policy_never_blocks_and_the_fast_subscriber_gets_everything,
