@@ -729,10 +729,11 @@ void zr__sock_close_kick(struct zr_socket *s);
  * to route it with m. Only within route (sock_route_pending's pass). */
 zr_msg *zr__sock_tx_peek(struct zr_socket *s);
 void zr__sock_tx_take(struct zr_socket *s);
-/* What waits for room (pending) may go now: a subscriber it waited for
- * left or stopped matching. Routed again on the next loop turn, outside
- * the caller's callback, whether or not any room comes. */
-void zr__sock_tx_retry(struct zr_socket *s);
+/* What waits for room (pending) may no longer need c: c left or stopped
+ * matching. Unless the route waits for another connection's room
+ * (tx_blocked), pending is routed again on the next loop turn, outside the
+ * caller's callback, whether or not any room comes. */
+void zr__sock_tx_retry(struct zr_socket *s, const struct zr__conn *c);
 /* A whole message arrived on c; returns 1 (taken), 0 if it must wait (rx
  * full: c keeps it) or <0 if c must be closed (a subscription limit, with
  * c->drop_why set). */

@@ -234,10 +234,11 @@ pub_route(struct zr_socket *s, zr_msg *m)
 
 	if (policy == ZR_PUB_BLOCK && !s->conflate_tx) {
 		/* Lossless: all or nothing, so a retry never duplicates. When a
-		 * run can form, a full subscriber is waited for until it has
-		 * room for one (as libzmq's pipes wake their writer at a
-		 * low-water mark): taken a slot at a time, every message was a
-		 * pass over all the subscribers (1,000 of them: runs of 1, perf). */
+		 * run can form, a subscriber short of room is waited for until
+		 * it has about half of it (pub_short; libzmq's pipes wake their
+		 * writer at a low-water mark): taken a slot at a time, every
+		 * message was a pass over all the subscribers (1,000 of them:
+		 * runs of 1, perf). */
 		for (o = hit; o != NULL; o = o->match_next) {
 			size_t cs;
 			uint64_t cb;
@@ -281,16 +282,14 @@ pub_route(struct zr_socket *s, zr_msg *m)
 		for (size_t i = 0; i < n; i++)
 			pub_give(s, c, run[i], policy);
 	}
-	for (size_t i = 0; i < n; i++) {
-		if (!matched)
-			atomic_fetch_add_explicit(&s->unmatched, 1, memory_order_relaxed);
-		/* As a connection's last reference does (conn.c): a message
-		 * nobody took goes back to the sending thread as a spare, not to
-		 * free() on this one (half the 10,000-topic publisher's messages
-		 * match no one: its app thread malloc'd and the io thread freed
-		 * each, ~12% of it). */
+	if (!matched)
+		atomic_fetch_add_explicit(&s->unmatched, n, memory_order_relaxed);
+	/* As a connection's last reference does (conn.c): a message nobody
+	 * took goes back to the sending thread as a spare, not to free() on
+	 * this one (half the 10,000-topic publisher's messages match no one:
+	 * its app thread malloc'd and the io thread freed each, ~12% of it). */
+	for (size_t i = 0; i < n; i++)
 		zr__sock_msg_sent(s, run[i]);
-	}
 	return true;
 }
 
@@ -491,7 +490,7 @@ pub_subscription_of(struct zr_socket *s, struct zr__conn *c, bool subscribe, con
 		return xpub_tell(s, c, subscribe, topic, len);
 	if (!subscribe) {
 		/* The message the route waits with may no longer need c. */
-		zr__sock_tx_retry(s);
+		zr__sock_tx_retry(s, c);
 		rc = zr__subs_peek_remove(t, &c->subs, topic, len);
 		if (rc == 0)
 			return 1; /* not held: nothing to undo, nothing to tell */
@@ -620,7 +619,7 @@ xpub_subscribe(struct zr_socket *s, bool subscribe, const uint8_t *data, size_t 
 		if (c->xpub_serial != serial || c->state != ZR__CONN_ACTIVE)
 			continue;
 		if (!subscribe) {
-			zr__sock_tx_retry(s); /* as in pub_subscription */
+			zr__sock_tx_retry(s, c); /* as in pub_subscription */
 			(void)zr__subs_remove(&s->ps.subs, &c->subs, data, len);
 		} else if (zr__subs_add(&s->ps.subs, &c->subs, data, len,
 		                        o->subs_max >= 0 ? (size_t)o->subs_max : SIZE_MAX,

@@ -1180,8 +1180,11 @@ sock_route_fired(struct zr__timer *t)
 }
 
 void
-zr__sock_tx_retry(struct zr_socket *s)
+zr__sock_tx_retry(struct zr_socket *s, const struct zr__conn *c)
 {
+	/* Waiting for another connection's room, which will come. */
+	if (s->tx_blocked != NULL && s->tx_blocked != c)
+		return;
 	s->tx_blocked = NULL;
 	if (s->pending == NULL)
 		return;
@@ -1426,7 +1429,7 @@ zr__sock_conn_lost(struct zr_socket *s, struct zr__conn *c)
 {
 	/* A publisher may have waited for c alone (a PUB_BLOCK one did: until
 	 * it left, the message waited for the app's next send). */
-	zr__sock_tx_retry(s);
+	zr__sock_tx_retry(s, c);
 	s->nconns_active--;
 	atomic_fetch_sub(&s->nready, 1);
 	if (!c->connecter)
