@@ -273,6 +273,20 @@ zr__spsc_pop(struct zr__spsc *q)
 	return p;
 }
 
+/* Consumer: the entry k places after the oldest (0: the oldest), left in
+ * place, when the consumer's cached view shows it (no line the producer
+ * writes is read), else NULL. For prefetches of what the next pops will
+ * hand out. */
+static inline void *
+zr__spsc_peek_cached(struct zr__spsc *q, size_t k)
+{
+	size_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
+
+	if (q->tail_cache - h > k && q->clinks == q->links_seen)
+		return q->cslots[(h + k) & q->cmask];
+	return NULL;
+}
+
 size_t zr__spsc_count(struct zr__spsc *q); /* approximate from either side */
 /* Producer: how many are queued, from its cached view of the consumer; exact
  * once that view reaches limit (below it, the figure may overstate). */

@@ -992,6 +992,46 @@ zr_monitor_recv(zr_socket *s, struct zr_event *ev, int timeout_ms)
 	return sock_call_leave(s, SOCK_CALL_OTHER, zr__monitor_recv(s, ev, timeout_ms));
 }
 
+/* A line this thread will write soon, fetched for writing now. */
+static inline void
+sock_prefetch_w(const void *p)
+{
+#if defined(__x86_64__)
+	/* PREFETCHW (a no-op on x86-64 CPUs without it): __builtin_prefetch's
+	 * write hint emits a plain read prefetch at baseline x86-64, and the
+	 * store then still takes the line from the other core. */
+	__asm__ volatile("prefetchw %0" : : "m"(*(const char *)p));
+#else
+	__builtin_prefetch(p, 1);
+#endif
+}
+
+/*
+ * App thread, having just taken a spare from tx_spare: the io thread wrote
+ * each spare last (recycling it), so the struct was a cache miss where the
+ * send first reads it, and the fence publishing the message waited for the
+ * lines it wrote (perf of the zmq_msg_send idiom: ~60% of zr_send_bytes on
+ * that one load). The struct two sends ahead is fetched for writing now,
+ * when the ring's cached view already shows it. Measured, Release, 64 B
+ * PUSH/PULL over tcp: zmq_msg_send loop +7 to +17% msgs/s in four A/B runs
+ * of 10 to 30 pairs, zmq_send and zr_send_bytes loops within noise. Tried
+ * and dropped (A/B, same runs): the spare's buffer one send ahead (zmq_send
+ * -4%), the same for the io thread's pops of tx (bench_zr -6%), rx and
+ * rx_spare (receiver CPU +15%).
+ */
+static void
+sock_spare_prefetch(struct zr__spsc *ring)
+{
+	const zr_msg *n = zr__spsc_peek_cached(ring, 1);
+
+	if (n != NULL) {
+		/* 120 octets from a 16-aligned start: up to three lines */
+		sock_prefetch_w(n);
+		sock_prefetch_w((const char *)n + 64);
+		sock_prefetch_w((const char *)n + sizeof *n - 1);
+	}
+}
+
 /* see zring.h */
 int
 zr_send_bytes(zr_socket *s, const void *data, size_t len, int flags)
@@ -1003,8 +1043,10 @@ zr_send_bytes(zr_socket *s, const void *data, size_t len, int flags)
 	 * only around the send: a context freed meanwhile must wait for it. */
 	sock_call_enter(s, SOCK_CALL_TX);
 	m = s->queues_ready ? zr__spsc_pop(&s->tx_spare) : NULL;
-	if (m != NULL)
+	if (m != NULL) {
+		sock_spare_prefetch(&s->tx_spare);
 		zr__msg_fit(m, len);
+	}
 	rc = m != NULL ? 0 : zr_msg_new(&m);
 	if (rc == 0)
 		rc = zr_msg_add(m, data, len);

@@ -83,6 +83,49 @@ Test(engine_queue, quiet_pushes_show_only_when_published)
 	zr__spsc_fini(&q);
 }
 
+/* peek_cached shows only what the consumer's cached view holds, in order,
+ * and never what lies past a ring it has not followed yet: no read of the
+ * producer's line, so no entry it cannot vouch for. */
+Test(engine_queue, peek_cached_shows_only_the_cached_view)
+{
+	struct zr__spsc q;
+
+	cr_assert_eq(zr__spsc_init(&q, 256), 0);
+	cr_assert_null(zr__spsc_peek_cached(&q, 0), "empty");
+	cr_assert(zr__spsc_push(&q, tag(0)));
+	cr_assert(zr__spsc_push(&q, tag(1)));
+	cr_assert(zr__spsc_push(&q, tag(2)));
+	cr_assert_null(zr__spsc_peek_cached(&q, 0), "pushed, but the consumer has not looked");
+	cr_assert_eq(zr__spsc_pop(&q), tag(0));
+	cr_assert_eq(zr__spsc_peek_cached(&q, 0), tag(1));
+	cr_assert_eq(zr__spsc_peek_cached(&q, 1), tag(2));
+	cr_assert_null(zr__spsc_peek_cached(&q, 2), "past the cached tail");
+	cr_assert(zr__spsc_push(&q, tag(3)));
+	cr_assert_null(zr__spsc_peek_cached(&q, 2), "a later push waits for the next look");
+	cr_assert_eq(zr__spsc_peek_cached(&q, 0), tag(1), "peeking takes nothing");
+	/* Grow the queue past its first ring: entries in a ring the consumer
+	 * has not followed stay hidden until a pop follows the link. */
+	size_t in = 4, shown = 0;
+	while (in < 200)
+		cr_assert(zr__spsc_push(&q, tag(in++)));
+	for (size_t out = 1; out < in; out++) {
+		void *next = zr__spsc_peek_cached(&q, 1);
+
+		cr_assert_eq(zr__spsc_pop(&q), tag(out), "FIFO at %zu", out);
+		if (next != NULL)
+			cr_assert_eq(next, tag(out + 1), "peek_cached(1) was the entry after %zu",
+			             out);
+		/* Once in the last ring (every link followed), each pop but the
+		 * last shows the one after next. */
+		if (out >= in - 50 && out < in - 2 && next != NULL)
+			shown++;
+	}
+	cr_assert_eq(shown, 48, "the last ring's entries were shown ahead (%zu of 48)", shown);
+	cr_assert_null(zr__spsc_pop(&q));
+	cr_assert_null(zr__spsc_peek_cached(&q, 0));
+	zr__spsc_fini(&q);
+}
+
 /* fini frees rings the consumer never reached. */
 Test(engine_queue, frees_every_ring_with_messages_still_queued)
 {
