@@ -526,6 +526,66 @@ bench_tls_setup(struct bench_sock *s, const char *dir, bool server)
 #define B_CURVE_SERVERKEY ZR_CURVE_SERVERKEY
 #endif
 
+/*
+ * raw-box-*: CURVE's cost with no library. A CURVE MESSAGE is an
+ * XSalsa20-Poly1305 box (RFC 26), crypto_secretbox in libsodium's terms once
+ * the shared key is made, so these seal and open each record with it: what
+ * plain sockets plus the same crypto reach is the ceiling the CURVE rows are
+ * printed against. Only bench_zr has them (zring links libsodium; the driver
+ * runs every reference from bench_zr).
+ */
+#define BENCH_BOX_MAC 16
+#ifdef BENCH_LIBZMQ
+static int
+box_seal(unsigned char *out, const unsigned char *in, size_t len, unsigned long long n)
+{
+	(void)out, (void)in, (void)len, (void)n;
+	return -ENOTSUP;
+}
+static int
+box_open(unsigned char *out, const unsigned char *in, size_t len, unsigned long long n)
+{
+	(void)out, (void)in, (void)len, (void)n;
+	return -ENOTSUP;
+}
+#else
+#include <sodium.h>
+
+/* The record's nonce: its number, little-endian, in a nonce otherwise zero;
+ * a fixed key (both ends know it: this measures cost, not secrecy). */
+static void
+box_nonce(unsigned char nonce[crypto_secretbox_NONCEBYTES], unsigned long long n)
+{
+	memset(nonce, 0, crypto_secretbox_NONCEBYTES);
+	for (int i = 0; i < 8; i++)
+		nonce[i] = (unsigned char)(n >> (8 * i));
+}
+
+static const unsigned char box_key[crypto_secretbox_KEYBYTES] = "zring bench raw-box key 32 bytes";
+
+/* out: len + BENCH_BOX_MAC octets. */
+static int
+box_seal(unsigned char *out, const unsigned char *in, size_t len, unsigned long long n)
+{
+	unsigned char nonce[crypto_secretbox_NONCEBYTES];
+
+	box_nonce(nonce, n);
+	return crypto_secretbox_easy(out, in, len, nonce, box_key) == 0 ? 0 : -EIO;
+}
+
+/* in: len + BENCH_BOX_MAC octets; -EBADMSG when it does not open. */
+static int
+box_open(unsigned char *out, const unsigned char *in, size_t len, unsigned long long n)
+{
+	unsigned char nonce[crypto_secretbox_NONCEBYTES];
+
+	box_nonce(nonce, n);
+	return crypto_secretbox_open_easy(out, in, len + BENCH_BOX_MAC, nonce, box_key) == 0
+	               ? 0
+	               : -EBADMSG;
+}
+#endif
+
 /* ---- common ------------------------------------------------------------ */
 
 struct bench_args {
@@ -538,6 +598,7 @@ struct bench_args {
 	bool tls;              /* pushpull-tls */
 	const char *tls_dir;   /* pushpull-tls: the folder of cert.pem and key.pem */
 	bool raw;              /* raw-*: plain TCP sockets, no library */
+	bool box;              /* raw-box-*: each record sealed / opened (box_seal) */
 	const char *serverkey; /* thr-send pushpull-curve: the receiver's public key, Z85 */
 };
 
@@ -1639,25 +1700,28 @@ raw_write_full(int fd, const void *buf, size_t len, bool busy)
 /*
  * raw-thr-recv: the batched-writes ceiling's reader. Reads COUNT SIZE-byte
  * records (COUNT x SIZE bytes, as they come, into one 256 KiB buffer; a
- * larger record whole into one of its size), then
+ * larger record whole into one of its size; raw-box-thr-recv: each record
+ * of SIZE + 16 whole, opened, failing the run if it does not), then
  * wants the end of the stream: a byte short or a byte over fails the run.
  * Timed like thr-recv, from the first bytes to the last.
  */
 static int
 raw_thr_recv(const struct bench_args *a)
 {
-	unsigned long long want = (unsigned long long)a->count * a->size, got = 0;
+	size_t rec = a->size + (a->box ? BENCH_BOX_MAC : 0); /* octets per record */
+	unsigned long long want = (unsigned long long)a->count * rec, got = 0;
 	/* A record larger than the buffer is read whole, waiting for all of
 	 * it (MSG_WAITALL): one wakeup per record, not one per piece (1 MiB
 	 * read as it came, 256 KiB at most, made the ceiling lower than a
-	 * library's). */
-	bool whole = a->size > BENCH_RAW_RBUF;
-	size_t rbuf = whole ? a->size : BENCH_RAW_RBUF;
+	 * library's). So is a box, which opens whole. */
+	bool whole = a->box || rec > BENCH_RAW_RBUF;
+	size_t rbuf = whole ? rec : BENCH_RAW_RBUF;
 	char *buf = malloc(rbuf);
+	unsigned char *plain = a->box ? malloc(a->size ? a->size : 1) : NULL;
 	double t0 = 0, c0 = 0;
 	int fd;
 
-	if (!buf)
+	if (!buf || (a->box && !plain))
 		return fail("malloc", -ENOMEM);
 	if ((fd = raw_accept(a->endpoint)) < 0)
 		return fail("listen/accept", fd);
@@ -1675,6 +1739,16 @@ raw_thr_recv(const struct bench_args *a)
 			t0 = now_s();
 			c0 = cpu_s();
 		}
+		if (a->box && (size_t)n != rec) {
+			fprintf(stderr, "FAIL raw thr-recv: a short record (%zd of %zu bytes)\n", n,
+			        rec);
+			return 1;
+		}
+		if (a->box && box_open(plain, (unsigned char *)buf, a->size, got / rec) < 0) {
+			fprintf(stderr, "FAIL raw thr-recv: record %llu does not open\n",
+			        got / rec);
+			return 1;
+		}
 		got += (unsigned long long)n;
 	}
 	double t1 = now_s(), c1 = cpu_s();
@@ -1687,6 +1761,7 @@ raw_thr_recv(const struct bench_args *a)
 	}
 	close(fd);
 	free(buf);
+	free(plain);
 
 	thr_result(a, t1 - t0, a->count > 1 ? (double)(a->count - 1) : 1.0, c1 - c0);
 	printf("\n");
@@ -1695,7 +1770,8 @@ raw_thr_recv(const struct bench_args *a)
 
 /*
  * raw-thr-send: COUNT SIZE-byte records, back to back, in writes of 64 KiB
- * (many records each: the most batching a sender can do), then half-closes
+ * (many records each: the most batching a sender can do; raw-box-thr-send:
+ * each record sealed into SIZE + 16 octets and written alone), then half-closes
  * and waits for the reader's close, so its time includes delivery as a
  * library sender's LINGER -1 does.
  */
@@ -1705,14 +1781,24 @@ raw_thr_send(const struct bench_args *a)
 	unsigned long long left = (unsigned long long)a->count * a->size;
 	size_t batch = a->size > BENCH_RAW_BATCH ? a->size : BENCH_RAW_BATCH;
 	char *buf = malloc(batch);
+	unsigned char *sealed = a->box ? malloc(a->size + BENCH_BOX_MAC) : NULL;
 	int fd;
 
-	if (!buf)
+	if (!buf || (a->box && !sealed))
 		return fail("malloc", -ENOMEM);
 	memset(buf, 'z', batch);
 	if ((fd = raw_connect(a->endpoint)) < 0)
 		return fail("connect", fd);
 	double t0 = now_s(), c0 = cpu_s();
+	/* raw-box: one record per write, sealed just before it. */
+	for (unsigned long long r = 0; a->box && r < a->count; r++) {
+		int rc = box_seal(sealed, (unsigned char *)buf, a->size, r);
+		if (rc == 0)
+			rc = raw_write_full(fd, (char *)sealed, a->size + BENCH_BOX_MAC, false);
+		if (rc < 0)
+			return fail("seal/write", rc);
+		left = 0;
+	}
 	while (left) {
 		size_t n = left < batch ? (size_t)left : batch;
 		int rc = raw_write_full(fd, buf, n, false);
@@ -1728,6 +1814,7 @@ raw_thr_send(const struct bench_args *a)
 	double secs = now_s() - t0, cpu = cpu_s() - c0;
 	close(fd);
 	free(buf);
+	free(sealed);
 	thr_result(a, secs, (double)a->count, cpu);
 	printf("\n");
 	return 0;
@@ -1907,8 +1994,8 @@ usage(const char *prog)
 	        "lat-rep|lat|lat-router|lat-dealer|busy-lat-rep|busy-lat|stall-recv|stall-send|"
 	        "idle-recv|idle-send "
 	        "ENDPOINT COUNT SIZE\n"
-	        "       %s raw-thr-recv|raw-thr-send|raw-lat-rep|raw-lat|raw-busy-lat-rep|"
-	        "raw-busy-lat ENDPOINT COUNT SIZE\n"
+	        "       %s raw-thr-recv|raw-thr-send|raw-box-thr-recv|raw-box-thr-send|"
+	        "raw-lat-rep|raw-lat|raw-busy-lat-rep|raw-busy-lat ENDPOINT COUNT SIZE\n"
 	        "PATTERN: pushpull, pushpull-curve, dealerrouter, pubsub, pubsub2 ... pubsub%d,\n"
 	        "         fanoutN (N <= %d: the publisher binds, N SUBs connect), topicsT\n"
 	        "         (%d SUBs share T distinct topics; SIZE >= %d)\n",
@@ -1935,6 +2022,8 @@ static const struct {
 	{"idle-send", idle_send},
 	{"raw-thr-recv", raw_thr_recv},
 	{"raw-thr-send", raw_thr_send},
+	{"raw-box-thr-recv", raw_thr_recv},
+	{"raw-box-thr-send", raw_thr_send},
 	{"raw-lat-rep", raw_lat_rep},
 	{"raw-lat", raw_lat},
 	{"raw-busy-lat-rep", raw_lat_rep},
@@ -1960,6 +2049,18 @@ main(int argc, char **argv)
 		return usage(argv[0]);
 	bool thr = strncmp(a.mode, "thr-", 4) == 0;
 	a.raw = strncmp(a.mode, "raw-", 4) == 0;
+	a.box = strncmp(a.mode, "raw-box-", 8) == 0;
+#ifdef BENCH_LIBZMQ
+	if (a.box) {
+		fprintf(stderr, "%s: raw-box-* is bench_zr's (libsodium)\n", argv[0]);
+		return 2;
+	}
+#else
+	/* Picks libsodium's fastest code for this CPU, as zring's context does:
+	 * without it the portable Salsa20 ran three times slower. */
+	if (a.box && sodium_init() < 0)
+		return fail("sodium_init", -EIO);
+#endif
 	if (a.raw)
 		a.pattern = strstr(a.mode, "busy") ? "raw-busy" : "raw";
 	else if (thr)
