@@ -1797,8 +1797,9 @@ raw_thr_send(const struct bench_args *a)
 			rc = raw_write_full(fd, (char *)sealed, a->size + BENCH_BOX_MAC, false);
 		if (rc < 0)
 			return fail("seal/write", rc);
-		left = 0;
 	}
+	if (a->box)
+		left = 0; /* every record went above */
 	while (left) {
 		size_t n = left < batch ? (size_t)left : batch;
 		int rc = raw_write_full(fd, buf, n, false);
