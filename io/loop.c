@@ -204,6 +204,7 @@ zr__loop_init(struct zr__loop *l, unsigned sq_entries, zr__wake_cb *wake_cb, voi
 	atomic_init(&l->sleeping, 0);
 	atomic_init(&l->woken, 0);
 	atomic_init(&l->busy_poll_us, 0);
+	l->moderate_end_ns = 0;
 	l->wake_cb = wake_cb;
 	l->wake_arg = wake_arg;
 	l->wake_op.cb = loop_wake_done;
@@ -429,6 +430,31 @@ zr__loop_run(struct zr__loop *l, uint64_t deadline_ms)
 		if (io_uring_sq_ready(&l->ring->uring) == 0)
 			goto reap;
 	}
+	if (l->moderate_end_ns != 0 && until > now) {
+		/* Moderated: not sleeping as far as a waker knows (it sets woken
+		 * and goes on, no write), and a wait bounded by the window's end,
+		 * which sees such a wake when it ends. */
+		uint64_t t = zr__now_ns();
+
+		if (t < l->moderate_end_ns) {
+			uint64_t wait_ns = l->moderate_end_ns - t;
+
+			if (until != UINT64_MAX && (until - now) * 1000000u < wait_ns)
+				wait_ns = (until - now) * 1000000u;
+			if (n > 0 || atomic_load(&l->woken) ||
+			    io_uring_cq_ready(&l->ring->uring) > 0)
+				wait_ns = 0;
+			ts.tv_sec = (long long)(wait_ns / 1000000000u);
+			ts.tv_nsec = (long long)(wait_ns % 1000000000u);
+			rc = wait_ns > 0 ? io_uring_submit_and_wait_timeout(&l->ring->uring, &cqe,
+			                                                    1, &ts, NULL)
+			                 : io_uring_submit(&l->ring->uring);
+			if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)
+				return rc;
+			goto reap;
+		}
+		l->moderate_end_ns = 0; /* over: sleep as usual */
+	}
 	atomic_store(&l->sleeping, 1);
 	if (n > 0 || atomic_load(&l->woken) || io_uring_cq_ready(&l->ring->uring) > 0)
 		until = 0;
@@ -453,6 +479,12 @@ reap:
 	}
 	n += loop_run_timers(l, zr__now_ms());
 	return n;
+}
+
+void
+zr__loop_moderate(struct zr__loop *l, unsigned us)
+{
+	l->moderate_end_ns = zr__now_ns() + (uint64_t)us * 1000u;
 }
 
 void

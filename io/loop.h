@@ -72,6 +72,9 @@ struct zr__loop {
 	/* Microseconds to poll the ring before sleeping (0: never): any thread
 	 * may set it (zr__loop_busy_poll). */
 	atomic_uint busy_poll_us;
+	/* The loop's thread: until then (zr__now_ns; 0: none) it does not sleep
+	 * announced (zr__loop_moderate). */
+	uint64_t moderate_end_ns;
 };
 
 /*
@@ -96,6 +99,16 @@ void zr__loop_fini(struct zr__loop *l);
  * -errno if the ring failed.
  */
 int zr__loop_run(struct zr__loop *l, uint64_t deadline_ms);
+
+/*
+ * The loop's thread (a wake callback): for the next us microseconds the loop
+ * does not sleep announced: zr__loop_wake only marks the wake (no eventfd
+ * write), and the loop's waits end at the window's end, where they see it.
+ * For a producer that wakes the loop again and again: the loop looks once
+ * per window instead of the producer making a system call per wake. A new
+ * call moves the window's end; once it passes, the loop sleeps as before.
+ */
+void zr__loop_moderate(struct zr__loop *l, unsigned us);
 
 /* Wakes the loop from any thread: wake_cb runs once on the loop's thread
  * (several wakes before it runs coalesce). Costs no syscall when the loop is

@@ -188,6 +188,66 @@ Test(io_loop, wakes_a_sleeping_loop_from_another_thread_and_coalesces_wakes)
 	zr__loop_fini(&l);
 }
 
+/* A moderated window (zr__loop_moderate): the loop does not announce that it
+ * sleeps, so a wake from another thread writes no eventfd and cannot end the
+ * wait early (nothing else is in flight to complete it); the wait ends at
+ * the window's end, where the wake is seen and its callback runs once. Only
+ * a lower bound on the time is asserted: a timeout never fires early. Once
+ * the window has passed the loop sleeps announced again, and a wake ends a
+ * wait that has no deadline at all (a lost one would hang the test). */
+#define MOD_WINDOW_US 300000
+
+struct late_waker {
+	struct zr__loop *l;
+	unsigned delay_us;
+};
+
+static void *
+late_waker_main(void *arg)
+{
+	struct late_waker *w = arg;
+
+	usleep(w->delay_us);
+	zr__loop_wake(w->l);
+	return NULL;
+}
+
+Test(io_loop, a_moderated_window_takes_wakes_without_the_eventfd_and_sees_them_at_its_end)
+{
+	struct zr__loop l;
+	struct wake_count w;
+	struct late_waker lw;
+	pthread_t th;
+	uint64_t t0, t1;
+
+	atomic_init(&w.calls, 0);
+	w.seen = 0;
+	cr_assert_eq(zr__loop_init(&l, 64, wake_count_cb, &w), 0);
+	zr__loop_moderate(&l, MOD_WINDOW_US);
+	t0 = zr__now_ns();
+	lw = (struct late_waker){.l = &l, .delay_us = 20000};
+	cr_assert_eq(pthread_create(&th, NULL, late_waker_main, &lw), 0);
+	while (atomic_load(&w.calls) == 0) {
+		cr_assert_geq(zr__loop_run(&l, zr__now_ms() + RUN_LIMIT_MS), 0);
+	}
+	t1 = zr__now_ns();
+	pthread_join(th, NULL);
+	cr_assert_eq(atomic_load(&w.calls), 1);
+	cr_assert_geq(t1 - t0, (uint64_t)MOD_WINDOW_US * 1000u - 1000000u,
+	              "the wake ended the window early (%.1f ms): the eventfd was written",
+	              (double)(t1 - t0) / 1e6);
+
+	/* Past the window: announced sleeps again, and a wake ends one. */
+	lw.delay_us = 20000;
+	cr_assert_eq(pthread_create(&th, NULL, late_waker_main, &lw), 0);
+	while (atomic_load(&w.calls) == 1)
+		cr_assert_geq(zr__loop_run(&l, UINT64_MAX), 0);
+	pthread_join(th, NULL);
+	cr_assert_eq(atomic_load(&w.calls), 2);
+	cr_assert_eq(l.moderate_end_ns, 0u, "the window is over");
+	zr__loop_fini(&l);
+}
+
 /* ---- sockets ----------------------------------------------------------- */
 
 struct conn_side {
