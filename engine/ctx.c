@@ -56,19 +56,26 @@ ctx_run_commands(struct zr_ctx *ctx)
  * Runs on the io thread after any wake. Commands first: the lock they take
  * makes every dirty push an app thread did before its command visible to the
  * exchange below, so a socket is never freed while it sits on the stack.
+ * A socket that had queued two messages or more since the last look is
+ * streaming: the loop takes the next wakes in one look per window
+ * (ZR_WAKE_COALESCE, zring.h) rather than one eventfd write per wake.
  */
 static void
 ctx_wake(void *arg)
 {
 	struct zr_ctx *ctx = arg;
 	struct zr_socket *s, *next;
+	int window = 0;
 
 	ctx_run_commands(ctx);
 	s = atomic_exchange(&ctx->dirty, NULL);
 	for (; s != NULL; s = next) {
 		next = zr__sock_dirty_pop(s);
-		zr__sock_io_dirty(s);
+		if (zr__sock_io_dirty(s) >= 2 && zr__sock_wake_coalesce(s) > window)
+			window = zr__sock_wake_coalesce(s);
 	}
+	if (window > 0)
+		zr__loop_moderate(&ctx->loop, (unsigned)window);
 }
 
 static void

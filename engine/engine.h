@@ -297,6 +297,9 @@ size_t zr__spsc_cap(const struct zr__spsc *q);
 
 /* ZR_BUSY_POLL's largest value, microseconds (zring.h). */
 #define ZR__BUSY_POLL_MAX 1000000
+/* ZR_WAKE_COALESCE's default and largest value, microseconds (zring.h). */
+#define ZR__WAKE_COALESCE_DEFAULT 20
+#define ZR__WAKE_COALESCE_MAX 1000
 /* App threads busy-poll only with this many CPUs or more: a request/reply
  * pair on one machine then has a core for each of its four threads. With
  * fewer, the io threads alone spin: on 2 cores, spinning in all four made
@@ -319,6 +322,7 @@ struct zr__options {
 	int64_t subs_maxbytes;      /* ... and their bytes, as subs.h counts them (-1: no limit) */
 	int xpub_verbose;           /* 0, 1 (every subscribe), 2 (and every held cancel) */
 	int busy_poll_us;           /* ZR_BUSY_POLL: spin this long before a wait sleeps */
+	int wake_coalesce_us;       /* ZR_WAKE_COALESCE (zring.h) */
 	bool router_mandatory;
 	bool ipv6;
 	/* libzmq's pattern options (zring.h) */
@@ -550,7 +554,8 @@ struct zr_socket {
 	 * reads this when it closes the socket (zr_ctx_free) under that very
 	 * call: atomic, so seeing it set means seeing the rings initialised. */
 	atomic_bool queues_ready;
-	atomic_int busy_poll_us; /* opt.busy_poll_us, for the io thread (ctx.c) */
+	atomic_int busy_poll_us;     /* opt.busy_poll_us, for the io thread (ctx.c) */
+	atomic_int wake_coalesce_us; /* opt.wake_coalesce_us, likewise */
 	int efd_rx, efd_tx;
 	size_t rx_resume_at; /* a paused rx is worth resuming at this many messages */
 	/* CONFLATE, fixed when the queues are sized: a receiving type keeps only
@@ -626,6 +631,7 @@ struct zr_socket {
 	size_t nconns_active;
 	zr_msg *pending;        /* taken from tx but not yet routed */
 	uint64_t tx_pass_taken; /* the routing pass's bytes taken from tx (zr__sock_tx_take) */
+	uint32_t tx_pass_msgs;  /* ... and messages */
 	/* The route waits for this connection's room and no other's (a
 	 * PUB_BLOCK publisher's slowest matching subscriber): the others' room
 	 * cannot let pending go, so their sends' completions do not retry it. */
@@ -724,7 +730,8 @@ void zr__ctx_busy_poll(struct zr_ctx *ctx, int us);
 
 /* io thread: socket side (socket.c) */
 void zr__sock_io_command(struct zr_socket *s, struct zr__cmd *cmd);
-void zr__sock_io_dirty(struct zr_socket *s);
+/* Returns how many messages the app had queued that it routed. */
+uint32_t zr__sock_io_dirty(struct zr_socket *s);
 void zr__sock_io_free(struct zr_socket *s);
 bool zr__sock_io_done(struct zr_socket *s);
 /* A connection finished its handshake (returns <0 if the socket refuses it,

@@ -158,6 +158,17 @@ opt_set_busy_poll(struct zr_socket *s, const struct opt_row *r, const struct opt
 	return rc;
 }
 
+static int
+opt_set_wake_coalesce(struct zr_socket *s, const struct opt_row *r, const struct opt_val *v)
+{
+	int rc = opt_store(&s->opt, r, v);
+
+	if (rc < 0)
+		return rc;
+	atomic_store_explicit(&s->wake_coalesce_us, v->i, memory_order_relaxed);
+	return rc;
+}
+
 /* XPUB_NODROP is PUB_POLICY's BLOCK (1) or DROP_NEW (0). */
 static int
 opt_set_nodrop(struct zr_socket *s, const struct opt_row *r, const struct opt_val *v)
@@ -401,6 +412,15 @@ static const struct opt_row opt_table[] = {
          .min = 0,
          .max = ZR__BUSY_POLL_MAX,
          .set = opt_set_busy_poll},
+	/* Likewise: the io thread reads the socket's copy (ctx.c). */
+	{.option = ZR_WAKE_COALESCE,
+         .kind = OPT_INT,
+         .access = OPT_RW,
+         .types = OPT_ALL_TYPES,
+         .off = OFF(wake_coalesce_us),
+         .min = 0,
+         .max = ZR__WAKE_COALESCE_MAX,
+         .set = opt_set_wake_coalesce},
 	/* tls:// (read at the first tls:// bind or connect) */
 	ROW_TLS_TEXT(ZR_TLS_CERT, tls_cert, OPT_RW),
 	ROW_TLS_TEXT(ZR_TLS_KEY, tls_key, OPT_SET), /* a secret: not read back */

@@ -59,6 +59,8 @@ zr_socket *zr__sock_list_next(const zr_socket *s);
 void zr__sock_io_term(zr_socket *s);
 /* The socket's ZR_BUSY_POLL (microseconds; 0: off). */
 int zr__sock_busy_poll(const zr_socket *s);
+/* The socket's ZR_WAKE_COALESCE (microseconds; 0: off). */
+int zr__sock_wake_coalesce(const zr_socket *s);
 
 /* ---- options and monitoring (app thread) ------------------------------------ */
 

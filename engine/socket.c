@@ -277,7 +277,9 @@ zr_socket_open(zr_ctx *ctx, int type, zr_socket **out)
 		.maxframes = (int)ZR_ZMTP_DEFAULT_MAX_MSG_FRAMES,
 		.tls_verify = 1,
 		.tls_version_min = ZR_TLS_V13,
+		.wake_coalesce_us = ZR__WAKE_COALESCE_DEFAULT,
 	};
+	atomic_init(&s->wake_coalesce_us, ZR__WAKE_COALESCE_DEFAULT);
 	s->efd_rx = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	s->efd_tx = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (s->efd_rx < 0 || s->efd_tx < 0) {
@@ -1209,16 +1211,18 @@ zr__sock_tx_take(struct zr_socket *s)
 {
 	zr_msg *m = zr__spsc_pop(&s->tx);
 
-	if (m != NULL)
+	if (m != NULL) {
 		s->tx_pass_taken += zr__msg_cost(m);
+		s->tx_pass_msgs++;
+	}
 }
 
-static void sock_route_pending(struct zr_socket *s);
+static uint32_t sock_route_pending(struct zr_socket *s);
 
 static void
 sock_route_fired(struct zr__timer *t)
 {
-	sock_route_pending(ZR_CONTAINER_OF(t, struct zr_socket, route_timer));
+	(void)sock_route_pending(ZR_CONTAINER_OF(t, struct zr_socket, route_timer));
 }
 
 void
@@ -1235,14 +1239,15 @@ zr__sock_tx_retry(struct zr_socket *s, const struct zr__conn *c)
 	(void)zr__timer_start(sock_loop(s), &s->route_timer, 0);
 }
 
-static void
+static uint32_t
 sock_route_pending(struct zr_socket *s)
 {
 	bool (*route)(struct zr_socket *, zr_msg *) = s->ops->route;
 	uint64_t taken, outer_taken = s->tx_pass_taken;
+	uint32_t msgs, outer_msgs = s->tx_pass_msgs;
 
 	if (!s->queues_ready)
-		return;
+		return 0;
 	bool outer = !s->tx_routing;
 
 	zr__inproc_route_begin(s->ctx);
@@ -1250,6 +1255,7 @@ sock_route_pending(struct zr_socket *s)
 	/* Counted in the socket, not here: a route may take the messages
 	 * after its own (zr__sock_tx_take). A pass inside a pass counts its own. */
 	s->tx_pass_taken = 0;
+	s->tx_pass_msgs = 0;
 	for (;;) {
 		zr_msg *m = s->pending;
 
@@ -1258,6 +1264,7 @@ sock_route_pending(struct zr_socket *s)
 			if (m == NULL)
 				break;
 			s->tx_pass_taken += zr__msg_cost(m);
+			s->tx_pass_msgs++;
 		}
 		s->pending = NULL;
 		if (!route(s, m)) {
@@ -1267,6 +1274,8 @@ sock_route_pending(struct zr_socket *s)
 	}
 	taken = s->tx_pass_taken;
 	s->tx_pass_taken = outer_taken;
+	msgs = s->tx_pass_msgs;
+	s->tx_pass_msgs = outer_msgs;
 	bool any = taken > 0;
 	/* Once per drain, not per message: the byte count and the fence in
 	 * sock_tx_taken are shared with the sending thread (perf: they were
@@ -1287,9 +1296,10 @@ sock_route_pending(struct zr_socket *s)
 	 * further always reaches the mark. */
 	if (any && zr__spsc_count(&s->tx) <= zr__spsc_cap(&s->tx) / 2)
 		sock_tx_taken(s);
+	return msgs;
 }
 
-void
+uint32_t
 zr__sock_io_dirty(struct zr_socket *s)
 {
 	/* Room in rx: let the paused connections go on (each re-pauses if it
@@ -1306,7 +1316,7 @@ zr__sock_io_dirty(struct zr_socket *s)
 				zr__conn_resume(c);
 		}
 	}
-	sock_route_pending(s);
+	return sock_route_pending(s);
 }
 
 /* io thread: how many messages rx takes before the app may see them
@@ -2018,6 +2028,12 @@ int
 zr__sock_busy_poll(const zr_socket *s)
 {
 	return atomic_load_explicit(&s->busy_poll_us, memory_order_relaxed);
+}
+
+int
+zr__sock_wake_coalesce(const zr_socket *s)
+{
+	return atomic_load_explicit(&s->wake_coalesce_us, memory_order_relaxed);
 }
 
 void
