@@ -404,12 +404,12 @@ enum zr_option {
  * socket's ZR_WAKE_COALESCE microseconds: sends meanwhile only mark the
  * socket, with no system call, and the io thread takes them when the window
  * ends (it does not wait longer than that, so nothing is stranded). A window
- * in which nothing came ends it. So a message sent while a stream runs may
- * wait up to the window before it goes; a lone message, a request and its
- * reply (one message per look) never do. Through pyzmq, 64 B PUSH/PULL went
- * from 0.77 M to 0.93 M msgs/s at 20 us and its sender's CPU per message
- * down by a quarter (bench/README.md). Microseconds, 0 (off) to 1000; other
- * values -EINVAL. Default 20. Takes effect at the socket's next look.
+ * in which nothing came ends it. So a message sent while a stream runs (or
+ * within a window of its end) may wait up to the window before it goes; one
+ * sent when no stream runs, such as a request or its reply (one message per
+ * look), goes at once. Through pyzmq, 64 B PUSH/PULL went from 0.77 M to
+ * 0.89 M msgs/s at 20 us (bench/README.md). Microseconds, 0 (off) to 1000;
+ * other values -EINVAL. Default 20. Takes effect at the socket's next look.
  */
 
 /*
