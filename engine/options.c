@@ -146,27 +146,32 @@ opt_set_role(struct zr_socket *s, const struct opt_row *r, const struct opt_val 
 	return 0;
 }
 
+/* An int the io thread reads too: stored, and copied where it reads it. */
 static int
-opt_set_busy_poll(struct zr_socket *s, const struct opt_row *r, const struct opt_val *v)
+opt_store_mirrored(struct zr_socket *s, const struct opt_row *r, const struct opt_val *v,
+                   atomic_int *mirror)
 {
 	int rc = opt_store(&s->opt, r, v);
 
-	if (rc < 0)
-		return rc;
-	atomic_store_explicit(&s->busy_poll_us, v->i, memory_order_relaxed);
-	zr__ctx_busy_poll(s->ctx, v->i);
+	if (rc >= 0)
+		atomic_store_explicit(mirror, v->i, memory_order_relaxed);
+	return rc;
+}
+
+static int
+opt_set_busy_poll(struct zr_socket *s, const struct opt_row *r, const struct opt_val *v)
+{
+	int rc = opt_store_mirrored(s, r, v, &s->busy_poll_us);
+
+	if (rc >= 0)
+		zr__ctx_busy_poll(s->ctx, v->i);
 	return rc;
 }
 
 static int
 opt_set_wake_coalesce(struct zr_socket *s, const struct opt_row *r, const struct opt_val *v)
 {
-	int rc = opt_store(&s->opt, r, v);
-
-	if (rc < 0)
-		return rc;
-	atomic_store_explicit(&s->wake_coalesce_us, v->i, memory_order_relaxed);
-	return rc;
+	return opt_store_mirrored(s, r, v, &s->wake_coalesce_us);
 }
 
 /* XPUB_NODROP is PUB_POLICY's BLOCK (1) or DROP_NEW (0). */

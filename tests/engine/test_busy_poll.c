@@ -20,23 +20,6 @@
 #define BP_STREAM 20000
 #define BP_WAIT_MS 15000
 
-static int
-get_busy(zr_socket *s)
-{
-	int v = 0x5a5a5a5a;
-	size_t len = sizeof v;
-
-	cr_assert_eq(zr_getsockopt(s, ZR_BUSY_POLL, &v, &len), 0);
-	cr_assert_eq(len, sizeof v);
-	return v;
-}
-
-static int
-set_busy(zr_socket *s, int v)
-{
-	return zr_setsockopt(s, ZR_BUSY_POLL, &v, sizeof v);
-}
-
 /* user + system CPU of the whole process (every thread), in seconds */
 static double
 cpu_s(void)
@@ -66,23 +49,23 @@ Test(engine_busy_poll, option_stored_read_validated)
 
 	cr_assert_eq(zr_ctx_new(&ctx), 0);
 	cr_assert_eq(zr_socket_open(ctx, ZR_REQ, &s), 0);
-	cr_assert_eq(get_busy(s), 0, "off by default");
-	cr_assert_eq(set_busy(s, 50), 0);
-	cr_assert_eq(get_busy(s), 50);
-	cr_assert_eq(set_busy(s, -1), -EINVAL);
-	cr_assert_eq(set_busy(s, INT32_MIN), -EINVAL);
-	cr_assert_eq(set_busy(s, ZR__BUSY_POLL_MAX + 1), -EINVAL);
+	cr_assert_eq(sget_int(s, ZR_BUSY_POLL), 0, "off by default");
+	cr_assert_eq(sset_int(s, ZR_BUSY_POLL, 50), 0);
+	cr_assert_eq(sget_int(s, ZR_BUSY_POLL), 50);
+	cr_assert_eq(sset_int(s, ZR_BUSY_POLL, -1), -EINVAL);
+	cr_assert_eq(sset_int(s, ZR_BUSY_POLL, INT32_MIN), -EINVAL);
+	cr_assert_eq(sset_int(s, ZR_BUSY_POLL, ZR__BUSY_POLL_MAX + 1), -EINVAL);
 	cr_assert_eq(zr_setsockopt(s, ZR_BUSY_POLL, &wide, sizeof wide), -EINVAL);
-	cr_assert_eq(get_busy(s), 50, "a refused value leaves the old one");
-	cr_assert_eq(set_busy(s, ZR__BUSY_POLL_MAX), 0);
-	cr_assert_eq(get_busy(s), ZR__BUSY_POLL_MAX);
-	cr_assert_eq(set_busy(s, 0), 0);
-	cr_assert_eq(get_busy(s), 0);
+	cr_assert_eq(sget_int(s, ZR_BUSY_POLL), 50, "a refused value leaves the old one");
+	cr_assert_eq(sset_int(s, ZR_BUSY_POLL, ZR__BUSY_POLL_MAX), 0);
+	cr_assert_eq(sget_int(s, ZR_BUSY_POLL), ZR__BUSY_POLL_MAX);
+	cr_assert_eq(sset_int(s, ZR_BUSY_POLL, 0), 0);
+	cr_assert_eq(sget_int(s, ZR_BUSY_POLL), 0);
 	/* Every type takes it. */
 	zr_socket *p;
 	cr_assert_eq(zr_socket_open(ctx, ZR_PUB, &p), 0);
-	cr_assert_eq(set_busy(p, 7), 0);
-	cr_assert_eq(get_busy(p), 7);
+	cr_assert_eq(sset_int(p, ZR_BUSY_POLL, 7), 0);
+	cr_assert_eq(sget_int(p, ZR_BUSY_POLL), 7);
 	sock_pair_free(ctx, s, p);
 }
 
@@ -113,8 +96,8 @@ Test(engine_busy_poll, reqrep_exchange_then_idle_does_not_spin)
 
 	cr_assert_eq(zr_socket_open(cr, ZR_REP, &rep), 0);
 	cr_assert_eq(zr_socket_open(cq, ZR_REQ, &req), 0);
-	cr_assert_eq(set_busy(rep, BP_US), 0);
-	cr_assert_eq(set_busy(req, BP_US), 0);
+	cr_assert_eq(sset_int(rep, ZR_BUSY_POLL, BP_US), 0);
+	cr_assert_eq(sset_int(req, ZR_BUSY_POLL, BP_US), 0);
 	sopt_int(rep, ZR_RCVTIMEO, BP_WAIT_MS);
 	sopt_int(req, ZR_RCVTIMEO, BP_WAIT_MS);
 	sock_bind_connect(rep, "tcp://127.0.0.1:0", req, ep, sizeof ep);
@@ -155,8 +138,8 @@ Test(engine_busy_poll, push_waits_for_room_spinning)
 	cr_assert_eq(zr_socket_open(cs, ZR_PUSH, &push), 0);
 	sopt_int(push, ZR_SNDHWM, 4);
 	sopt_int(pull, ZR_RCVHWM, 4);
-	cr_assert_eq(set_busy(push, BP_US), 0);
-	cr_assert_eq(set_busy(pull, BP_US), 0);
+	cr_assert_eq(sset_int(push, ZR_BUSY_POLL, BP_US), 0);
+	cr_assert_eq(sset_int(pull, ZR_BUSY_POLL, BP_US), 0);
 	sopt_int(push, ZR_SNDTIMEO, BP_WAIT_MS);
 	sopt_int(pull, ZR_RCVTIMEO, BP_WAIT_MS);
 	sock_bind_connect(pull, "tcp://127.0.0.1:0", push, ep, sizeof ep);

@@ -25,17 +25,6 @@ open_sock(int type)
 	return s;
 }
 
-static int
-get_int(zr_socket *s, int opt)
-{
-	int v = 0x5a5a5a5a;
-	size_t len = sizeof v;
-
-	cr_assert_eq(zr_getsockopt(s, opt, &v, &len), 0, "getsockopt %d", opt);
-	cr_assert_eq(len, sizeof v, "getsockopt %d: length", opt);
-	return v;
-}
-
 static int64_t
 get_i64(zr_socket *s, int opt)
 {
@@ -45,12 +34,6 @@ get_i64(zr_socket *s, int opt)
 	cr_assert_eq(zr_getsockopt(s, opt, &v, &len), 0, "getsockopt %d", opt);
 	cr_assert_eq(len, sizeof v, "getsockopt %d: length", opt);
 	return v;
-}
-
-static int
-set_int(zr_socket *s, int opt, int v)
-{
-	return zr_setsockopt(s, opt, &v, sizeof v);
 }
 
 static int
@@ -83,32 +66,32 @@ Test(engine_option_table, defaults)
 	uint8_t id[8];
 	size_t len;
 
-	cr_assert_eq(get_int(s, ZR_SNDHWM), 1000);
-	cr_assert_eq(get_int(s, ZR_RCVHWM), 1000);
-	cr_assert_eq(get_int(s, ZR_SNDBUF), 0);
-	cr_assert_eq(get_int(s, ZR_RCVBUF), 0);
-	cr_assert_eq(get_int(s, ZR_LINGER), -1);
-	cr_assert_eq(get_int(s, ZR_RECONNECT_IVL), 100);
-	cr_assert_eq(get_int(s, ZR_RECONNECT_IVL_MAX), 0);
-	cr_assert_eq(get_int(s, ZR_RCVTIMEO), -1);
-	cr_assert_eq(get_int(s, ZR_SNDTIMEO), -1);
-	cr_assert_eq(get_int(s, ZR_ROUTER_MANDATORY), 0);
-	cr_assert_eq(get_int(s, ZR_XPUB_VERBOSE), 0);
-	cr_assert_eq(get_int(s, ZR_XPUB_VERBOSER), 0);
-	cr_assert_eq(get_int(s, ZR_IPV6), 0);
-	cr_assert_eq(get_int(s, ZR_MECHANISM), ZR_MECH_NULL);
-	cr_assert_eq(get_int(s, ZR_PLAIN_SERVER), 0);
-	cr_assert_eq(get_int(s, ZR_CURVE_SERVER), 0);
-	cr_assert_eq(get_int(s, ZR_HANDSHAKE_IVL), 30000);
-	cr_assert_eq(get_int(s, ZR_HEARTBEAT_IVL), 0);
-	cr_assert_eq(get_int(s, ZR_HEARTBEAT_TTL), 0);
-	cr_assert_eq(get_int(s, ZR_HEARTBEAT_TIMEOUT), 0);
-	cr_assert_eq(get_int(s, ZR_PUB_POLICY), ZR_PUB_DROP_NEW);
-	cr_assert_eq(get_int(s, ZR_MAXFRAMES), 65536);
-	cr_assert_eq(get_int(s, ZR_SUBS_MAX), 100000);
-	cr_assert_eq(get_int(s, ZR_CONNS_MAX), ZR_CONNS_MAX_DEFAULT);
-	cr_assert_eq(get_int(s, ZR_BUSY_POLL), 0);
-	cr_assert_eq(get_int(s, ZR_WAKE_COALESCE), 20);
+	cr_assert_eq(sget_int(s, ZR_SNDHWM), 1000);
+	cr_assert_eq(sget_int(s, ZR_RCVHWM), 1000);
+	cr_assert_eq(sget_int(s, ZR_SNDBUF), 0);
+	cr_assert_eq(sget_int(s, ZR_RCVBUF), 0);
+	cr_assert_eq(sget_int(s, ZR_LINGER), -1);
+	cr_assert_eq(sget_int(s, ZR_RECONNECT_IVL), 100);
+	cr_assert_eq(sget_int(s, ZR_RECONNECT_IVL_MAX), 0);
+	cr_assert_eq(sget_int(s, ZR_RCVTIMEO), -1);
+	cr_assert_eq(sget_int(s, ZR_SNDTIMEO), -1);
+	cr_assert_eq(sget_int(s, ZR_ROUTER_MANDATORY), 0);
+	cr_assert_eq(sget_int(s, ZR_XPUB_VERBOSE), 0);
+	cr_assert_eq(sget_int(s, ZR_XPUB_VERBOSER), 0);
+	cr_assert_eq(sget_int(s, ZR_IPV6), 0);
+	cr_assert_eq(sget_int(s, ZR_MECHANISM), ZR_MECH_NULL);
+	cr_assert_eq(sget_int(s, ZR_PLAIN_SERVER), 0);
+	cr_assert_eq(sget_int(s, ZR_CURVE_SERVER), 0);
+	cr_assert_eq(sget_int(s, ZR_HANDSHAKE_IVL), 30000);
+	cr_assert_eq(sget_int(s, ZR_HEARTBEAT_IVL), 0);
+	cr_assert_eq(sget_int(s, ZR_HEARTBEAT_TTL), 0);
+	cr_assert_eq(sget_int(s, ZR_HEARTBEAT_TIMEOUT), 0);
+	cr_assert_eq(sget_int(s, ZR_PUB_POLICY), ZR_PUB_DROP_NEW);
+	cr_assert_eq(sget_int(s, ZR_MAXFRAMES), 65536);
+	cr_assert_eq(sget_int(s, ZR_SUBS_MAX), 100000);
+	cr_assert_eq(sget_int(s, ZR_CONNS_MAX), ZR_CONNS_MAX_DEFAULT);
+	cr_assert_eq(sget_int(s, ZR_BUSY_POLL), 0);
+	cr_assert_eq(sget_int(s, ZR_WAKE_COALESCE), 20);
 	cr_assert_eq(get_i64(s, ZR_MAXMSGSIZE), (int64_t)64 << 20);
 	cr_assert_eq(get_i64(s, ZR_SNDBYTES), (int64_t)8 << 20);
 	cr_assert_eq(get_i64(s, ZR_RCVBYTES), (int64_t)8 << 20);
@@ -137,14 +120,14 @@ Test(engine_option_table, an_int_option_stores_any_value_and_needs_the_length_of
 		int64_t wide = 7;
 		size_t len;
 
-		cr_assert_eq(set_int(s, opt, 12345 + (int)i), 0, "option %d", opt);
-		cr_assert_eq(get_int(s, opt), 12345 + (int)i, "option %d", opt);
-		cr_assert_eq(set_int(s, opt, -7), 0, "option %d", opt);
-		cr_assert_eq(get_int(s, opt), -7, "option %d", opt);
+		cr_assert_eq(sset_int(s, opt, 12345 + (int)i), 0, "option %d", opt);
+		cr_assert_eq(sget_int(s, opt), 12345 + (int)i, "option %d", opt);
+		cr_assert_eq(sset_int(s, opt, -7), 0, "option %d", opt);
+		cr_assert_eq(sget_int(s, opt), -7, "option %d", opt);
 		cr_assert_eq(zr_setsockopt(s, opt, &wide, sizeof wide), -EINVAL, "option %d", opt);
 		cr_assert_eq(zr_setsockopt(s, opt, &v, 2), -EINVAL, "option %d", opt);
 		cr_assert_eq(zr_setsockopt(s, opt, &v, 0), -EINVAL, "option %d", opt);
-		cr_assert_eq(get_int(s, opt), -7, "option %d: a refused set changed it", opt);
+		cr_assert_eq(sget_int(s, opt), -7, "option %d: a refused set changed it", opt);
 		/* Read back: at least an int's room, and the length says an int. */
 		len = sizeof v - 1;
 		cr_assert_eq(zr_getsockopt(s, opt, &v, &len), -EINVAL, "option %d", opt);
@@ -194,33 +177,33 @@ Test(engine_option_table, flags_read_back_as_zero_or_one)
 {
 	zr_socket *s = open_sock(ZR_ROUTER);
 
-	cr_assert_eq(set_int(s, ZR_ROUTER_MANDATORY, 7), 0);
-	cr_assert_eq(get_int(s, ZR_ROUTER_MANDATORY), 1);
-	cr_assert_eq(set_int(s, ZR_ROUTER_MANDATORY, 0), 0);
-	cr_assert_eq(get_int(s, ZR_ROUTER_MANDATORY), 0);
-	cr_assert_eq(set_int(s, ZR_IPV6, -3), 0);
-	cr_assert_eq(get_int(s, ZR_IPV6), 1);
-	cr_assert_eq(set_int(s, ZR_IPV6, 0), 0);
-	cr_assert_eq(get_int(s, ZR_IPV6), 0);
+	cr_assert_eq(sset_int(s, ZR_ROUTER_MANDATORY, 7), 0);
+	cr_assert_eq(sget_int(s, ZR_ROUTER_MANDATORY), 1);
+	cr_assert_eq(sset_int(s, ZR_ROUTER_MANDATORY, 0), 0);
+	cr_assert_eq(sget_int(s, ZR_ROUTER_MANDATORY), 0);
+	cr_assert_eq(sset_int(s, ZR_IPV6, -3), 0);
+	cr_assert_eq(sget_int(s, ZR_IPV6), 1);
+	cr_assert_eq(sset_int(s, ZR_IPV6, 0), 0);
+	cr_assert_eq(sget_int(s, ZR_IPV6), 0);
 
 	/* VERBOSE sets or clears verbose subscribes and clears verbose
 	 * cancels; VERBOSER sets or clears both (libzmq). Any socket type
 	 * keeps them. */
-	cr_assert_eq(set_int(s, ZR_XPUB_VERBOSE, 5), 0);
-	cr_assert_eq(get_int(s, ZR_XPUB_VERBOSE), 1);
-	cr_assert_eq(get_int(s, ZR_XPUB_VERBOSER), 0);
-	cr_assert_eq(set_int(s, ZR_XPUB_VERBOSER, 9), 0);
-	cr_assert_eq(get_int(s, ZR_XPUB_VERBOSE), 1);
-	cr_assert_eq(get_int(s, ZR_XPUB_VERBOSER), 1);
-	cr_assert_eq(set_int(s, ZR_XPUB_VERBOSE, 1), 0);
-	cr_assert_eq(get_int(s, ZR_XPUB_VERBOSER), 0);
-	cr_assert_eq(set_int(s, ZR_XPUB_VERBOSER, 1), 0);
-	cr_assert_eq(set_int(s, ZR_XPUB_VERBOSE, 0), 0);
-	cr_assert_eq(get_int(s, ZR_XPUB_VERBOSE), 0);
-	cr_assert_eq(get_int(s, ZR_XPUB_VERBOSER), 0);
-	cr_assert_eq(set_int(s, ZR_XPUB_VERBOSER, 1), 0);
-	cr_assert_eq(set_int(s, ZR_XPUB_VERBOSER, 0), 0);
-	cr_assert_eq(get_int(s, ZR_XPUB_VERBOSE), 0);
+	cr_assert_eq(sset_int(s, ZR_XPUB_VERBOSE, 5), 0);
+	cr_assert_eq(sget_int(s, ZR_XPUB_VERBOSE), 1);
+	cr_assert_eq(sget_int(s, ZR_XPUB_VERBOSER), 0);
+	cr_assert_eq(sset_int(s, ZR_XPUB_VERBOSER, 9), 0);
+	cr_assert_eq(sget_int(s, ZR_XPUB_VERBOSE), 1);
+	cr_assert_eq(sget_int(s, ZR_XPUB_VERBOSER), 1);
+	cr_assert_eq(sset_int(s, ZR_XPUB_VERBOSE, 1), 0);
+	cr_assert_eq(sget_int(s, ZR_XPUB_VERBOSER), 0);
+	cr_assert_eq(sset_int(s, ZR_XPUB_VERBOSER, 1), 0);
+	cr_assert_eq(sset_int(s, ZR_XPUB_VERBOSE, 0), 0);
+	cr_assert_eq(sget_int(s, ZR_XPUB_VERBOSE), 0);
+	cr_assert_eq(sget_int(s, ZR_XPUB_VERBOSER), 0);
+	cr_assert_eq(sset_int(s, ZR_XPUB_VERBOSER, 1), 0);
+	cr_assert_eq(sset_int(s, ZR_XPUB_VERBOSER, 0), 0);
+	cr_assert_eq(sget_int(s, ZR_XPUB_VERBOSE), 0);
 	zr_socket_close(s);
 }
 
@@ -228,34 +211,34 @@ Test(engine_option_table, limits_refuse_and_keep_the_old_value)
 {
 	zr_socket *s = open_sock(ZR_XPUB);
 
-	cr_assert_eq(set_int(s, ZR_SNDHWM, -1), -EINVAL);
-	cr_assert_eq(set_int(s, ZR_RCVHWM, -1), -EINVAL);
-	cr_assert_eq(set_int(s, ZR_SNDHWM, 0), 0);
-	cr_assert_eq(get_int(s, ZR_SNDHWM), 0);
-	cr_assert_eq(set_int(s, ZR_RCVHWM, 77), 0);
-	cr_assert_eq(get_int(s, ZR_RCVHWM), 77);
+	cr_assert_eq(sset_int(s, ZR_SNDHWM, -1), -EINVAL);
+	cr_assert_eq(sset_int(s, ZR_RCVHWM, -1), -EINVAL);
+	cr_assert_eq(sset_int(s, ZR_SNDHWM, 0), 0);
+	cr_assert_eq(sget_int(s, ZR_SNDHWM), 0);
+	cr_assert_eq(sset_int(s, ZR_RCVHWM, 77), 0);
+	cr_assert_eq(sget_int(s, ZR_RCVHWM), 77);
 
-	cr_assert_eq(set_int(s, ZR_PUB_POLICY, -1), -EINVAL);
-	cr_assert_eq(set_int(s, ZR_PUB_POLICY, 4), -EINVAL);
+	cr_assert_eq(sset_int(s, ZR_PUB_POLICY, -1), -EINVAL);
+	cr_assert_eq(sset_int(s, ZR_PUB_POLICY, 4), -EINVAL);
 	for (int p = ZR_PUB_DROP_NEW; p <= ZR_PUB_DISCONNECT; p++) {
-		cr_assert_eq(set_int(s, ZR_PUB_POLICY, p), 0);
-		cr_assert_eq(get_int(s, ZR_PUB_POLICY), p);
+		cr_assert_eq(sset_int(s, ZR_PUB_POLICY, p), 0);
+		cr_assert_eq(sget_int(s, ZR_PUB_POLICY), p);
 	}
 
-	cr_assert_eq(set_int(s, ZR_CONNS_MAX, 0), -EINVAL);
-	cr_assert_eq(set_int(s, ZR_CONNS_MAX, -2), -EINVAL);
-	cr_assert_eq(set_int(s, ZR_CONNS_MAX, -1), 0);
-	cr_assert_eq(get_int(s, ZR_CONNS_MAX), -1);
+	cr_assert_eq(sset_int(s, ZR_CONNS_MAX, 0), -EINVAL);
+	cr_assert_eq(sset_int(s, ZR_CONNS_MAX, -2), -EINVAL);
+	cr_assert_eq(sset_int(s, ZR_CONNS_MAX, -1), 0);
+	cr_assert_eq(sget_int(s, ZR_CONNS_MAX), -1);
 
-	cr_assert_eq(set_int(s, ZR_SUBS_MAX, -2), -EINVAL);
-	cr_assert_eq(set_int(s, ZR_SUBS_MAX, 0), 0);
-	cr_assert_eq(get_int(s, ZR_SUBS_MAX), 0);
-	cr_assert_eq(set_int(s, ZR_SUBS_MAX, -1), 0);
-	cr_assert_eq(get_int(s, ZR_SUBS_MAX), -1);
+	cr_assert_eq(sset_int(s, ZR_SUBS_MAX, -2), -EINVAL);
+	cr_assert_eq(sset_int(s, ZR_SUBS_MAX, 0), 0);
+	cr_assert_eq(sget_int(s, ZR_SUBS_MAX), 0);
+	cr_assert_eq(sset_int(s, ZR_SUBS_MAX, -1), 0);
+	cr_assert_eq(sget_int(s, ZR_SUBS_MAX), -1);
 
-	cr_assert_eq(set_int(s, ZR_MAXFRAMES, 0), -EINVAL);
-	cr_assert_eq(set_int(s, ZR_MAXFRAMES, -2), -EINVAL);
-	cr_assert_eq(get_int(s, ZR_MAXFRAMES), 65536);
+	cr_assert_eq(sset_int(s, ZR_MAXFRAMES, 0), -EINVAL);
+	cr_assert_eq(sset_int(s, ZR_MAXFRAMES, -2), -EINVAL);
+	cr_assert_eq(sget_int(s, ZR_MAXFRAMES), 65536);
 	zr_socket_close(s);
 }
 
@@ -263,14 +246,14 @@ Test(engine_option_table, the_hwms_are_fixed_once_the_queues_exist)
 {
 	zr_socket *s = open_sock(ZR_PUSH);
 
-	cr_assert_eq(set_int(s, ZR_SNDHWM, 10), 0);
+	cr_assert_eq(sset_int(s, ZR_SNDHWM, 10), 0);
 	cr_assert_eq(zr_connect(s, "tcp://127.0.0.1:1"), 0);
-	cr_assert_eq(set_int(s, ZR_SNDHWM, 20), -EINVAL);
-	cr_assert_eq(set_int(s, ZR_RCVHWM, 20), -EINVAL);
-	cr_assert_eq(get_int(s, ZR_SNDHWM), 10);
-	cr_assert_eq(get_int(s, ZR_RCVHWM), 1000);
+	cr_assert_eq(sset_int(s, ZR_SNDHWM, 20), -EINVAL);
+	cr_assert_eq(sset_int(s, ZR_RCVHWM, 20), -EINVAL);
+	cr_assert_eq(sget_int(s, ZR_SNDHWM), 10);
+	cr_assert_eq(sget_int(s, ZR_RCVHWM), 1000);
 	/* Other options stay settable. */
-	cr_assert_eq(set_int(s, ZR_LINGER, 0), 0);
+	cr_assert_eq(sset_int(s, ZR_LINGER, 0), 0);
 	zr_socket_close(s);
 }
 
@@ -278,20 +261,20 @@ Test(engine_option_table, security_flags_pick_the_mechanism)
 {
 	zr_socket *s = open_sock(ZR_REP);
 
-	cr_assert_eq(set_int(s, ZR_PLAIN_SERVER, 2), -EINVAL);
-	cr_assert_eq(set_int(s, ZR_CURVE_SERVER, -1), -EINVAL);
-	cr_assert_eq(get_int(s, ZR_MECHANISM), ZR_MECH_NULL);
-	cr_assert_eq(set_int(s, ZR_PLAIN_SERVER, 1), 0);
-	cr_assert_eq(get_int(s, ZR_MECHANISM), ZR_MECH_PLAIN);
-	cr_assert_eq(get_int(s, ZR_PLAIN_SERVER), 1);
-	cr_assert_eq(get_int(s, ZR_CURVE_SERVER), 0);
-	cr_assert_eq(set_int(s, ZR_CURVE_SERVER, 1), 0);
-	cr_assert_eq(get_int(s, ZR_MECHANISM), ZR_MECH_CURVE);
-	cr_assert_eq(get_int(s, ZR_PLAIN_SERVER), 0);
-	cr_assert_eq(get_int(s, ZR_CURVE_SERVER), 1);
-	cr_assert_eq(set_int(s, ZR_PLAIN_SERVER, 0), 0);
-	cr_assert_eq(get_int(s, ZR_MECHANISM), ZR_MECH_NULL);
-	cr_assert_eq(get_int(s, ZR_CURVE_SERVER), 0);
+	cr_assert_eq(sset_int(s, ZR_PLAIN_SERVER, 2), -EINVAL);
+	cr_assert_eq(sset_int(s, ZR_CURVE_SERVER, -1), -EINVAL);
+	cr_assert_eq(sget_int(s, ZR_MECHANISM), ZR_MECH_NULL);
+	cr_assert_eq(sset_int(s, ZR_PLAIN_SERVER, 1), 0);
+	cr_assert_eq(sget_int(s, ZR_MECHANISM), ZR_MECH_PLAIN);
+	cr_assert_eq(sget_int(s, ZR_PLAIN_SERVER), 1);
+	cr_assert_eq(sget_int(s, ZR_CURVE_SERVER), 0);
+	cr_assert_eq(sset_int(s, ZR_CURVE_SERVER, 1), 0);
+	cr_assert_eq(sget_int(s, ZR_MECHANISM), ZR_MECH_CURVE);
+	cr_assert_eq(sget_int(s, ZR_PLAIN_SERVER), 0);
+	cr_assert_eq(sget_int(s, ZR_CURVE_SERVER), 1);
+	cr_assert_eq(sset_int(s, ZR_PLAIN_SERVER, 0), 0);
+	cr_assert_eq(sget_int(s, ZR_MECHANISM), ZR_MECH_NULL);
+	cr_assert_eq(sget_int(s, ZR_CURVE_SERVER), 0);
 	cr_assert_eq(zr_setsockopt(s, ZR_PLAIN_SERVER, "\1", 1), -EINVAL);
 
 	/* Credentials: either makes a PLAIN client; (NULL, 0) goes back to
@@ -299,20 +282,20 @@ Test(engine_option_table, security_flags_pick_the_mechanism)
 	uint8_t big[256];
 
 	memset(big, 'a', sizeof big);
-	cr_assert_eq(set_int(s, ZR_PLAIN_SERVER, 1), 0);
+	cr_assert_eq(sset_int(s, ZR_PLAIN_SERVER, 1), 0);
 	cr_assert_eq(zr_setsockopt(s, ZR_PLAIN_USERNAME, "admin", 5), 0);
-	cr_assert_eq(get_int(s, ZR_MECHANISM), ZR_MECH_PLAIN);
-	cr_assert_eq(get_int(s, ZR_PLAIN_SERVER), 0);
+	cr_assert_eq(sget_int(s, ZR_MECHANISM), ZR_MECH_PLAIN);
+	cr_assert_eq(sget_int(s, ZR_PLAIN_SERVER), 0);
 	cr_assert_eq(zr_setsockopt(s, ZR_PLAIN_PASSWORD, NULL, 0), 0);
-	cr_assert_eq(get_int(s, ZR_MECHANISM), ZR_MECH_NULL);
+	cr_assert_eq(sget_int(s, ZR_MECHANISM), ZR_MECH_NULL);
 	cr_assert_eq(zr_setsockopt(s, ZR_PLAIN_PASSWORD, "", 0), 0);
-	cr_assert_eq(get_int(s, ZR_MECHANISM), ZR_MECH_PLAIN);
-	cr_assert_eq(set_int(s, ZR_PLAIN_SERVER, 0), 0);
+	cr_assert_eq(sget_int(s, ZR_MECHANISM), ZR_MECH_PLAIN);
+	cr_assert_eq(sset_int(s, ZR_PLAIN_SERVER, 0), 0);
 	cr_assert_eq(zr_setsockopt(s, ZR_PLAIN_PASSWORD, big, 256), -EINVAL);
 	cr_assert_eq(zr_setsockopt(s, ZR_PLAIN_USERNAME, NULL, 3), -EINVAL);
-	cr_assert_eq(get_int(s, ZR_MECHANISM), ZR_MECH_NULL);
+	cr_assert_eq(sget_int(s, ZR_MECHANISM), ZR_MECH_NULL);
 	cr_assert_eq(zr_setsockopt(s, ZR_PLAIN_PASSWORD, big, 255), 0);
-	cr_assert_eq(get_int(s, ZR_MECHANISM), ZR_MECH_PLAIN);
+	cr_assert_eq(sget_int(s, ZR_MECHANISM), ZR_MECH_PLAIN);
 	zr_socket_close(s);
 }
 
@@ -324,23 +307,23 @@ Test(engine_option_table, curve_keys_set_the_mechanism_and_the_server_key_the_ro
 
 	cr_assert_eq(zr_curve_keypair(pub, sec), 0);
 	cr_assert_eq(zr_curve_key_decode(raw, pub), 0);
-	cr_assert_eq(set_int(s, ZR_CURVE_SERVER, 1), 0);
-	cr_assert_eq(set_int(s, ZR_CURVE_SERVER, 0), 0);
-	cr_assert_eq(set_int(s, ZR_PLAIN_SERVER, 1), 0);
+	cr_assert_eq(sset_int(s, ZR_CURVE_SERVER, 1), 0);
+	cr_assert_eq(sset_int(s, ZR_CURVE_SERVER, 0), 0);
+	cr_assert_eq(sset_int(s, ZR_PLAIN_SERVER, 1), 0);
 	/* Our own keys select CURVE and keep the role... */
 	cr_assert_eq(zr_setsockopt(s, ZR_CURVE_SECRETKEY, sec, 40), 0);
-	cr_assert_eq(get_int(s, ZR_MECHANISM), ZR_MECH_CURVE);
-	cr_assert_eq(get_int(s, ZR_CURVE_SERVER), 1);
+	cr_assert_eq(sget_int(s, ZR_MECHANISM), ZR_MECH_CURVE);
+	cr_assert_eq(sget_int(s, ZR_CURVE_SERVER), 1);
 	cr_assert_eq(zr_setsockopt(s, ZR_CURVE_PUBLICKEY, raw, 32), 0);
-	cr_assert_eq(get_int(s, ZR_CURVE_SERVER), 1);
+	cr_assert_eq(sget_int(s, ZR_CURVE_SERVER), 1);
 	/* ...the server's key makes a client. */
 	cr_assert_eq(zr_setsockopt(s, ZR_CURVE_SERVERKEY, pub, 41), 0);
-	cr_assert_eq(get_int(s, ZR_MECHANISM), ZR_MECH_CURVE);
-	cr_assert_eq(get_int(s, ZR_CURVE_SERVER), 0);
+	cr_assert_eq(sget_int(s, ZR_MECHANISM), ZR_MECH_CURVE);
+	cr_assert_eq(sget_int(s, ZR_CURVE_SERVER), 0);
 	/* A refused key changes neither. */
-	cr_assert_eq(set_int(s, ZR_PLAIN_SERVER, 0), 0);
+	cr_assert_eq(sset_int(s, ZR_PLAIN_SERVER, 0), 0);
 	cr_assert_eq(zr_setsockopt(s, ZR_CURVE_PUBLICKEY, raw, 31), -EINVAL);
-	cr_assert_eq(get_int(s, ZR_MECHANISM), ZR_MECH_NULL);
+	cr_assert_eq(sget_int(s, ZR_MECHANISM), ZR_MECH_NULL);
 	zr_socket_close(s);
 }
 
@@ -381,8 +364,8 @@ Test(engine_option_table, read_only_and_set_only_options)
 	int v = 1;
 
 	/* Read only. */
-	cr_assert_eq(set_int(s, ZR_MECHANISM, ZR_MECH_PLAIN), -EINVAL);
-	cr_assert_eq(get_int(s, ZR_MECHANISM), ZR_MECH_NULL);
+	cr_assert_eq(sset_int(s, ZR_MECHANISM, ZR_MECH_PLAIN), -EINVAL);
+	cr_assert_eq(sget_int(s, ZR_MECHANISM), ZR_MECH_NULL);
 	cr_assert_eq(zr_setsockopt(s, ZR_LAST_ENDPOINT, "tcp://x:1", 10), -EINVAL);
 	cr_assert_eq(zr_bind(s, "tcp://127.0.0.1:*"), 0);
 	len = sizeof text;
@@ -420,10 +403,10 @@ Test(engine_option_table, subscriptions_are_for_sub_and_xsub_only)
 		cr_assert_eq(zr_setsockopt(s, ZR_UNSUBSCRIBE, "a", 1), want, "type %d", types[i]);
 		cr_assert_eq(zr_setsockopt(s, ZR_UNSUBSCRIBE, "", 0), want, "type %d", types[i]);
 		/* Every other option is taken by every type. */
-		cr_assert_eq(set_int(s, ZR_XPUB_VERBOSE, 1), 0, "type %d", types[i]);
-		cr_assert_eq(set_int(s, ZR_ROUTER_MANDATORY, 1), 0, "type %d", types[i]);
-		cr_assert_eq(set_int(s, ZR_PUB_POLICY, ZR_PUB_BLOCK), 0, "type %d", types[i]);
-		cr_assert_eq(set_int(s, ZR_SUBS_MAX, 3), 0, "type %d", types[i]);
+		cr_assert_eq(sset_int(s, ZR_XPUB_VERBOSE, 1), 0, "type %d", types[i]);
+		cr_assert_eq(sset_int(s, ZR_ROUTER_MANDATORY, 1), 0, "type %d", types[i]);
+		cr_assert_eq(sset_int(s, ZR_PUB_POLICY, ZR_PUB_BLOCK), 0, "type %d", types[i]);
+		cr_assert_eq(sset_int(s, ZR_SUBS_MAX, 3), 0, "type %d", types[i]);
 		sopt_int(s, ZR_LINGER, 0);
 		zr_socket_close(s);
 	}

@@ -18,23 +18,6 @@
 #define WC_WAIT_MS 15000
 #define WC_BURSTS 400
 
-static int
-get_wc(zr_socket *s)
-{
-	int v = 0x5a5a5a5a;
-	size_t len = sizeof v;
-
-	cr_assert_eq(zr_getsockopt(s, ZR_WAKE_COALESCE, &v, &len), 0);
-	cr_assert_eq(len, sizeof v);
-	return v;
-}
-
-static int
-set_wc(zr_socket *s, int v)
-{
-	return zr_setsockopt(s, ZR_WAKE_COALESCE, &v, sizeof v);
-}
-
 Test(engine_wake_coalesce, option_stored_read_validated)
 {
 	static const int types[] = {ZR_PAIR,   ZR_PUB,  ZR_SUB,  ZR_REQ,  ZR_REP, ZR_DEALER,
@@ -47,16 +30,17 @@ Test(engine_wake_coalesce, option_stored_read_validated)
 		zr_socket *s;
 
 		cr_assert_eq(zr_socket_open(ctx, types[i], &s), 0);
-		cr_assert_eq(get_wc(s), ZR__WAKE_COALESCE_DEFAULT, "default, type %d", types[i]);
-		cr_assert_eq(set_wc(s, 0), 0, "off");
-		cr_assert_eq(get_wc(s), 0);
-		cr_assert_eq(set_wc(s, ZR__WAKE_COALESCE_MAX), 0);
-		cr_assert_eq(get_wc(s), ZR__WAKE_COALESCE_MAX);
-		cr_assert_eq(set_wc(s, -1), -EINVAL);
-		cr_assert_eq(set_wc(s, ZR__WAKE_COALESCE_MAX + 1), -EINVAL);
-		cr_assert_eq(set_wc(s, INT32_MIN), -EINVAL);
+		cr_assert_eq(sget_int(s, ZR_WAKE_COALESCE), ZR__WAKE_COALESCE_DEFAULT,
+		             "default, type %d", types[i]);
+		cr_assert_eq(sset_int(s, ZR_WAKE_COALESCE, 0), 0, "off");
+		cr_assert_eq(sget_int(s, ZR_WAKE_COALESCE), 0);
+		cr_assert_eq(sset_int(s, ZR_WAKE_COALESCE, ZR__WAKE_COALESCE_MAX), 0);
+		cr_assert_eq(sget_int(s, ZR_WAKE_COALESCE), ZR__WAKE_COALESCE_MAX);
+		cr_assert_eq(sset_int(s, ZR_WAKE_COALESCE, -1), -EINVAL);
+		cr_assert_eq(sset_int(s, ZR_WAKE_COALESCE, ZR__WAKE_COALESCE_MAX + 1), -EINVAL);
+		cr_assert_eq(sset_int(s, ZR_WAKE_COALESCE, INT32_MIN), -EINVAL);
 		cr_assert_eq(zr_setsockopt(s, ZR_WAKE_COALESCE, &wide, sizeof wide), -EINVAL);
-		cr_assert_eq(get_wc(s), ZR__WAKE_COALESCE_MAX,
+		cr_assert_eq(sget_int(s, ZR_WAKE_COALESCE), ZR__WAKE_COALESCE_MAX,
 		             "a refused value leaves the old one");
 		zr_socket_close(s);
 	}
@@ -93,7 +77,7 @@ stream_bursts(const char *endpoint, int window_us)
 	cr_assert_eq(zr_ctx_new(&ctx), 0);
 	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
 	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
-	cr_assert_eq(set_wc(push, window_us), 0);
+	cr_assert_eq(sset_int(push, ZR_WAKE_COALESCE, window_us), 0);
 	sopt_int(pull, ZR_RCVTIMEO, WC_WAIT_MS);
 	sopt_int(push, ZR_SNDTIMEO, WC_WAIT_MS);
 	sock_bind_connect(pull, endpoint, push, ep, sizeof ep);
