@@ -430,41 +430,32 @@ zr__loop_run(struct zr__loop *l, uint64_t deadline_ms)
 		if (io_uring_sq_ready(&l->ring->uring) == 0)
 			goto reap;
 	}
-	if (l->moderate_end_ns != 0 && until > now) {
-		/* Moderated: not sleeping as far as a waker knows (it sets woken
-		 * and goes on, no write), and a wait bounded by the window's end,
-		 * which sees such a wake when it ends. */
+	/* In a moderated window (zr__loop_moderate) the wait does not announce
+	 * itself: a waker sets woken and goes on, with no write, and the wait
+	 * ends by the window's end, which sees that wake. */
+	uint64_t wait_ns = until == UINT64_MAX ? UINT64_MAX
+	                   : until > now       ? (until - now) * 1000000u
+	                                       : 0;
+	bool moderated = false;
+
+	if (l->moderate_end_ns != 0) {
 		uint64_t t = zr__now_ns();
 
-		if (t < l->moderate_end_ns) {
-			uint64_t wait_ns = l->moderate_end_ns - t;
-
-			if (until != UINT64_MAX && (until - now) * 1000000u < wait_ns)
-				wait_ns = (until - now) * 1000000u;
-			if (n > 0 || atomic_load(&l->woken) ||
-			    io_uring_cq_ready(&l->ring->uring) > 0)
-				wait_ns = 0;
-			ts.tv_sec = (long long)(wait_ns / 1000000000u);
-			ts.tv_nsec = (long long)(wait_ns % 1000000000u);
-			rc = wait_ns > 0 ? io_uring_submit_and_wait_timeout(&l->ring->uring, &cqe,
-			                                                    1, &ts, NULL)
-			                 : io_uring_submit(&l->ring->uring);
-			if (rc < 0 && rc != -ETIME && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)
-				return rc;
-			goto reap;
-		}
-		l->moderate_end_ns = 0; /* over: sleep as usual */
+		moderated = t < l->moderate_end_ns;
+		if (!moderated)
+			l->moderate_end_ns = 0; /* over: sleep as usual */
+		else if (l->moderate_end_ns - t < wait_ns)
+			wait_ns = l->moderate_end_ns - t;
 	}
-	atomic_store(&l->sleeping, 1);
+	if (!moderated)
+		atomic_store(&l->sleeping, 1);
 	if (n > 0 || atomic_load(&l->woken) || io_uring_cq_ready(&l->ring->uring) > 0)
-		until = 0;
-	if (until == UINT64_MAX) {
+		wait_ns = 0;
+	if (wait_ns == UINT64_MAX) {
 		rc = io_uring_submit_and_wait_timeout(&l->ring->uring, &cqe, 1, NULL, NULL);
 	} else {
-		uint64_t wait = until > now ? until - now : 0;
-
-		ts.tv_sec = (long long)(wait / 1000u);
-		ts.tv_nsec = (long long)(wait % 1000u) * 1000000;
+		ts.tv_sec = (long long)(wait_ns / 1000000000u);
+		ts.tv_nsec = (long long)(wait_ns % 1000000000u);
 		rc = io_uring_submit_and_wait_timeout(&l->ring->uring, &cqe, 1, &ts, NULL);
 	}
 	atomic_store(&l->sleeping, 0);
