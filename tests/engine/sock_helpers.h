@@ -22,11 +22,22 @@ sopt_int(zr_socket *s, int opt, int v)
 	cr_assert_eq(zr_setsockopt(s, opt, &v, sizeof v), 0, "option %d", opt);
 }
 
-/* An int option's value, or the test fails; its set, returning the code. */
+/* An int (int64) option's value, or the test fails; an int's set, returning the code. */
 static inline int
 sget_int(zr_socket *s, int opt)
 {
 	int v = 0x5a5a5a5a;
+	size_t len = sizeof v;
+
+	cr_assert_eq(zr_getsockopt(s, opt, &v, &len), 0, "option %d", opt);
+	cr_assert_eq(len, sizeof v, "option %d", opt);
+	return v;
+}
+
+static inline int64_t
+sget_i64(zr_socket *s, int opt)
+{
+	int64_t v = 0x5a5a5a5a;
 	size_t len = sizeof v;
 
 	cr_assert_eq(zr_getsockopt(s, opt, &v, &len), 0, "option %d", opt);

@@ -25,17 +25,6 @@ open_sock(int type)
 	return s;
 }
 
-static int64_t
-get_i64(zr_socket *s, int opt)
-{
-	int64_t v = 0x5a5a5a5a;
-	size_t len = sizeof v;
-
-	cr_assert_eq(zr_getsockopt(s, opt, &v, &len), 0, "getsockopt %d", opt);
-	cr_assert_eq(len, sizeof v, "getsockopt %d: length", opt);
-	return v;
-}
-
 static int
 set_i64(zr_socket *s, int opt, int64_t v)
 {
@@ -92,10 +81,10 @@ Test(engine_option_table, defaults)
 	cr_assert_eq(sget_int(s, ZR_CONNS_MAX), ZR_CONNS_MAX_DEFAULT);
 	cr_assert_eq(sget_int(s, ZR_BUSY_POLL), 0);
 	cr_assert_eq(sget_int(s, ZR_WAKE_COALESCE), 20);
-	cr_assert_eq(get_i64(s, ZR_MAXMSGSIZE), (int64_t)64 << 20);
-	cr_assert_eq(get_i64(s, ZR_SNDBYTES), (int64_t)8 << 20);
-	cr_assert_eq(get_i64(s, ZR_RCVBYTES), (int64_t)8 << 20);
-	cr_assert_eq(get_i64(s, ZR_SUBS_MAXBYTES), (int64_t)16 << 20);
+	cr_assert_eq(sget_i64(s, ZR_MAXMSGSIZE), (int64_t)64 << 20);
+	cr_assert_eq(sget_i64(s, ZR_SNDBYTES), (int64_t)8 << 20);
+	cr_assert_eq(sget_i64(s, ZR_RCVBYTES), (int64_t)8 << 20);
+	cr_assert_eq(sget_i64(s, ZR_SUBS_MAXBYTES), (int64_t)16 << 20);
 	len = sizeof id;
 	cr_assert_eq(zr_getsockopt(s, ZR_ROUTING_ID, id, &len), 0);
 	cr_assert_eq(len, 0u);
@@ -149,27 +138,27 @@ Test(engine_option_table, an_int64_option_needs_eight_octets_each_way)
 		size_t len;
 
 		cr_assert_eq(set_i64(s, opt, v), 0, "option %d", opt);
-		cr_assert_eq(get_i64(s, opt), v, "option %d", opt);
+		cr_assert_eq(sget_i64(s, opt), v, "option %d", opt);
 		cr_assert_eq(zr_setsockopt(s, opt, &narrow, sizeof narrow), -EINVAL, "option %d",
 		             opt);
-		cr_assert_eq(get_i64(s, opt), v, "option %d: a refused set changed it", opt);
+		cr_assert_eq(sget_i64(s, opt), v, "option %d: a refused set changed it", opt);
 		len = sizeof(int64_t) - 1;
 		cr_assert_eq(zr_getsockopt(s, opt, back, &len), -EINVAL, "option %d", opt);
 		len = sizeof back;
 		cr_assert_eq(zr_getsockopt(s, opt, back, &len), 0, "option %d", opt);
 		cr_assert_eq(len, sizeof(int64_t), "option %d", opt);
 		cr_assert_eq(set_i64(s, opt, -1), 0, "option %d", opt);
-		cr_assert_eq(get_i64(s, opt), -1, "option %d", opt);
+		cr_assert_eq(sget_i64(s, opt), -1, "option %d", opt);
 	}
 	/* Only SUBS_MAXBYTES has a floor; the byte budgets and MAXMSGSIZE take
 	 * any figure (0 or less: no budget). */
 	cr_assert_eq(set_i64(s, ZR_SUBS_MAXBYTES, -2), -EINVAL);
-	cr_assert_eq(get_i64(s, ZR_SUBS_MAXBYTES), -1);
+	cr_assert_eq(sget_i64(s, ZR_SUBS_MAXBYTES), -1);
 	cr_assert_eq(set_i64(s, ZR_SUBS_MAXBYTES, 0), 0);
 	cr_assert_eq(set_i64(s, ZR_SNDBYTES, -2), 0);
-	cr_assert_eq(get_i64(s, ZR_SNDBYTES), -2);
+	cr_assert_eq(sget_i64(s, ZR_SNDBYTES), -2);
 	cr_assert_eq(set_i64(s, ZR_MAXMSGSIZE, INT64_MIN), 0);
-	cr_assert_eq(get_i64(s, ZR_MAXMSGSIZE), INT64_MIN);
+	cr_assert_eq(sget_i64(s, ZR_MAXMSGSIZE), INT64_MIN);
 	zr_socket_close(s);
 }
 
