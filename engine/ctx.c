@@ -108,7 +108,7 @@ static void *
 ctx_main(void *arg)
 {
 	struct zr_ctx *ctx = arg;
-	int rc = zr__loop_init(&ctx->loop, CTX_SQ_ENTRIES, ctx_wake, ctx);
+	int rc = zr__loop_init(&ctx->loop, CTX_SQ_ENTRIES, 0u, ctx_wake, ctx);
 
 	pthread_mutex_lock(&ctx->lock);
 	ctx->start_rc = rc;

@@ -124,8 +124,13 @@ loop_wake_done(struct zr__op *op, int res, uint32_t flags)
 	struct zr__loop *l = ZR_CONTAINER_OF(op, struct zr__loop, wake_op);
 
 	(void)flags;
-	if (res == -ECANCELED || l->wake_fd < 0)
-		return; /* the loop is shutting down */
+	/* A count, or -ECANCELED: with the loop running that is not our cancel
+	 * but the exit of the thread that submitted the read (a shared loop,
+	 * ZR__LOOP_SHARED: io_uring cancels an exiting thread's requests).
+	 * Armed again either way. */
+	(void)res;
+	if (l->wake_fd < 0)
+		return; /* the loop is shutting down (zr__loop_fini) */
 	loop_wake_arm(l);
 }
 
@@ -160,9 +165,12 @@ zr__loop_wake(struct zr__loop *l)
 /* ---- setup ------------------------------------------------------------- */
 
 static int
-loop_ring_init(struct zr__loop *l, unsigned sq_entries)
+loop_ring_init(struct zr__loop *l, unsigned sq_entries, unsigned flags)
 {
-	/* Newest first; each step drops what an older kernel rejects (-EINVAL). */
+	/* Newest first; each step drops what an older kernel rejects (-EINVAL).
+	 * A shared loop (ZR__LOOP_SHARED) starts at COOP_TASKRUN: SINGLE_ISSUER
+	 * (and DEFER_TASKRUN, which needs it) would refuse any thread but the
+	 * first with -EEXIST. */
 	static const unsigned flag_sets[] = {
 		/* TASKRUN_FLAG: the kernel flags completions waiting for us to
 		 * enter it, which the busy-poll watches (loop_spin). */
@@ -173,10 +181,10 @@ loop_ring_init(struct zr__loop *l, unsigned sq_entries)
 		0,
 	};
 	unsigned cq = sq_entries * 4 < LOOP_CQ_MIN ? LOOP_CQ_MIN : sq_entries * 4;
-	size_t i;
+	size_t i = (flags & ZR__LOOP_SHARED) ? 2 : 0;
 	int rc = -EINVAL;
 
-	for (i = 0; i < sizeof flag_sets / sizeof flag_sets[0]; i++) {
+	for (; i < sizeof flag_sets / sizeof flag_sets[0]; i++) {
 		struct io_uring_params p;
 
 		memset(&p, 0, sizeof p);
@@ -195,7 +203,8 @@ loop_ring_init(struct zr__loop *l, unsigned sq_entries)
 }
 
 int
-zr__loop_init(struct zr__loop *l, unsigned sq_entries, zr__wake_cb *wake_cb, void *wake_arg)
+zr__loop_init(struct zr__loop *l, unsigned sq_entries, unsigned flags, zr__wake_cb *wake_cb,
+              void *wake_arg)
 {
 	int rc;
 
@@ -212,10 +221,13 @@ zr__loop_init(struct zr__loop *l, unsigned sq_entries, zr__wake_cb *wake_cb, voi
 	l->ring = malloc(sizeof *l->ring);
 	if (l->ring == NULL)
 		return -ENOMEM;
-	rc = loop_ring_init(l, sq_entries);
+	rc = loop_ring_init(l, sq_entries, flags);
 	if (rc < 0)
 		goto fail_ring;
-	io_uring_register_ring_fd(&l->ring->uring); /* an optimisation: failure is fine */
+	/* An optimisation (failure is fine), and a per-thread one: the
+	 * registered index means nothing to another thread's io_uring_enter. */
+	if (!(flags & ZR__LOOP_SHARED))
+		io_uring_register_ring_fd(&l->ring->uring);
 
 	l->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (l->wake_fd < 0) {
@@ -469,6 +481,28 @@ reap:
 		n++;
 	}
 	n += loop_run_timers(l, zr__now_ms());
+	return n;
+}
+
+int
+zr__loop_poll(struct zr__loop *l)
+{
+	struct io_uring *r = &l->ring->uring;
+	int n = 0, rc;
+
+	if (atomic_exchange(&l->woken, 0)) {
+		if (l->wake_cb != NULL)
+			l->wake_cb(l->wake_arg);
+		n++;
+	}
+	if (io_uring_sq_ready(r) > 0) {
+		rc = io_uring_submit(r);
+		if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)
+			return rc;
+	}
+	n += loop_reap(l);
+	if (l->heap_len > 0)
+		n += loop_run_timers(l, zr__now_ms());
 	return n;
 }
 

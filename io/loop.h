@@ -77,13 +77,20 @@ struct zr__loop {
 	uint64_t moderate_end_ns;
 };
 
+/* zr__loop_init flags: the loop is run by more than one thread, one at a
+ * time, each handing it to the next with a release/acquire pair (the
+ * owner's lock or baton): no SINGLE_ISSUER, no registered ring fd. */
+#define ZR__LOOP_SHARED 1u
+
 /*
  * Creates the ring on the calling thread (SINGLE_ISSUER | DEFER_TASKRUN when
- * the kernel has them, else COOP_TASKRUN, else plain) with sq_entries SQEs
- * and a CQ four times as large, and the wakeup eventfd. wake_cb (may be NULL)
- * runs on the loop's thread after any zr__loop_wake(). Returns 0 or -errno.
+ * the kernel has them and flags has no ZR__LOOP_SHARED, else COOP_TASKRUN,
+ * else plain) with sq_entries SQEs and a CQ four times as large, and the
+ * wakeup eventfd. wake_cb (may be NULL) runs on the loop's thread after any
+ * zr__loop_wake(). Returns 0 or -errno.
  */
-int zr__loop_init(struct zr__loop *l, unsigned sq_entries, zr__wake_cb *wake_cb, void *wake_arg);
+int zr__loop_init(struct zr__loop *l, unsigned sq_entries, unsigned flags, zr__wake_cb *wake_cb,
+                  void *wake_arg);
 
 /*
  * Cancels every operation still in flight, waits for their completions
@@ -99,6 +106,15 @@ void zr__loop_fini(struct zr__loop *l);
  * -errno if the ring failed.
  */
 int zr__loop_run(struct zr__loop *l, uint64_t deadline_ms);
+
+/*
+ * Without waiting: runs wake_cb if a wake is pending, submits what is
+ * queued (the callbacks' new SQEs too), then runs the callbacks of the
+ * completions already there and of due timers. For a thread that queued
+ * work and wants it on the wire now, not at the loop's next wait. Returns
+ * the number of callbacks run, or -errno if the ring failed.
+ */
+int zr__loop_poll(struct zr__loop *l);
 
 /*
  * The loop's thread (a wake callback): for the next us microseconds the loop

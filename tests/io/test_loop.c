@@ -56,7 +56,7 @@ Test(io_loop, fires_timers_in_deadline_order_and_never_a_stopped_one)
 	static const int delay[6] = {50, 10, 40, 20, 30, 5};
 	uint64_t now;
 
-	cr_assert_eq(zr__loop_init(&l, 64, NULL, NULL), 0);
+	cr_assert_eq(zr__loop_init(&l, 64, 0, NULL, NULL), 0);
 	now = zr__now_ms();
 	for (int i = 0; i < 6; i++) {
 		tm[i] = (struct order_timer){
@@ -96,7 +96,7 @@ Test(io_loop, keeps_many_timers_ordered_through_random_stops)
 	uint64_t base = zr__now_ms() + 1000000; /* far away: fired by hand below */
 	unsigned seed = 12345;
 
-	cr_assert_eq(zr__loop_init(&l, 8, NULL, NULL), 0);
+	cr_assert_eq(zr__loop_init(&l, 8, 0, NULL, NULL), 0);
 	for (int i = 0; i < N; i++) {
 		tm[i] = (struct order_timer){
 			.t = {.cb = order_timer_cb}, .id = i, .log = log, .nlog = &nlog};
@@ -168,7 +168,7 @@ Test(io_loop, wakes_a_sleeping_loop_from_another_thread_and_coalesces_wakes)
 
 	atomic_init(&w.calls, 0);
 	w.seen = 0;
-	cr_assert_eq(zr__loop_init(&l, 64, wake_count_cb, &w), 0);
+	cr_assert_eq(zr__loop_init(&l, 64, 0, wake_count_cb, &w), 0);
 	wk = (struct waker){.l = &l, .n = 1000};
 	t0 = zr__now_ms();
 	cr_assert_eq(pthread_create(&th, NULL, waker_main, &wk), 0);
@@ -222,7 +222,7 @@ Test(io_loop, a_moderated_window_takes_wakes_without_the_eventfd_and_sees_them_a
 
 	atomic_init(&w.calls, 0);
 	w.seen = 0;
-	cr_assert_eq(zr__loop_init(&l, 64, wake_count_cb, &w), 0);
+	cr_assert_eq(zr__loop_init(&l, 64, 0, wake_count_cb, &w), 0);
 	zr__loop_moderate(&l, MOD_WINDOW_US);
 	t0 = zr__now_ns();
 	lw = (struct late_waker){.l = &l, .delay_us = 20000};
@@ -318,7 +318,7 @@ round_trip(const char *text)
 	struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
 	struct conn_side tx = {.op = {.cb = side_cb}}, rx = {.op = {.cb = side_cb}};
 
-	cr_assert_eq(zr__loop_init(&l, 64, NULL, NULL), 0);
+	cr_assert_eq(zr__loop_init(&l, 64, 0, NULL, NULL), 0);
 	connect_pair(&l, text, &c, &s, &lfd);
 	cr_assert_eq(zr__op_sendmsg(&l, &tx.op, c, &msg, MSG_NOSIGNAL | MSG_WAITALL), 0);
 	cr_assert_eq(zr__op_recv(&l, &rx.op, s, in, sizeof in, MSG_WAITALL & 0), 0);
@@ -390,7 +390,7 @@ Test(io_loop, teardown_cancels_a_pending_receive_and_runs_its_callback)
 	char in[16];
 	struct conn_side rx = {.op = {.cb = side_cb}};
 
-	cr_assert_eq(zr__loop_init(&l, 64, NULL, NULL), 0);
+	cr_assert_eq(zr__loop_init(&l, 64, 0, NULL, NULL), 0);
 	connect_pair(&l, "tcp://127.0.0.1:0", &c, &s, &lfd);
 	cr_assert_eq(zr__op_recv(&l, &rx.op, s, in, sizeof in, 0), 0);
 	zr__loop_run(&l, zr__now_ms() + 20); /* submitted, nothing to read */
@@ -422,7 +422,7 @@ Test(io_loop, an_unarmed_receiver_stops_the_sender_through_tcp_flow_control)
 	struct conn_side rx = {.op = {.cb = side_cb}};
 	uint64_t give_up;
 
-	cr_assert_eq(zr__loop_init(&l, 64, NULL, NULL), 0);
+	cr_assert_eq(zr__loop_init(&l, 64, 0, NULL, NULL), 0);
 	connect_pair(&l, "tcp://127.0.0.1:0", &c, &s, &lfd);
 	cr_assert_eq(zr__socket_tune(s, ZR__TCP, 0, 128 * 1024), 0);
 	give_up = zr__now_ms() + RUN_LIMIT_MS;
@@ -460,5 +460,78 @@ Test(io_loop, an_unarmed_receiver_stops_the_sender_through_tcp_flow_control)
 	close(c);
 	close(s);
 	close(lfd);
+	zr__loop_fini(&l);
+}
+
+/*
+ * ZR__LOOP_SHARED: threads run the loop by turns. A thread takes a wake and
+ * so re-arms the loop's eventfd read, submits it (zr__loop_poll) and exits:
+ * io_uring cancels a thread's requests when it exits, and the read comes
+ * back -ECANCELED. The next runner must arm it again, or no later wake could
+ * end a sleeping wait: the main thread's wait below has no deadline but the
+ * test's limit, and is ended only by another thread's wake.
+ */
+struct turn {
+	struct zr__loop *l;
+	int rc;
+};
+
+static void *
+turn_main(void *arg)
+{
+	struct turn *t = arg;
+	uint64_t one = 1, t0 = zr__now_ms();
+
+	/* A wake as a sleeping loop gets it: the mark and the eventfd write,
+	 * which completes the pending read (the kernel stores the count). */
+	*(volatile uint64_t *)&t->l->wake_val = 0;
+	zr__loop_wake(t->l);
+	cr_assert_eq(write(t->l->wake_fd, &one, sizeof one), (ssize_t)sizeof one);
+	while (*(volatile uint64_t *)&t->l->wake_val == 0 && zr__now_ms() < t0 + RUN_LIMIT_MS)
+		zr__loop_run(t->l, zr__now_ms() + 100);
+	cr_assert_neq(*(volatile uint64_t *)&t->l->wake_val, 0, "no read of the eventfd was armed");
+	/* One look reaps the read (its callback arms the next), one submits
+	 * that: this thread is now the one that submitted it. */
+	t->rc = zr__loop_poll(t->l);
+	if (t->rc >= 0)
+		t->rc = zr__loop_poll(t->l);
+	return NULL;
+}
+
+Test(io_loop, a_shared_loop_survives_the_exit_of_a_thread_that_ran_it)
+{
+	struct zr__loop l;
+	struct wake_count w;
+	struct late_waker lw;
+	struct turn t;
+	pthread_t th;
+	int calls;
+
+	atomic_init(&w.calls, 0);
+	w.seen = 0;
+	cr_assert_eq(zr__loop_init(&l, 64, ZR__LOOP_SHARED, wake_count_cb, &w), 0);
+	for (int round = 0; round < 3; round++) {
+		t = (struct turn){.l = &l, .rc = -1};
+		calls = atomic_load(&w.calls);
+		cr_assert_eq(pthread_create(&th, NULL, turn_main, &t), 0);
+		pthread_join(th, NULL);
+		cr_assert_geq(t.rc, 0, "the other thread's turn");
+		cr_assert_eq(atomic_load(&w.calls), calls + 1, "it ran the wake");
+
+		/* The read it submitted was cancelled by its exit. A wake from yet
+		 * another thread must still end a wait with no deadline. */
+		lw = (struct late_waker){.l = &l, .delay_us = 20000};
+		cr_assert_eq(pthread_create(&th, NULL, late_waker_main, &lw), 0);
+		uint64_t t0 = zr__now_ms();
+
+		while (atomic_load(&w.calls) == calls + 1) {
+			cr_assert_lt(zr__now_ms(), t0 + RUN_LIMIT_MS, "the wake was lost");
+			cr_assert_geq(zr__loop_run(&l, t0 + RUN_LIMIT_MS), 0);
+		}
+		/* Seen at the deadline would mean the eventfd write found no read. */
+		cr_assert_lt(zr__now_ms(), t0 + RUN_LIMIT_MS, "the wake was lost");
+		pthread_join(th, NULL);
+		cr_assert_eq(atomic_load(&w.calls), calls + 2);
+	}
 	zr__loop_fini(&l);
 }
