@@ -336,6 +336,20 @@ zr__conn_start_connect(struct zr__conn *c)
 	c->state = ZR__CONN_CONNECTING;
 }
 
+/*
+ * A receive or send to issue again rather than a failure. -ECANCELED with
+ * the connection not closing (the engine cancels only after conn_teardown
+ * made it CLOSING) comes from the exit of the thread that submitted the
+ * operation: io_uring cancels a thread's requests when it exits, and in a
+ * ZR_CTX_CALLER_IO context app threads submit too. Nothing of a cancelled
+ * receive was read; a cancelled send that had sent part reports that part.
+ */
+static bool
+conn_op_again(int res)
+{
+	return res == -EINTR || res == -EAGAIN || res == -ECANCELED;
+}
+
 static void
 conn_connect_done(struct zr__op *op, int res, uint32_t flags)
 {
@@ -346,6 +360,8 @@ conn_connect_done(struct zr__op *op, int res, uint32_t flags)
 		conn_teardown(c); /* closing: finish it */
 		return;
 	}
+	/* A failure; or -ECANCELED, the exit of the thread that submitted the
+	 * connect (conn_op_again): a new attempt after the usual interval. */
 	if (res < 0) {
 		close(c->fd);
 		c->fd = -1;
@@ -1003,7 +1019,7 @@ conn_rx_done(struct zr__op *op, int res, uint32_t flags)
 		return;
 	}
 	if (c->state == ZR__CONN_FINISHING) {
-		if (res > 0 || res == -EINTR || res == -EAGAIN) {
+		if (res > 0 || conn_op_again(res)) {
 			c->in_len = 0; /* the app closed: nothing read now is delivered */
 			c->in_skip = 0;
 			conn_rx_arm(c);
@@ -1012,7 +1028,7 @@ conn_rx_done(struct zr__op *op, int res, uint32_t flags)
 		}
 		return;
 	}
-	if (res == -EINTR || res == -EAGAIN) {
+	if (conn_op_again(res)) {
 		conn_rx_arm(c);
 		return;
 	}
@@ -1562,6 +1578,8 @@ conn_tx_done(struct zr__op *op, int res, uint32_t flags)
 		conn_teardown(c);
 		return;
 	}
+	if (res == -ECANCELED)
+		res = 0; /* not ours (conn_op_again): none of it went; again */
 	if (res < 0) {
 		conn_teardown(c);
 		return;
@@ -1628,6 +1646,14 @@ conn_tls_tx_done(struct zr__op *op, int res, uint32_t flags)
 
 	(void)flags;
 	c->tls_tx_busy = false;
+	if (c->state != ZR__CONN_CLOSING && res == -ECANCELED) {
+		/* Not ours (conn_op_again): the same records again. */
+		if (zr__op_sendmsg(conn_loop(c), &c->tls_tx_op, c->fd, &c->tls_mh, MSG_NOSIGNAL) ==
+		    0) {
+			c->tls_tx_busy = true;
+			return;
+		}
+	}
 	if (c->state == ZR__CONN_CLOSING || res < 0) {
 		conn_teardown(c);
 		return;

@@ -1646,14 +1646,16 @@ sock_accept_done(struct zr__op *op, int res, uint32_t flags)
 	}
 	if (zr__op_more(flags))
 		return;
-	if (l->closing || s->io_closing || res == -ECANCELED) {
+	/* We cancel only a closing listener's accept: another -ECANCELED is
+	 * the exit of the thread that submitted it (ZR_CTX_CALLER_IO): arm again. */
+	if (l->closing || s->io_closing) {
 		l->closing = true;
 		if (l->op.inflight == 0 && l->fd >= 0) {
 			sock_listener_fd_closed(s, l);
 		}
 		return;
 	}
-	if (res < 0 && !sock_accept_transient(res)) {
+	if (res < 0 && res != -ECANCELED && !sock_accept_transient(res)) {
 		sock_accept_backoff(s, l, res);
 		return;
 	}
