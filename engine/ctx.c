@@ -6,11 +6,13 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine.h"
@@ -104,11 +106,233 @@ ctx_reap_sockets(struct zr_ctx *ctx)
 	}
 }
 
+/* ---- ZR_CTX_CALLER_IO: the loop's baton --------------------------------- */
+
+/*
+ * In a caller-io context the loop is run by whoever holds the baton: the io
+ * thread, or an app thread inside a blocking call (zr__ctx_run_until) or a
+ * send (zr__ctx_dirty_push), which then does the io thread's work itself
+ * and wakes nobody. The baton word is a futex: CTX_LOOP_FREE, _IO or _APP.
+ * Taking it is an acquire CAS and giving it back a release store, so each
+ * holder sees everything the last one did to the loop and the sockets'
+ * io-side state.
+ *
+ * The io thread takes the baton when it is free and some work has no one
+ * else to do it: a wake nobody runs (a command, a send that found the baton
+ * held), an app thread waiting on an eventfd, termination; or when the
+ * baton has stayed free for one whole park (CTX_IO_PARK_NS: no app call
+ * came, so traffic, timers and handshakes go on without the app). It gives
+ * the baton up after any turn of its loop in which an app thread asked
+ * (baton_want). An app thread asks only the io thread: one that finds
+ * another app thread running the loop waits on its eventfd as usual, and
+ * that thread's loop signals it.
+ */
+enum {
+	CTX_LOOP_FREE,
+	CTX_LOOP_IO,
+	CTX_LOOP_APP
+};
+
+/* The parked io thread looks again this often while the baton is free (a
+ * whole such park without an app call: it takes the io), and less often
+ * while an app thread runs the io (which hands it over with a nudge when
+ * work waits: ctx_app_give). */
+#define CTX_IO_PARK_NS 1000000u
+#define CTX_IO_PARK_HELD_NS 10000000u
+
+static long
+ctx_futex_wait(atomic_uint *word, unsigned val, uint64_t ns)
+{
+	struct timespec ts = {.tv_sec = (time_t)(ns / 1000000000u),
+	                      .tv_nsec = (long)(ns % 1000000000u)};
+
+	return syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
+}
+
+static void
+ctx_futex_wake(atomic_uint *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+/* Whether the io thread is needed at once: work waits with the baton free. */
+static bool
+ctx_io_needed(struct zr_ctx *ctx)
+{
+	return atomic_load(&ctx->loop.woken) || atomic_load(&ctx->eventfd_waiters) > 0 ||
+	       atomic_load(&ctx->terminating);
+}
+
+/* Wakes the parked io thread, if it is parked. Pairs with ctx_io_take: it
+ * announces parked, then reads the work; we made the work, then read parked. */
+static void
+ctx_io_nudge(struct zr_ctx *ctx)
+{
+	if (atomic_load(&ctx->io_parked)) {
+		atomic_fetch_add(&ctx->nudge, 1);
+		ctx_futex_wake(&ctx->nudge);
+	}
+}
+
+/* io thread: returns holding the baton. */
+static void
+ctx_io_take(struct zr_ctx *ctx)
+{
+	unsigned gen = atomic_load(&ctx->baton_gen) - 1; /* no whole park seen yet */
+
+	for (;;) {
+		unsigned seen = atomic_load(&ctx->nudge), free = CTX_LOOP_FREE;
+
+		if (atomic_load(&ctx->baton) == CTX_LOOP_IO)
+			return;
+		if (atomic_load(&ctx->baton_want) == 0 &&
+		    (ctx_io_needed(ctx) || atomic_load(&ctx->baton_gen) == gen) &&
+		    atomic_compare_exchange_strong(&ctx->baton, &free, CTX_LOOP_IO))
+			return;
+		gen = atomic_load(&ctx->baton_gen);
+		atomic_store(&ctx->io_parked, 1);
+		unsigned held = atomic_load(&ctx->baton);
+
+		if (!(ctx_io_needed(ctx) && held == CTX_LOOP_FREE &&
+		      atomic_load(&ctx->baton_want) == 0))
+			ctx_futex_wait(&ctx->nudge, seen,
+			               held == CTX_LOOP_APP ? CTX_IO_PARK_HELD_NS : CTX_IO_PARK_NS);
+		atomic_store(&ctx->io_parked, 0);
+	}
+}
+
+/* io thread: an app thread asked for the baton. */
+static void
+ctx_baton_give(struct zr_ctx *ctx)
+{
+	atomic_store(&ctx->baton, CTX_LOOP_FREE);
+	ctx_futex_wake(&ctx->baton);
+}
+
+/* App thread: takes the baton if it is free. */
+static bool
+ctx_app_try(struct zr_ctx *ctx)
+{
+	unsigned free = CTX_LOOP_FREE;
+
+	return atomic_compare_exchange_strong(&ctx->baton, &free, CTX_LOOP_APP);
+}
+
+/* App thread: takes the baton, from the io thread if need be (it gives it up
+ * after its current turn). 0, -EBUSY (another app thread runs the loop),
+ * -EAGAIN (deadline, absolute ms) or -ETERM. */
+static int
+ctx_app_take(struct zr_ctx *ctx, uint64_t deadline)
+{
+	int rc = -EBUSY;
+
+	if (ctx_app_try(ctx))
+		return 0;
+	atomic_fetch_add(&ctx->baton_want, 1);
+	zr__loop_wake(&ctx->loop); /* ends its wait in the ring */
+	for (;;) {
+		unsigned held = CTX_LOOP_FREE;
+		uint64_t now;
+
+		if (atomic_compare_exchange_strong(&ctx->baton, &held, CTX_LOOP_APP)) {
+			rc = 0;
+			break;
+		}
+		if (held == CTX_LOOP_APP)
+			break; /* -EBUSY */
+		if (atomic_load(&ctx->terminating)) {
+			rc = -ETERM;
+			break;
+		}
+		now = zr__now_ms();
+		if (now >= deadline) {
+			rc = -EAGAIN;
+			break;
+		}
+		ctx_futex_wait(&ctx->baton, held,
+		               deadline - now < 1000u ? (deadline - now) * 1000000u : 1000000000u);
+	}
+	atomic_fetch_sub(&ctx->baton_want, 1);
+	return rc;
+}
+
+/* App thread: gives the baton back; the io thread takes it at once when
+ * work waits for it, else after a whole park with no app call. */
+static void
+ctx_app_give(struct zr_ctx *ctx)
+{
+	atomic_fetch_add(&ctx->baton_gen, 1);
+	atomic_store(&ctx->baton, CTX_LOOP_FREE);
+	if (atomic_load(&ctx->baton_want) > 0)
+		ctx_futex_wake(&ctx->baton);
+	if (ctx_io_needed(ctx))
+		ctx_io_nudge(ctx);
+}
+
+int
+zr__ctx_run_until(struct zr_ctx *ctx, bool (*ready)(void *), void *arg, uint64_t deadline)
+{
+	int rc;
+
+	if (atomic_load(&ctx->terminating))
+		return -ETERM;
+	rc = ctx_app_take(ctx, deadline);
+	if (rc < 0)
+		return rc;
+	for (;;) {
+		if (ready(arg)) {
+			rc = 0;
+			break;
+		}
+		if (atomic_load(&ctx->terminating)) {
+			rc = -ETERM;
+			break;
+		}
+		if (deadline != UINT64_MAX && zr__now_ms() >= deadline) {
+			rc = -EAGAIN;
+			break;
+		}
+		rc = zr__loop_run(&ctx->loop, deadline);
+		if (rc < 0)
+			break;
+		ctx_reap_sockets(ctx);
+	}
+	ctx_app_give(ctx);
+	return rc;
+}
+
+void
+zr__ctx_wait_begin(struct zr_ctx *ctx)
+{
+	if (!ctx->caller_io)
+		return;
+	atomic_fetch_add(&ctx->eventfd_waiters, 1);
+	if (atomic_load(&ctx->baton) == CTX_LOOP_FREE)
+		ctx_io_nudge(ctx);
+}
+
+void
+zr__ctx_wait_end(struct zr_ctx *ctx)
+{
+	if (ctx->caller_io)
+		atomic_fetch_sub(&ctx->eventfd_waiters, 1);
+}
+
+/* Wakes whoever runs the loop, or the parked io thread when no one does. */
+static void
+ctx_wake_loop(struct zr_ctx *ctx)
+{
+	zr__loop_wake(&ctx->loop);
+	if (ctx->caller_io)
+		ctx_io_nudge(ctx);
+}
+
 static void *
 ctx_main(void *arg)
 {
 	struct zr_ctx *ctx = arg;
-	int rc = zr__loop_init(&ctx->loop, CTX_SQ_ENTRIES, 0u, ctx_wake, ctx);
+	int rc = zr__loop_init(&ctx->loop, CTX_SQ_ENTRIES, ctx->caller_io ? ZR__LOOP_SHARED : 0u,
+	                       ctx_wake, ctx);
 
 	pthread_mutex_lock(&ctx->lock);
 	ctx->start_rc = rc;
@@ -118,9 +342,15 @@ ctx_main(void *arg)
 	if (rc < 0)
 		return NULL;
 
-	while (!ctx->term || ctx->sockets != NULL) {
+	for (;;) {
+		if (ctx->caller_io)
+			ctx_io_take(ctx);
+		if (ctx->term && ctx->sockets == NULL)
+			break;
 		zr__loop_run(&ctx->loop, ctx->term ? zr__now_ms() + CTX_TERM_POLL_MS : UINT64_MAX);
 		ctx_reap_sockets(ctx);
+		if (ctx->caller_io && atomic_load(&ctx->baton_want) > 0)
+			ctx_baton_give(ctx);
 	}
 	zr__zap_ctx_fini(ctx); /* its pipe's timer lives on the loop */
 	zr__loop_fini(&ctx->loop);
@@ -131,11 +361,23 @@ ctx_main(void *arg)
 int
 zr_ctx_new(zr_ctx **out)
 {
-	struct zr_ctx *ctx = calloc(1, sizeof *ctx);
+	return zr_ctx_new_flags(out, 0);
+}
+
+/* see zring.h */
+int
+zr_ctx_new_flags(zr_ctx **out, unsigned flags)
+{
+	struct zr_ctx *ctx;
 	int rc;
 
+	if (flags & ~(unsigned)ZR_CTX_CALLER_IO)
+		return -EINVAL;
+	ctx = calloc(1, sizeof *ctx);
 	if (ctx == NULL)
 		return -ENOMEM;
+	ctx->caller_io = (flags & ZR_CTX_CALLER_IO) != 0;
+	atomic_init(&ctx->baton, CTX_LOOP_IO); /* the io thread's, from its start */
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_cond_init(&ctx->cond, NULL);
 	atomic_init(&ctx->dirty, NULL);
@@ -211,7 +453,7 @@ zr__ctx_command(struct zr_ctx *ctx, struct zr__cmd *cmd)
 	 * wake eventfd (zr__loop_fini) and free the loop before this wake reads
 	 * them. After unlocking, zr_ctx_free's own wake raced exactly that
 	 * (ThreadSanitizer: zr__loop_wake against zr__loop_fini). */
-	zr__loop_wake(&ctx->loop);
+	ctx_wake_loop(ctx);
 	pthread_mutex_unlock(&ctx->lock);
 }
 
@@ -223,7 +465,15 @@ zr__ctx_dirty_push(struct zr_ctx *ctx, struct zr_socket *s)
 	do {
 		zr__sock_dirty_link(s, head);
 	} while (!atomic_compare_exchange_weak(&ctx->dirty, &head, s));
-	zr__loop_wake(&ctx->loop);
+	/* Caller-io, with the loop free: the io thread's work, here and now
+	 * (the send is submitted before we return), and no thread woken. */
+	if (ctx->caller_io && ctx_app_try(ctx)) {
+		zr__loop_wake(&ctx->loop); /* marks the wake zr__loop_poll runs */
+		zr__loop_poll(&ctx->loop);
+		ctx_app_give(ctx);
+		return;
+	}
+	ctx_wake_loop(ctx);
 }
 
 void

@@ -698,7 +698,16 @@ struct zr_ctx {
 	 * process may run on ZR__BUSY_APP_CPUS CPUs or more (set once). */
 	bool busy_app;
 	struct zr__inproc_name *inproc_names; /* bound inproc:// names, under lock (inproc.c) */
-	/* io thread only */
+	/* ZR_CTX_CALLER_IO (set once): app threads run the loop while they wait
+	 * or send, one at a time, holding the baton (ctx.c). */
+	bool caller_io;
+	atomic_uint baton;           /* futex word: who runs the loop */
+	atomic_uint baton_want;      /* app threads asking the io thread for it */
+	atomic_uint baton_gen;       /* app hand-backs so far */
+	atomic_uint nudge;           /* futex word the parked io thread sleeps on */
+	atomic_int io_parked;        /* the io thread sleeps on nudge */
+	atomic_uint eventfd_waiters; /* app threads waiting on an eventfd meanwhile */
+	/* io thread only (in a caller-io context: the baton's holder) */
 	struct zr_socket *sockets;
 	bool term;
 	/* inproc: while a socket routes its handoff (ip_routing > 0), receivers
@@ -724,6 +733,17 @@ void zr__ctx_dirty(struct zr_ctx *ctx, struct zr_socket *s);
 /* Pushes s, whose dirty flag the caller has just set, on the context's
  * dirty stack and wakes the loop. */
 void zr__ctx_dirty_push(struct zr_ctx *ctx, struct zr_socket *s);
+/*
+ * ZR_CTX_CALLER_IO, app thread in a blocking call: runs the context's loop
+ * itself until ready(arg) holds, the deadline (absolute ms, UINT64_MAX: none)
+ * passes (-EAGAIN) or the context terminates (-ETERM). -EBUSY: another app
+ * thread runs the loop; wait on the socket's eventfd instead, between
+ * zr__ctx_wait_begin and _end, which tell the context that someone waits
+ * for the loop to run (nothing in other contexts).
+ */
+int zr__ctx_run_until(struct zr_ctx *ctx, bool (*ready)(void *), void *arg, uint64_t deadline);
+void zr__ctx_wait_begin(struct zr_ctx *ctx);
+void zr__ctx_wait_end(struct zr_ctx *ctx);
 /* A socket's ZR_BUSY_POLL was set (any thread): the io thread polls its
  * ring at least that long (microseconds) before it sleeps. */
 void zr__ctx_busy_poll(struct zr_ctx *ctx, int us);

@@ -173,7 +173,7 @@ static int
 sock_wait_cancellable(struct zr_socket *s, int fd, uint64_t deadline, int cancel_fd)
 {
 	struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = cancel_fd, .events = POLLIN}};
-	int timeout = -1;
+	int timeout = -1, rc;
 
 	if (atomic_load(&s->ctx->terminating))
 		return -ETERM;
@@ -184,7 +184,10 @@ sock_wait_cancellable(struct zr_socket *s, int fd, uint64_t deadline, int cancel
 			return -EAGAIN;
 		timeout = (int)(deadline - now);
 	}
-	if (poll(p, cancel_fd >= 0 ? 2 : 1, timeout) == 0)
+	zr__ctx_wait_begin(s->ctx);
+	rc = poll(p, cancel_fd >= 0 ? 2 : 1, timeout);
+	zr__ctx_wait_end(s->ctx);
+	if (rc == 0)
 		return -EAGAIN;
 	if (cancel_fd >= 0 && (p[1].revents & POLLIN))
 		return -ECANCELED;
@@ -211,7 +214,7 @@ sock_spin_end(const struct zr_socket *s, uint64_t deadline)
 {
 	uint64_t end;
 
-	if (s->opt.busy_poll_us <= 0 || deadline == 0 || !s->ctx->busy_app)
+	if (s->opt.busy_poll_us <= 0 || deadline == 0 || !s->ctx->busy_app || s->ctx->caller_io)
 		return 0;
 	end = zr__now_ns() + (uint64_t)s->opt.busy_poll_us * 1000u;
 	if (deadline != UINT64_MAX && deadline * 1000000u < end)
@@ -796,6 +799,23 @@ sock_spin_for_msg(struct zr_socket *s, uint64_t deadline)
 	return NULL;
 }
 
+static bool
+sock_rx_ready(void *s)
+{
+	return sock_rx_any(s);
+}
+
+/* ZR_CTX_CALLER_IO: runs the io until a message is there (see zr__ctx_run_until). */
+static int
+sock_recv_run(zr_socket *s, uint64_t deadline)
+{
+	/* A connection paused on a stale count needs the look it gets when
+	 * the socket is marked (as below, before a wait on the eventfd). */
+	if (atomic_load_explicit(&s->rx_paused, memory_order_relaxed))
+		zr__ctx_dirty(s->ctx, s);
+	return zr__ctx_run_until(s->ctx, sock_rx_ready, s, deadline);
+}
+
 static int
 sock_recv(zr_socket *s, zr_msg **msg, int flags, bool own)
 {
@@ -826,6 +846,13 @@ sock_recv(zr_socket *s, zr_msg **msg, int flags, bool own)
 		}
 		if (m == NULL && s->opt.busy_poll_us > 0)
 			m = sock_spin_for_msg(s, deadline);
+		if (m == NULL && deadline != 0 && s->ctx->caller_io) {
+			rc = sock_recv_run(s, deadline);
+			if (rc >= 0)
+				continue; /* a message is there */
+			if (rc != -EBUSY)
+				return rc;
+		}
 		if (m == NULL) {
 			/* A caller polling zr_socket_fd returns here with -EAGAIN: clear
 			 * the wake it came for before re-arming, or the fd would stay

@@ -93,6 +93,39 @@ ZR_API const char *zr_msg_gets(const zr_msg *msg, const char *property);
 
 /* A context with its io thread. Returns 0 or -errno (-ENOMEM, io_uring setup). */
 ZR_API int zr_ctx_new(zr_ctx **ctx);
+
+/* zr_ctx_new_flags flags. */
+enum {
+	ZR_CTX_CALLER_IO = 1 /* app threads run the io while they wait: see below */
+};
+
+/*
+ * zr_ctx_new with flags (0: the same as zr_ctx_new; an unknown flag:
+ * -EINVAL).
+ *
+ * ZR_CTX_CALLER_IO is for request/reply latency. A thread blocked in
+ * zr_recv (zr_recv_into, zr_recv_bytes) runs the context's io itself,
+ * waiting in io_uring rather than for the io thread, and a zr_send submits
+ * its message to the kernel before it returns: a message crosses no thread
+ * on either side, so a round trip costs the kernel's wakes alone (one per
+ * hop instead of two), and with ZR_BUSY_POLL the waiting thread polls the
+ * ring itself (one spinning thread per side instead of two). One thread at
+ * a time runs the io: others wait on their sockets' eventfds as usual, and
+ * that thread's io wakes them. The io thread stays, and runs the io when
+ * work would otherwise wait for it (another thread's blocking wait, a bind,
+ * connect or close) or when no call came for about a millisecond: so
+ * handshakes, heartbeats, zr_socket_fd pollers and messages between calls
+ * go on, up to that much later. While a call holds the io, the io thread
+ * looks in every 10 ms.
+ *
+ * The cost: a zr_send that finds the io free makes one system call
+ * (io_uring_enter), where the default context batches a stream's messages
+ * on its io thread; so it
+ * suits one message per round trip, not streaming throughput. The ring is
+ * made without SINGLE_ISSUER and DEFER_TASKRUN (any thread may enter it).
+ * Behaviour otherwise is that of any context.
+ */
+ZR_API int zr_ctx_new_flags(zr_ctx **ctx, unsigned flags);
 /*
  * Closes every socket still open, waits while their queued messages go out
  * (each socket's LINGER bounds that), stops the io thread and frees the
@@ -377,10 +410,12 @@ enum zr_option {
  * (full) spins on the queue for up to that many microseconds before it
  * sleeps on the socket's eventfd. (With fewer CPUs only the io thread
  * spins: four spinning threads of a local request/reply pair on 2 cores
- * measured slower than none.) A message arriving within the window is then
- * taken without a thread being woken. A spin ends as soon as there is
- * work; it pauses the core between looks and yields it (sched_yield) every
- * other look, so a thread it waits for on the same core runs.
+ * measured slower than none.) In a ZR_CTX_CALLER_IO context the waiting
+ * thread polls the ring itself instead, on any number of CPUs. A message
+ * arriving within the window is then taken without a thread being woken.
+ * A spin ends as soon as there is work; it pauses the core between looks
+ * and yields it (sched_yield) every other look, so a thread it waits for on
+ * the same core runs.
  *
  * The cost: a wait that lasts longer burns up to the full window of CPU in
  * the io thread (and in the calling thread where it spins too): about one

@@ -10,6 +10,7 @@
 #include <netinet/in.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -86,6 +87,17 @@ sock_pair_free(zr_ctx *c, zr_socket *a, zr_socket *b)
 	zr_socket_close(a);
 	zr_socket_close(b);
 	zr_ctx_free(c);
+}
+
+/* user + system CPU of the whole process (every thread), in seconds */
+static inline double
+cpu_s(void)
+{
+	struct rusage ru;
+
+	cr_assert_eq(getrusage(RUSAGE_SELF, &ru), 0);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 static inline void

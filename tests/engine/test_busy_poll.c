@@ -10,7 +10,6 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "engine/engine.h"
 #include "sock_helpers.h"
@@ -19,17 +18,6 @@
 #define BP_TRIPS 500
 #define BP_STREAM 20000
 #define BP_WAIT_MS 15000
-
-/* user + system CPU of the whole process (every thread), in seconds */
-static double
-cpu_s(void)
-{
-	struct rusage ru;
-
-	cr_assert_eq(getrusage(RUSAGE_SELF, &ru), 0);
-	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
 
 static zr_ctx *
 ctx_spinning_apps(void)

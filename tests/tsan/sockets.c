@@ -15,6 +15,8 @@
  *   PAIR <-> PAIR          both ends send and receive at once
  *
  * Each check is an exact count; the program exits 1 on the first wrong one.
+ * With "caller-io" as the first argument both contexts are ZR_CTX_CALLER_IO:
+ * the same counts while app threads run the io by turns.
  */
 #include "stress.h"
 
@@ -649,10 +651,20 @@ main(int argc, char **argv)
 	size_t n = 0;
 	uint64_t t0;
 
-	st_start("sockets");
+	/* caller-io: both contexts ZR_CTX_CALLER_IO, so app threads run each
+	 * context's io by turns with its io thread (engine/ctx.c, the baton). */
+	unsigned flags = 0;
+
+	if (argc > 1 && strcmp(argv[1], "caller-io") == 0) {
+		flags = ZR_CTX_CALLER_IO;
+		argv[1] = argv[0];
+		argv++;
+		argc--;
+	}
+	st_start(flags ? "sockets caller-io" : "sockets");
 	t0 = zt_now_ms();
-	ST_OK(zr_ctx_new(&ctx_bind));
-	ST_OK(zr_ctx_new(&ctx_conn));
+	ST_OK(zr_ctx_new_flags(&ctx_bind, flags));
+	ST_OK(zr_ctx_new_flags(&ctx_conn, flags));
 	for (int t = ST_TCP; t <= ST_IPC; t++) {
 		if (!transport_chosen(argc, argv, st_transport_name((enum st_transport)t)))
 			continue;
@@ -672,7 +684,7 @@ main(int argc, char **argv)
 		actor_close(&actors[i]);
 	zr_ctx_free(ctx_conn);
 	zr_ctx_free(ctx_bind);
-	printf("sockets: %zu app threads, all counts exact (%llu ms)\n", n,
-	       (unsigned long long)(zt_now_ms() - t0));
+	printf("sockets%s: %zu app threads, all counts exact (%llu ms)\n",
+	       flags ? " caller-io" : "", n, (unsigned long long)(zt_now_ms() - t0));
 	return 0;
 }
