@@ -9,8 +9,11 @@
  *   bench_X lat-rep ENDPOINT COUNT SIZE            bind, echo COUNT+warm-up requests
  *   bench_X lat ENDPOINT COUNT SIZE                connect, COUNT round trips, report
  *   bench_X lat-router / lat-dealer ...            the same with ROUTER (echoes [id, body]) and DEALER
- *   bench_X busy-lat-rep / busy-lat ...           lat-rep / lat with ZR_BUSY_POLL set (zring;
- *                                                  libzmq has no such mode: its plain REQ/REP)
+ *   bench_X busy-lat-rep / busy-lat ...           lat-rep / lat with ZR_BUSY_POLL set on
+ *                                                  ZR_CTX_CALLER_IO contexts (zring; libzmq
+ *                                                  has no such mode: its plain REQ/REP)
+ *   bench_X cio-lat-rep / cio-lat ...             lat-rep / lat on ZR_CTX_CALLER_IO contexts
+ *                                                  (zring; libzmq: its plain REQ/REP)
  *   bench_X stall-recv / stall-send ENDPOINT COUNT SIZE   stalled receiver's peak RSS
  *   bench_X idle-recv / idle-send ENDPOINT COUNT SIZE     RSS per idle connection
  *
@@ -127,6 +130,13 @@ bench_ctx_new(struct bench_ctx *c)
 		return -errno;
 	/* The default, said out loud: one io thread like zring's context. */
 	return zmq_ctx_set(c->ctx, ZMQ_IO_THREADS, 1) == 0 ? 0 : -errno;
+}
+
+/* libzmq has no caller-io mode: its plain context. */
+static int
+bench_ctx_new_caller_io(struct bench_ctx *c)
+{
+	return bench_ctx_new(c);
 }
 
 static void
@@ -354,6 +364,14 @@ static int
 bench_ctx_new(struct bench_ctx *c)
 {
 	return zr_ctx_new(&c->ctx);
+}
+
+/* The latency modes named busy or cio: the app thread runs the io while it
+ * waits (ZR_CTX_CALLER_IO). */
+static int
+bench_ctx_new_caller_io(struct bench_ctx *c)
+{
+	return zr_ctx_new_flags(&c->ctx, ZR_CTX_CALLER_IO);
 }
 
 static void
@@ -1511,6 +1529,15 @@ idle_send(const struct bench_args *a)
 	return 0;
 }
 
+/* The context of a latency mode: caller-io for the busy and cio modes. */
+static int
+lat_ctx_new(const struct bench_args *a, struct bench_ctx *c)
+{
+	if (strstr(a->pattern, "busy") != NULL || strstr(a->pattern, "cio") != NULL)
+		return bench_ctx_new_caller_io(c);
+	return bench_ctx_new(c);
+}
+
 static int
 lat_rep(const struct bench_args *a)
 {
@@ -1524,7 +1551,7 @@ lat_rep(const struct bench_args *a)
 
 	if (!buf)
 		return fail("malloc", -ENOMEM);
-	if ((rc = bench_ctx_new(&c)) < 0)
+	if ((rc = lat_ctx_new(a, &c)) < 0)
 		return fail("context", rc);
 	if ((rc = sock_open(&c, routed ? B_ROUTER : B_REP, -1, &s)) < 0)
 		return fail("socket", rc);
@@ -1901,7 +1928,7 @@ lat_req(const struct bench_args *a)
 	if (!buf || !rtt)
 		return fail("malloc", -ENOMEM);
 	memset(buf, 'q', a->size + 1);
-	if ((rc = bench_ctx_new(&c)) < 0)
+	if ((rc = lat_ctx_new(a, &c)) < 0)
 		return fail("context", rc);
 	bool routed = strcmp(a->pattern, "dealerrouter") == 0;
 	if ((rc = sock_open(&c, routed ? B_DEALER : B_REQ, -1, &s)) < 0)
@@ -1992,7 +2019,8 @@ usage(const char *prog)
 	        "       %s thr-send pushpull-curve ENDPOINT COUNT SIZE SERVERKEY\n"
 	        "       %s thr-recv|thr-send pushpull-tls ENDPOINT COUNT SIZE TLSDIR\n"
 	        "       %s "
-	        "lat-rep|lat|lat-router|lat-dealer|busy-lat-rep|busy-lat|stall-recv|stall-send|"
+	        "lat-rep|lat|lat-router|lat-dealer|busy-lat-rep|busy-lat|cio-lat-rep|cio-lat|"
+	        "stall-recv|stall-send|"
 	        "idle-recv|idle-send "
 	        "ENDPOINT COUNT SIZE\n"
 	        "       %s raw-thr-recv|raw-thr-send|raw-box-thr-recv|raw-box-thr-send|"
@@ -2017,6 +2045,8 @@ static const struct {
 	{"lat-dealer", lat_req},
 	{"busy-lat-rep", lat_rep},
 	{"busy-lat", lat_req},
+	{"cio-lat-rep", lat_rep},
+	{"cio-lat", lat_req},
 	{"stall-recv", stall_recv},
 	{"stall-send", stall_send},
 	{"idle-recv", idle_recv},
@@ -2070,6 +2100,8 @@ main(int argc, char **argv)
 		a.pattern = "dealerrouter"; /* ROUTER binds and echoes, DEALER asks */
 	else if (strncmp(a.mode, "busy-", 5) == 0)
 		a.pattern = "reqrep-busy";
+	else if (strncmp(a.mode, "cio-", 4) == 0)
+		a.pattern = "reqrep-cio";
 	else
 		a.pattern = strncmp(a.mode, "lat", 3) == 0 ? "reqrep" : "pushpull";
 	if (thr && pattern_parse(a.pattern, &pat) < 0)

@@ -186,13 +186,20 @@ static const struct bench_scenario scenarios[] = {
          200, 1, 0, .reference = true, .rx_mode = "raw-busy-lat-rep", .tx_mode = "raw-busy-lat"},
 	{"REQ/REP 64 B latency", KIND_LAT, "reqrep", false, 64, 20000, 5000, 200, 1, 0,
          .ref = REF_LAT_64},
-	/* zring with ZR_BUSY_POLL on both sides; libzmq has no busy-poll mode,
-	 * so its side is its plain REQ/REP (bench/README.md). */
+	/* zring with ZR_BUSY_POLL on both sides and ZR_CTX_CALLER_IO contexts;
+	 * libzmq has no busy-poll mode, so its side is its plain REQ/REP
+	 * (bench/README.md). */
 	{"REQ/REP 64 B busy-poll latency", KIND_LAT, "reqrep-busy", false, 64, 20000, 5000, 200, 1,
          0, .ref = "raw TCP busy-poll ping-pong 64 B latency", .rx_mode = "busy-lat-rep",
          .tx_mode = "busy-lat"},
 	{"REQ/REP 1024 B latency", KIND_LAT, "reqrep", false, 1024, 20000, 3000, 200, 1, 0,
          .ref = REF_LAT_1K},
+	/* zring's contexts ZR_CTX_CALLER_IO (the waiting thread runs the io),
+	 * no busy-polling; libzmq has no such mode: its plain REQ/REP. */
+	{"REQ/REP 64 B caller-io latency", KIND_LAT, "reqrep-cio", false, 64, 20000, 5000, 200, 1,
+         0, .ref = REF_LAT_64, .rx_mode = "cio-lat-rep", .tx_mode = "cio-lat"},
+	{"REQ/REP 1024 B caller-io latency", KIND_LAT, "reqrep-cio", false, 1024, 20000, 3000, 200,
+         1, 0, .ref = REF_LAT_1K, .rx_mode = "cio-lat-rep", .tx_mode = "cio-lat"},
 	{"REQ/REP 65536 B latency", KIND_LAT, "reqrep", false, 65536, 5000, 1000, 100, 1, 0,
          .reference = false},
 	/* ROUTER binds and echoes [id, body]; DEALER connects and asks. */

@@ -118,12 +118,13 @@ enum {
  * go on, up to that much later. While a call holds the io, the io thread
  * looks in every 10 ms.
  *
- * The cost: a zr_send that finds the io free makes one system call
- * (io_uring_enter), where the default context batches a stream's messages
- * on its io thread; so it
- * suits one message per round trip, not streaming throughput. The ring is
- * made without SINGLE_ISSUER and DEFER_TASKRUN (any thread may enter it).
- * Behaviour otherwise is that of any context.
+ * The cost: a zr_send that finds the io free and its connection idle
+ * makes a system call (io_uring_enter) to put the message on the wire at
+ * once; in a stream, messages sent while one is in flight join the next
+ * batch as they do on the io thread (a 64 B PUSH/PULL stream between two
+ * caller-io contexts measured level with default ones on 2 CPUs). The ring
+ * is made without SINGLE_ISSUER and DEFER_TASKRUN (any thread may enter
+ * it). Behaviour otherwise is that of any context.
  */
 ZR_API int zr_ctx_new_flags(zr_ctx **ctx, unsigned flags);
 /*
