@@ -103,20 +103,20 @@ enum {
  * zr_ctx_new with flags (0: the same as zr_ctx_new; an unknown flag:
  * -EINVAL).
  *
- * ZR_CTX_CALLER_IO is for request/reply latency. A thread blocked in
- * zr_recv (zr_recv_into, zr_recv_bytes) runs the context's io itself,
- * waiting in io_uring rather than for the io thread, and a zr_send submits
- * its message to the kernel before it returns: a message crosses no thread
- * on either side, so a round trip costs the kernel's wakes alone (one per
- * hop instead of two), and with ZR_BUSY_POLL the waiting thread polls the
- * ring itself (one spinning thread per side instead of two). One thread at
- * a time runs the io: others wait on their sockets' eventfds as usual, and
- * that thread's io wakes them. The io thread stays, and runs the io when
- * work would otherwise wait for it (another thread's blocking wait, a bind,
+ * ZR_CTX_CALLER_IO is for request/reply latency. A thread blocked in zr_recv
+ * (zr_recv_into, zr_recv_bytes) runs the context's io itself, waiting in
+ * io_uring rather than for the io thread, and a zr_send that finds the io
+ * free submits its message before it returns: a message crosses no thread on
+ * either side, so a round trip costs the kernel's wakes alone (one per hop
+ * instead of two), and with ZR_BUSY_POLL the waiting thread polls the ring
+ * itself (one spinning thread per side instead of two). One thread at a time
+ * runs the io: others wait on their sockets' eventfds as usual, and that
+ * thread's io wakes them. The io thread stays, and runs the io when work
+ * would otherwise wait for it (another thread's blocking wait, a bind,
  * connect or close) or when no call came for about a millisecond: so
- * handshakes, heartbeats, zr_socket_fd pollers and messages between calls
- * go on, up to that much later. While a call holds the io, the io thread
- * looks in every 10 ms.
+ * handshakes, heartbeats, zr_socket_fd pollers and messages between calls go
+ * on, up to that much later. While a call holds the io, the io thread looks
+ * in every 10 ms.
  *
  * The cost: a zr_send that finds the io free and its connection idle
  * makes a system call (io_uring_enter) to put the message on the wire at
