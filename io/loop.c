@@ -422,6 +422,17 @@ loop_spin(struct zr__loop *l, unsigned us, uint64_t deadline_ms)
 	}
 }
 
+/* Runs wake_cb once if a wake is pending: 1 if it did, else 0. */
+static int
+loop_take_wake(struct zr__loop *l)
+{
+	if (!atomic_exchange(&l->woken, 0))
+		return 0;
+	if (l->wake_cb != NULL)
+		l->wake_cb(l->wake_arg);
+	return 1;
+}
+
 int
 zr__loop_run(struct zr__loop *l, uint64_t deadline_ms)
 {
@@ -475,11 +486,7 @@ zr__loop_run(struct zr__loop *l, uint64_t deadline_ms)
 		return rc;
 reap:
 	n += loop_reap(l);
-	if (atomic_exchange(&l->woken, 0)) {
-		if (l->wake_cb != NULL)
-			l->wake_cb(l->wake_arg);
-		n++;
-	}
+	n += loop_take_wake(l);
 	n += loop_run_timers(l, zr__now_ms());
 	return n;
 }
@@ -490,11 +497,7 @@ zr__loop_poll(struct zr__loop *l)
 	struct io_uring *r = &l->ring->uring;
 	int n = 0, rc;
 
-	if (atomic_exchange(&l->woken, 0)) {
-		if (l->wake_cb != NULL)
-			l->wake_cb(l->wake_arg);
-		n++;
-	}
+	n += loop_take_wake(l);
 	if (io_uring_sq_ready(r) > 0) {
 		rc = io_uring_submit(r);
 		if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -EBUSY)
