@@ -4,8 +4,10 @@
  * tcp and ipc with both sides caller-io, with and without ZR_BUSY_POLL, every
  * reply matching its request; a thread that ran the io and then exits takes
  * nothing with it (io_uring cancels an exiting thread's requests: the
- * engine re-arms them); a second thread's calls while the first holds the
- * io; the io thread taking over when no call runs (messages arrive with no
+ * engine re-arms them): a connection's receive, a listener's accept (a
+ * bind carried out by a thread that then exits), and a large send still in
+ * flight when its thread exits; a second thread's calls while the first
+ * holds the io; the io thread taking over when no call runs (messages arrive with no
  * app call at all); -ETERM for a thread blocked in a receive when the
  * context is freed; and a blocked receive costs little CPU (a resource
  * measurement, never a duration).
@@ -14,6 +16,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/engine.h"
@@ -51,6 +54,15 @@ Test(engine_caller_io, flags)
 	cr_assert_eq(zr_ctx_new_flags(&ctx, ~0u), -EINVAL);
 	cr_assert_null(ctx);
 	zr_ctx_free(cio_ctx());
+}
+
+/* Closes a context's last socket without lingering and frees the context. */
+static void
+sock_ctx_free(zr_ctx *c, zr_socket *s)
+{
+	sopt_int(s, ZR_LINGER, 0);
+	zr_socket_close(s);
+	zr_ctx_free(c);
 }
 
 /* n round trips REQ -> REP -> REQ, each reply checked against its request. */
@@ -255,12 +267,8 @@ Test(engine_caller_io, the_io_thread_runs_the_io_when_no_call_does)
 		got++;
 	}
 	cr_assert_eq(got, 100);
-	sopt_int(pull, ZR_LINGER, 0);
-	zr_socket_close(pull);
-	zr_ctx_free(a);
-	sopt_int(push, ZR_LINGER, 0);
-	zr_socket_close(push);
-	zr_ctx_free(b);
+	sock_ctx_free(a, pull);
+	sock_ctx_free(b, push);
 }
 
 /* A receive blocked for a second (holding the io) and the io thread that
@@ -287,4 +295,109 @@ Test(engine_caller_io, a_blocked_receive_is_cheap_and_ends_with_eterm)
 	zr_ctx_free(a);
 	pthread_join(th, NULL);
 	cr_assert_eq(bl.rc, -ETERM);
+}
+
+/* A thread that holds a context's io in a receive that times out, then exits. */
+struct holder {
+	zr_socket *s;
+	int timeout_ms;
+	int rc;
+};
+
+static void *
+holder_main(void *arg)
+{
+	struct holder *h = arg;
+	char buf[8];
+
+	sopt_int(h->s, ZR_RCVTIMEO, h->timeout_ms);
+	h->rc = zr_recv_bytes(h->s, buf, sizeof buf, 0);
+	return NULL;
+}
+
+/* A bind made while another thread holds the io is carried out by that
+ * thread, which so submits the listener's accept; it exits, the accept is
+ * cancelled, and a peer connecting afterwards must still be accepted. */
+Test(engine_caller_io, an_accept_submitted_by_a_thread_that_exits_is_armed_again)
+{
+	zr_ctx *a = cio_ctx(), *b;
+	zr_socket *idle, *pull, *push;
+	struct holder h;
+	pthread_t th;
+	char ep[128], buf[16];
+	size_t len = sizeof ep;
+
+	cr_assert_eq(zr_ctx_new(&b), 0);
+	cr_assert_eq(zr_socket_open(a, ZR_PULL, &idle), 0);
+	cr_assert_eq(zr_socket_open(a, ZR_PULL, &pull), 0);
+	h = (struct holder){.s = idle, .timeout_ms = 300, .rc = 1};
+	cr_assert_eq(pthread_create(&th, NULL, holder_main, &h), 0);
+	sleep_ms(30); /* it holds the io, waiting in the ring */
+	cr_assert_eq(zr_bind(pull, "tcp://127.0.0.1:0"), 0);
+	cr_assert_eq(zr_getsockopt(pull, ZR_LAST_ENDPOINT, ep, &len), 0);
+	pthread_join(th, NULL);
+	cr_assert_eq(h.rc, -EAGAIN);
+	sleep_ms(5); /* the exit's cancel comes back */
+	cr_assert_eq(zr_socket_open(b, ZR_PUSH, &push), 0);
+	timeouts(push);
+	timeouts(pull);
+	cr_assert_eq(zr_connect(push, ep), 0);
+	cr_assert_eq(zr_send_bytes(push, "late", 4, 0), 0);
+	cr_assert_eq(zr_recv_bytes(pull, buf, sizeof buf, 0), 4, "the peer was never accepted");
+	cr_assert_eq(memcmp(buf, "late", 4), 0);
+	sock_pair_free(a, idle, pull);
+	sock_ctx_free(b, push);
+}
+
+/* A thread sends a message larger than the kernel's buffers to a receiver
+ * that is not reading yet: its send is still in flight (submitted by it)
+ * when it exits, comes back cut short by the exit, and the rest still goes. */
+#define CIO_BIG ((size_t)16 << 20)
+
+struct big_sender {
+	zr_socket *s;
+	const uint8_t *data;
+	int rc;
+};
+
+static void *
+big_sender_main(void *arg)
+{
+	struct big_sender *b = arg;
+
+	b->rc = zr_send_bytes(b->s, b->data, CIO_BIG, 0);
+	return NULL;
+}
+
+Test(engine_caller_io, a_send_in_flight_when_its_thread_exits_still_arrives_whole)
+{
+	zr_ctx *a = cio_ctx(), *b;
+	zr_socket *pull, *push;
+	struct big_sender bs;
+	pthread_t th;
+	uint8_t *data = malloc(CIO_BIG), *got = malloc(CIO_BIG);
+	char ep[128];
+
+	cr_assert(data != NULL && got != NULL);
+	for (size_t i = 0; i < CIO_BIG; i++)
+		data[i] = (uint8_t)(i * 2654435761u >> 13);
+	cr_assert_eq(zr_ctx_new(&b), 0);
+	cr_assert_eq(zr_socket_open(b, ZR_PULL, &pull), 0);
+	cr_assert_eq(zr_socket_open(a, ZR_PUSH, &push), 0);
+	timeouts(pull);
+	timeouts(push);
+	sock_bind_connect(pull, "tcp://127.0.0.1:0", push, ep, sizeof ep);
+	cr_assert_eq(zr_send_bytes(push, "first", 5, 0), 0);
+	cr_assert_eq(zr_recv_bytes(pull, got, 16, 0), 5); /* connected both ways */
+	bs = (struct big_sender){.s = push, .data = data, .rc = 1};
+	cr_assert_eq(pthread_create(&th, NULL, big_sender_main, &bs), 0);
+	pthread_join(th, NULL);
+	cr_assert_eq(bs.rc, 0);
+	sleep_ms(20); /* the exit's cancel comes back; nobody reads meanwhile */
+	cr_assert_eq(zr_recv_bytes(pull, got, CIO_BIG, 0), (int)CIO_BIG);
+	cr_assert_eq(memcmp(got, data, CIO_BIG), 0, "the message arrived damaged");
+	free(data);
+	free(got);
+	sock_ctx_free(a, push);
+	sock_ctx_free(b, pull);
 }
