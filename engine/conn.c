@@ -1410,7 +1410,7 @@ conn_tx_kick(struct zr__conn *c)
 		size_t packed = 0;
 		size_t pack_iov = SIZE_MAX;
 
-		while (nmsg < c->out_n && bytes < ZR__CONN_TX_BATCH) {
+		while (nmsg < c->out_n && bytes < ZR__CONN_TX_REF_BATCH) {
 			zr_msg *m = conn_outq_at(c, nmsg);
 
 			if (m->raw) {

@@ -374,6 +374,10 @@ enum zr__conn_state {
  * ran out doubles it for the next, up to ZR__CONN_IOV_MAX. */
 #define ZR__CONN_IOV_FIRST 8
 #define ZR__CONN_TX_BATCH ((size_t)256 * 1024)
+/* The same for a plain batch, whose frames go by reference (no buffer
+ * grows with it): a loopback send costs its sender less per byte in larger
+ * writes (bench/README.md, "Larger plain batches"). */
+#define ZR__CONN_TX_REF_BATCH ((size_t)1024 * 1024)
 /* Frames up to this size are copied, with their header, into one packed
  * region of the batch (ZR__CONN_PACK octets at most) instead of taking two
  * iovecs each: 1-64 B messages then fill a sendmsg by the thousand. 1 KiB
