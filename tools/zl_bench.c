@@ -1593,9 +1593,10 @@ zl_bench_main(int argc, char **argv)
 				         "%s CPU per message (recv / send): zring %.2fx / %.2fx, "
 				         "libzmq %.2fx / %.2fx (half of it %.2fx / %.2fx) of %s "
 				         "(%.3g / %.3g s/M msgs)",
-				         sc->name, cpu_x[0][0], cpu_x[0][1], cpu_x[1][0], cpu_x[1][1],
-				         cpu_x[1][0] / 2, cpu_x[1][1] / 2, sc->ref,
-				         stat_of(rs->v[2], rs->n).med, stat_of(rs->v[3], rs->n).med);
+				         sc->name, cpu_x[0][0], cpu_x[0][1], cpu_x[1][0],
+				         cpu_x[1][1], cpu_x[1][0] / 2, cpu_x[1][1] / 2, sc->ref,
+				         stat_of(rs->v[2], rs->n).med,
+				         stat_of(rs->v[3], rs->n).med);
 		}
 		fflush(stdout);
 	}
