@@ -147,9 +147,9 @@ static const struct bench_scenario scenarios[] = {
 	{"PUSH/PULL 1024 B", KIND_THR, "pushpull", false, 1024, 500000, 100000, 1000, 1, 0,
          .reference = false},
 	/* The kernel's own price of a large record, for the CPU per message
-	 * above 1 KiB: plain sockets, records written eight to a 64 KiB write
-	 * (8 KiB) or sixteen to a 1 MiB one (64 KiB), with no API's copy in
-	 * front. */
+	 * above 1 KiB: plain sockets, records written as many as fit in a
+	 * 1 MiB write and read a write's worth at a time, with no API's copy
+	 * in front. */
 	{REF_THR_8K, KIND_THR, "raw", false, 8192, 100000, 10000, 500, 1, 0, .reference = true,
          .rx_mode = "raw-thr-recv", .tx_mode = "raw-thr-send"},
 	{"PUSH/PULL 8192 B", KIND_THR, "pushpull", false, 8192, 100000, 10000, 500, 1, 0,
