@@ -1726,6 +1726,17 @@ raw_write_full(int fd, const void *buf, size_t len, bool busy)
 	return 0;
 }
 
+/* raw-thr-send's bytes per write for SIZE-byte records (raw-thr-recv waits
+ * for as many per read from 8 KiB up): 64 KiB, or from BENCH_RAW_LARGE up as
+ * many whole records as fit in 1 MiB, or one larger record. */
+static size_t
+raw_write_size(size_t size)
+{
+	if (size < BENCH_RAW_LARGE)
+		return BENCH_RAW_BATCH;
+	return size > BENCH_RAW_BIG ? size : BENCH_RAW_BIG / size * size;
+}
+
 /*
  * raw-thr-recv: the batched-writes ceiling's reader. Reads COUNT SIZE-byte
  * records (COUNT x SIZE bytes, as they come, into one 256 KiB buffer; a
@@ -1750,9 +1761,9 @@ raw_thr_recv(const struct bench_args *a)
 	 * Read as they came, 256 KiB at most, 8 KiB and 64 KiB records cost
 	 * the reader more than a library's receiver spends on the same
 	 * messages (zring's passed that "ceiling" in msgs/s). */
-	if (!a->box && rec >= BENCH_RAW_LARGE && rec <= BENCH_RAW_BIG) {
+	if (!a->box && rec >= BENCH_RAW_LARGE) {
 		whole = true;
-		rbuf = BENCH_RAW_BIG / rec * rec;
+		rbuf = raw_write_size(rec);
 	}
 	char *buf = malloc(rbuf);
 	unsigned char *plain = a->box ? malloc(a->size ? a->size : 1) : NULL;
@@ -1820,9 +1831,7 @@ static int
 raw_thr_send(const struct bench_args *a)
 {
 	unsigned long long left = (unsigned long long)a->count * a->size;
-	size_t batch = a->size < BENCH_RAW_LARGE ? BENCH_RAW_BATCH
-	               : a->size > BENCH_RAW_BIG ? a->size
-	                                         : BENCH_RAW_BIG / a->size * a->size;
+	size_t batch = raw_write_size(a->size);
 	char *buf = malloc(batch);
 	unsigned char *sealed = a->box ? malloc(a->size + BENCH_BOX_MAC) : NULL;
 	int fd;
