@@ -26,6 +26,7 @@
 #define BENCH_RESULT_MS 330000 /* a run; the programs alarm themselves at 300 s */
 #define BENCH_PAIRS_FULL 5
 #define BENCH_PAIRS_QUICK 3
+#define BENCH_PAIRS_MAX 15 /* --pairs */
 #define BENCH_METRICS_MAX 4
 #define BENCH_ENDPOINT "tcp://127.0.0.1:0"
 #define BENCH_TLS_ENDPOINT "tls://127.0.0.1:0"
@@ -295,6 +296,7 @@ struct bench_opts {
 	const char *python;        /* runs bench_zmqapi.py */
 	const char *only;          /* run only scenarios whose name contains this (any case) */
 	int pairs;
+	int pairs_arg; /* --pairs (0: as the mode says) */
 	/* TLS scenarios: the run's certificate folder and stunnel, or why not. */
 	char tls_dir[PATH_MAX];
 	char stunnel[PATH_MAX];
@@ -303,9 +305,11 @@ struct bench_opts {
 
 /* Samples of one scenario, one library: [metric][pair]. */
 struct bench_samples {
-	double v[BENCH_METRICS_MAX][BENCH_PAIRS_FULL];
-	int n;      /* good runs */
-	int failed; /* failed runs */
+	double v[BENCH_METRICS_MAX][BENCH_PAIRS_MAX]; /* good runs, in order */
+	double first[BENCH_PAIRS_MAX]; /* the first metric by pair (for the worst pair) */
+	bool ok[BENCH_PAIRS_MAX];      /* ... and whether that pair's run was good */
+	int n;                         /* good runs */
+	int failed;                    /* failed runs */
 };
 
 /* dir/name into buf; -1 (and an empty buf) if it does not fit. */
@@ -900,7 +904,7 @@ struct bench_stat {
 static struct bench_stat
 stat_of(const double *v, int n)
 {
-	double s[BENCH_PAIRS_FULL];
+	double s[BENCH_PAIRS_MAX];
 	struct bench_stat st = {0, 0, 0};
 
 	if (n <= 0)
@@ -1010,7 +1014,7 @@ write_svg(const char *path, const struct bench_bar *bars, int n, const char *sub
 }
 
 static const char bench_usage_head[] =
-	"usage: zring bench [--quick|--smoke] [--only TEXT] [--out DIR] [--bin DIR]\n"
+	"usage: zring bench [--quick|--smoke] [--pairs N] [--only TEXT] [--out DIR] [--bin DIR]\n"
 	"\n"
 	"Runs zring's and libzmq's benchmark programs (bench/, built with\n"
 	"-DZR_BENCH=ON) alternately, sender and receiver in separate processes\n"
@@ -1028,13 +1032,17 @@ static const char bench_usage_head[] =
 	"was meant to is refused. The \"TLS\" scenarios run zring on tls:// and\n"
 	"libzmq on tcp:// through a stunnel client and server (TLS 1.3), with a\n"
 	"certificate made by the openssl CLI into DIR; without stunnel4 or\n"
-	"openssl in PATH they are not run.\n"
+	"openssl in PATH they are not run. Each throughput scenario also prints\n"
+	"its worst pair (the lowest of the pairs' ratios), and each scenario the\n"
+	"share of the machine's CPU time the hypervisor took while it ran (steal,\n"
+	"from /proc/stat): ratios from a run with much steal are noise.\n"
 	"\n"
 	"options:\n";
 
 enum bench_opt {
 	BENCH_ARG_QUICK,
 	BENCH_ARG_SMOKE,
+	BENCH_ARG_PAIRS,
 	BENCH_ARG_ONLY,
 	BENCH_ARG_OUT,
 	BENCH_ARG_BIN,
@@ -1049,6 +1057,9 @@ static const struct zl_opt bench_opts[] = {
          "scenarios (under 2 minutes)"},
 	{BENCH_ARG_SMOKE, "smoke", 0, NULL,
          "tiny counts, one pair: checks every program pair works"},
+	{BENCH_ARG_PAIRS, "pairs", 0, "N",
+         "runs of each library per scenario, alternately (1-15; default 5,\n"
+         "--quick 3, --smoke 1): more pairs steady the medians on a noisy machine"},
 	{BENCH_ARG_ONLY, "only", 0, "TEXT",
          "only the scenarios whose name contains TEXT (any case),\n"
          "e.g. --only curve"},
@@ -1089,6 +1100,17 @@ bench_parse(struct bench_opts *o, int argc, char **argv)
 		case BENCH_ARG_SMOKE:
 			o->smoke = true;
 			break;
+		case BENCH_ARG_PAIRS: {
+			long long n;
+
+			if (!zl_parse_int(v, 1, BENCH_PAIRS_MAX, &n)) {
+				fprintf(stderr, "zring bench: --pairs takes 1 to %d, not '%s'\n",
+				        BENCH_PAIRS_MAX, v);
+				return 2;
+			}
+			o->pairs_arg = (int)n;
+			break;
+		}
 		case BENCH_ARG_ONLY:
 			o->only = v;
 			break;
@@ -1227,6 +1249,57 @@ scenario_selected(const struct bench_opts *o, size_t s)
 }
 
 /* A summary CSV row: the figures (median, min, max) of each side, or blanks. */
+/* The machine's CPU time so far, in clock ticks, from /proc/stat's first
+ * line: all of it, and what the hypervisor gave to others while this guest
+ * had work (steal). On a shared VM that is what moves a run's ratios. */
+struct bench_cpu {
+	unsigned long long total, steal;
+	bool ok;
+};
+
+static struct bench_cpu
+machine_cpu(void)
+{
+	struct bench_cpu c = {0, 0, false};
+	unsigned long long v[8];
+	FILE *f = fopen("/proc/stat", "r");
+
+	if (f == NULL)
+		return c;
+	/* user nice system idle iowait irq softirq steal (guest time is in user) */
+	if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+	           &v[4], &v[5], &v[6], &v[7]) == 8) {
+		for (int i = 0; i < 8; i++)
+			c.total += v[i];
+		c.steal = v[7];
+		c.ok = true;
+	}
+	fclose(f);
+	return c;
+}
+
+/* Steal's share of the machine's CPU time from a to now, percent; -1 if
+ * unknown. */
+static double
+steal_since(const struct bench_cpu *a)
+{
+	struct bench_cpu b = machine_cpu();
+
+	if (!a->ok || !b.ok || b.total <= a->total)
+		return -1;
+	return 100.0 * (double)(b.steal - a->steal) / (double)(b.total - a->total);
+}
+
+/* ", steal N%" for a scenario's heading, or nothing when unknown. */
+static void
+steal_text(char *buf, size_t cap, double pct)
+{
+	if (pct < 0)
+		buf[0] = '\0';
+	else
+		snprintf(buf, cap, ", steal %.0f%%", pct);
+}
+
 static void
 sum_row(FILE *sum, const char *scenario, const char *metric, const char *better,
         const struct bench_stat *z, const struct bench_stat *q, const double *ratio)
@@ -1307,6 +1380,39 @@ tls_prepare(struct bench_opts *o, const char *stamp)
 
 #define BENCH_NOTES_MAX 32 /* lines against references, printed again at the end */
 
+/*
+ * Throughput: the pair (one run of each library, back to back) with the
+ * lowest ratio of the first metric, beside the medians. The medians hide
+ * a bad pair; a goal such as "no pair below 2.5x" reads this line.
+ */
+static void
+worst_pair(FILE *sum, const struct bench_scenario *sc, const struct bench_metric *m,
+           const struct bench_samples *z, const struct bench_samples *q, int pairs)
+{
+	int worst = -1;
+	double ratio = 0;
+
+	for (int p = 0; p < pairs; p++) {
+		if (!z->ok[p] || !q->ok[p] || q->first[p] <= 0)
+			continue;
+		double r = z->first[p] / q->first[p];
+		if (worst < 0 || r < ratio) {
+			worst = p;
+			ratio = r;
+		}
+	}
+	if (worst < 0)
+		return;
+	char label[64], za[64], qa[64];
+	struct bench_stat a = {z->first[worst], z->first[worst], z->first[worst]};
+	struct bench_stat b = {q->first[worst], q->first[worst], q->first[worst]};
+	snprintf(label, sizeof label, "worst pair %s", m[0].label);
+	snprintf(za, sizeof za, "%.4g (pair %d of %d)", a.med, worst + 1, pairs);
+	snprintf(qa, sizeof qa, "%.4g", b.med);
+	printf("  %-20s %30s %30s %8.2f  (the lowest pair's ratio)\n", label, za, qa, ratio);
+	sum_row(sum, sc->name, label, "higher", &a, &b, &ratio);
+}
+
 int
 zl_bench_main(int argc, char **argv)
 {
@@ -1322,6 +1428,8 @@ zl_bench_main(int argc, char **argv)
 		o.pairs = 1;
 	else if (o.quick)
 		o.pairs = BENCH_PAIRS_QUICK;
+	if (o.pairs_arg > 0)
+		o.pairs = o.pairs_arg;
 	if (o.only) {
 		size_t n = 0;
 		for (size_t s = 0; s < BENCH_NSCEN; s++)
@@ -1389,6 +1497,8 @@ zl_bench_main(int argc, char **argv)
 	      "libzmq_min,libzmq_max,ratio_zring_over_libzmq\n",
 	      sum);
 
+	struct bench_cpu run_cpu0 = machine_cpu();
+
 	printf("zring bench: %d pairs, zring and libzmq alternately, sender and receiver in "
 	       "separate processes over %s (ipc:// where the name says); programs in %s\n",
 	       o.pairs, BENCH_ENDPOINT, o.bin_dir);
@@ -1424,6 +1534,7 @@ zl_bench_main(int argc, char **argv)
 		}
 		memset(&ident, 0, sizeof ident);
 		uint64_t started = zl_now_ns();
+		struct bench_cpu cpu0 = machine_cpu();
 		int pairs = sc->pairs_max > 0 && sc->pairs_max < o.pairs ? sc->pairs_max : o.pairs;
 		/* A reference runs once per pair, from bench_zr (its raw modes use
 		 * neither library). */
@@ -1442,19 +1553,28 @@ zl_bench_main(int argc, char **argv)
 				}
 				for (int k = 0; k < BENCH_METRICS_MAX; k++)
 					b->v[k][b->n] = vals[k];
+				b->first[pair] = vals[0];
+				b->ok[pair] = true;
 				b->n++;
 			}
 		}
 
 		struct bench_samples *z = &samples[s][LIB_ZR], *q = &samples[s][LIB_ZMQ];
+		double steal = steal_since(&cpu0);
+		char steal_s[32];
+		steal_text(steal_s, sizeof steal_s, steal);
+		if (steal >= 0) {
+			struct bench_stat st = {steal, steal, steal};
+			sum_row(sum, sc->name, "machine steal %", "info", &st, NULL, NULL);
+		}
 		if (sc->reference) {
 			/* One column; the summary CSV has it in the zring_* columns,
 			 * "reference" in the better column. */
-			printf("\n%s (%lu %s, %d/%d reference runs good, %.0f s; plain sockets, "
+			printf("\n%s (%lu %s, %d/%d reference runs good, %.0f s%s; plain sockets, "
 			       "no library)\n",
 			       sc->name, scenario_count(sc, &o),
 			       sc->kind == KIND_THR ? "records" : scenario_unit(sc), z->n, pairs,
-			       (double)(zl_now_ns() - started) * 1e-9);
+			       (double)(zl_now_ns() - started) * 1e-9, steal_s);
 			printf("  %-20s %30s\n", "", "raw median [min-max]");
 			for (int k = 0; k < BENCH_METRICS_MAX; k++) {
 				struct bench_stat a = stat_of(z->v[k], z->n);
@@ -1467,9 +1587,9 @@ zl_bench_main(int argc, char **argv)
 			fflush(stdout);
 			continue;
 		}
-		printf("\n%s (%lu %s, %d/%d zring and %d/%d libzmq runs good, %.0f s)\n", sc->name,
-		       scenario_count(sc, &o), scenario_unit(sc), z->n, pairs, q->n, pairs,
-		       (double)(zl_now_ns() - started) * 1e-9);
+		printf("\n%s (%lu %s, %d/%d zring and %d/%d libzmq runs good, %.0f s%s)\n",
+		       sc->name, scenario_count(sc, &o), scenario_unit(sc), z->n, pairs, q->n,
+		       pairs, (double)(zl_now_ns() - started) * 1e-9, steal_s);
 		if (sc->api != API_NATIVE)
 			for (int lib = 0; lib < LIB_N; lib++)
 				printf("  %s: %s\n", lib == LIB_ZR ? "zring " : "libzmq",
@@ -1512,6 +1632,8 @@ zl_bench_main(int argc, char **argv)
 				have_headline = true;
 			}
 		}
+		if (sc->kind == KIND_THR)
+			worst_pair(sum, sc, m, z, q, pairs);
 		/* zring's own price of the security layer: these msgs/s against
 		 * zring's rows of the same run without it and under CURVE. */
 		if (sc->beside[0] && z->n > 0) {
@@ -1627,6 +1749,11 @@ zl_bench_main(int argc, char **argv)
 		for (int k = 0; k < nnotes; k++)
 			printf("  %s\n", notes[k]);
 	}
+	double run_steal = steal_since(&run_cpu0);
+	if (run_steal >= 0)
+		printf("The hypervisor took %.1f%% of this machine's CPU time during the run "
+		       "(steal, /proc/stat): the larger, the noisier the ratios\n",
+		       run_steal);
 	if (api_ratios[0])
 		printf("drop-in/libzmq zmq.h API PUSH/PULL 64 B throughput ratio: %s\n",
 		       api_ratios);
