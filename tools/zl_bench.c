@@ -1279,14 +1279,17 @@ machine_cpu(void)
 }
 
 /* Steal's share of the machine's CPU time from a to now, percent; -1 if
- * unknown. */
+ * /proc/stat says nothing. A span shorter than a clock tick (a smoke run's
+ * 200 round trips) counted no tick at all, so none stolen: 0. */
 static double
 steal_since(const struct bench_cpu *a)
 {
 	struct bench_cpu b = machine_cpu();
 
-	if (!a->ok || !b.ok || b.total <= a->total)
+	if (!a->ok || !b.ok)
 		return -1;
+	if (b.total <= a->total)
+		return 0;
 	return 100.0 * (double)(b.steal - a->steal) / (double)(b.total - a->total);
 }
 
@@ -1674,18 +1677,24 @@ zl_bench_main(int argc, char **argv)
 				struct bench_stat a = stat_of(z->v[k], z->n),
 						  b = stat_of(q->v[k], q->n);
 				double rm = stat_of(rs->v[k], rs->n).med;
-				if (rm <= 0)
+				const char *label =
+					lat      ? (k ? "p99 / raw floor" : "p50 / raw floor")
+					: k == 2 ? "recv CPU / raw"
+					: k == 3 ? "send CPU / raw"
+						 : "share of raw ceiling";
+				/* A smoke run's reference can end inside one tick of
+				 * CPU accounting: nothing to divide by. Said, not skipped. */
+				if (rm <= 0) {
+					printf("  %-20s n/a (the reference's figure is 0: a "
+					       "short run)\n",
+					       label);
 					continue;
+				}
 				struct bench_stat fa = {a.med / rm, a.min / rm, a.max / rm};
 				struct bench_stat fb = {b.med / rm, b.min / rm, b.max / rm};
 				double ratio = fa.med / fb.med;
-				char label[64], za[64], qa[64];
+				char za[64], qa[64];
 				bool lower = lat || k > 0; /* latency and CPU */
-				snprintf(label, sizeof label, "%s",
-				         lat      ? (k ? "p99 / raw floor" : "p50 / raw floor")
-				         : k == 2 ? "recv CPU / raw"
-				         : k == 3 ? "send CPU / raw"
-				                  : "share of raw ceiling");
 				snprintf(za, sizeof za, "%.3f [%.3f-%.3f]", fa.med, fa.min, fa.max);
 				snprintf(qa, sizeof qa, "%.3f [%.3f-%.3f]", fb.med, fb.min, fb.max);
 				printf("  %-20s %30s %30s %8.2f  (%s)\n", label, za, qa, ratio,
@@ -1710,7 +1719,15 @@ zl_bench_main(int argc, char **argv)
 			}
 			/* Half of libzmq's CPU below 1x here is below what the
 			 * kernel alone spends on the same records. */
-			if (!lat && cpu_x[1][0] > 0 && cpu_x[1][1] > 0 && nnotes < BENCH_NOTES_MAX)
+			bool cpu_known = cpu_x[0][0] > 0 && cpu_x[0][1] > 0 && cpu_x[1][0] > 0 &&
+			                 cpu_x[1][1] > 0;
+			if (!lat && !cpu_known && nnotes < BENCH_NOTES_MAX)
+				snprintf(
+					notes[nnotes++], sizeof notes[0],
+					"%s CPU per message (recv / send): n/a (a run too short to "
+					"measure its CPU)",
+					sc->name);
+			else if (!lat && nnotes < BENCH_NOTES_MAX)
 				snprintf(notes[nnotes++], sizeof notes[0],
 				         "%s CPU per message (recv / send): zring %.2fx / %.2fx, "
 				         "libzmq %.2fx / %.2fx (half of it %.2fx / %.2fx) of %s "

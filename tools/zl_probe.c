@@ -17,6 +17,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -84,7 +86,8 @@ enum probe_opt {
 static const struct zl_opt probe_opts[] = {
 	{PROBE_ARG_LISTEN, "listen", 0, NULL,
          "bind ENDPOINT and let the peer under test connect in\n"
-         "(with --mechanism plain or curve: the probe is the server)"},
+         "(with --mechanism plain or curve: the probe is the server);\n"
+         "port 0 binds a free port: stderr says which"},
 	{PROBE_ARG_TYPE, "type", 0, "TYPE",
          "the peer's socket type (default: read from its READY;\n"
          "needed with PLAIN and CURVE)"},
@@ -177,6 +180,37 @@ compatible_type(int peer)
 
 /* Learns the peer's type (NULL: from its READY), ZMTP version and whether it
  * answers PING. Returns 0 or a negative code (unreachable). */
+/*
+ * With --listen: the endpoint the probe really listens on, on stderr
+ * ("zring probe: listening on tcp://127.0.0.1:41234"), so that a script can
+ * bind port 0 and learn the port. A port picked beforehand and bound later
+ * can be taken in between by any connection's local port.
+ */
+static void
+say_listening(const struct pr_ctx *c, const char *endpoint)
+{
+	struct sockaddr_storage a;
+	socklen_t al = sizeof(a);
+	char host[INET6_ADDRSTRLEN];
+
+	if (getsockname(c->t.listen_fd, (struct sockaddr *)&a, &al) != 0 ||
+	    (a.ss_family != AF_INET && a.ss_family != AF_INET6)) {
+		fprintf(stderr, "zring probe: listening on %s\n", endpoint); /* ipc:// */
+		return;
+	}
+	if (a.ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)&a;
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		fprintf(stderr, "zring probe: listening on tcp://%s:%u\n", host,
+		        (unsigned)ntohs(in->sin_port));
+	} else {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&a;
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		fprintf(stderr, "zring probe: listening on tcp://[%s]:%u\n", host,
+		        (unsigned)ntohs(in6->sin6_port));
+	}
+}
+
 static int
 learn_peer(struct pr_ctx *c, char *why, size_t cap)
 {
@@ -866,6 +900,8 @@ zl_probe_main(int argc, char **argv)
 		        rc == -EINVAL ? "not a tcp:// or ipc:// endpoint" : strerror(-rc));
 		return rc == -EINVAL ? ZL_PROBE_USAGE : ZL_PROBE_UNREACHABLE;
 	}
+	if (o.listen)
+		say_listening(&c, o.endpoint);
 	rc = learn_peer(&c, why, sizeof(why));
 	if (rc < 0) {
 		printf("probe: cannot reach the peer at %s: %s\n", o.endpoint, why);

@@ -15,15 +15,12 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "common/base.h"
@@ -482,43 +479,34 @@ Test(probe, fuzz_finds_the_planted_crash_and_replay_reproduces_it)
 
 /* ---- roles, reachability, usage ----------------------------------------------------------- */
 
+/* The probe binds port 0 with --listen and says which port it got: a port
+ * picked here and bound by the probe later could be taken in between (by
+ * the local port of any connection on this machine: the tests beside this
+ * one connect all the time), and the probe would fail to listen. */
+#define LISTEN_ANY "tcp://127.0.0.1:0"
+
+/* After `zring probe --listen LISTEN_ANY`: the endpoint it listens on. */
+static const char *
+probe_listening(char *ep, size_t cap)
+{
+	return tool_stderr_after(&probe, "zring probe: listening on ", ep, cap, WAIT_MS);
+}
+
 Test(probe, listen_for_a_connecting_peer)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t al = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	char ep[64];
 
-	cr_assert(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
-	cr_assert(getsockname(fd, (struct sockaddr *)&a, &al) == 0);
-	snprintf(ep, sizeof(ep), "tcp://127.0.0.1:%u", ntohs(a.sin_port));
-	close(fd);
-
-	tool_begin(&probe, "probe", "--limit", CASE_LIMIT, "--listen", ep, "--case", "greeting.v3",
-	           NULL);
-	/* The probe is listening once the peer's connect succeeds; pyzmq
-	 * retries by itself until then. */
+	tool_begin(&probe, "probe", "--limit", CASE_LIMIT, "--listen", LISTEN_ANY, "--case",
+	           "greeting.v3", NULL);
+	/* The port it bound, not the 0 it was given. */
+	probe_listening(ep, sizeof(ep));
+	cr_assert(strncmp(ep, "tcp://127.0.0.1:", 16) == 0 && atoi(ep + 16) > 0, "%s", ep);
 	peer_begin(PROBE_PEER, "PUSH", ep, "--connect", NULL);
 	int rc = tool_wait(&probe, PROBE_WAIT_MS);
 	cr_expect(strstr(probe.out, "peer PUSH") != NULL, "%s", probe.out);
 	expect_verdict("greeting.v3.1", "pass");
 	expect_verdict("greeting.v3.2", "pass");
 	cr_expect_eq(rc, 0, "%s %s", probe.out, probe.err);
-}
-
-/* A loopback endpoint nobody listens on (for --listen). */
-static const char *
-free_ep(char *ep, size_t cap)
-{
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-	socklen_t al = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-
-	cr_assert(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0);
-	cr_assert(getsockname(fd, (struct sockaddr *)&a, &al) == 0);
-	snprintf(ep, cap, "tcp://127.0.0.1:%u", ntohs(a.sin_port));
-	close(fd);
-	return ep;
 }
 
 static const char *const plain_server_cases[] = {"plain-server.error",
@@ -543,9 +531,10 @@ Test(probe, listen_plain_server_refuses_libzmq_client)
 		char ep[64];
 		const char *name = plain_server_cases[i];
 		tool_reset(&probe);
-		tool_begin(&probe, "probe", "--limit", CASE_LIMIT, "--listen",
-		           free_ep(ep, sizeof(ep)), "--mechanism", "plain", "--type", "PUSH",
-		           "--username", "probe", "--password", "secret", "--case", name, NULL);
+		tool_begin(&probe, "probe", "--limit", CASE_LIMIT, "--listen", LISTEN_ANY,
+		           "--mechanism", "plain", "--type", "PUSH", "--username", "probe",
+		           "--password", "secret", "--case", name, NULL);
+		probe_listening(ep, sizeof(ep));
 		peer_begin(PROBE_PEER, "PUSH", ep, "--connect", "--plain-client", "probe:secret",
 		           NULL);
 		expect_plain_server_case(name, tool_wait(&probe, PROBE_WAIT_MS));
@@ -561,9 +550,10 @@ Test(probe, listen_plain_server_refuses_zring_cat)
 		const char *name = plain_server_cases[i];
 		tool_reset(&probe);
 		tool_reset(&cat);
-		tool_begin(&probe, "probe", "--limit", CASE_LIMIT, "--listen",
-		           free_ep(ep, sizeof(ep)), "--mechanism", "plain", "--type", "PUSH",
-		           "--username", "probe", "--password", "secret", "--case", name, NULL);
+		tool_begin(&probe, "probe", "--limit", CASE_LIMIT, "--listen", LISTEN_ANY,
+		           "--mechanism", "plain", "--type", "PUSH", "--username", "probe",
+		           "--password", "secret", "--case", name, NULL);
+		probe_listening(ep, sizeof(ep));
 		tool_begin(&cat, "cat", "-w", "-c", "PUSH", ep, "-o", "PLAIN_USERNAME=probe", "-o",
 		           "PLAIN_PASSWORD=secret", NULL);
 		expect_plain_server_case(name, wait_draining_cat());
@@ -597,11 +587,12 @@ static const struct server_case curve_client_cases[] = {
 	{"curve-server.nonce-of-ready", "pass"},    {"curve-server.message-bad-box", "pass"},
 };
 
-/* Starts `zring probe --listen EP --mechanism M --type PUSH ARGS...`; with
- * CURVE, key gets the server public key it prints for the client. */
-#define BEGIN_LISTEN(ep, mech, ...)                                                             \
-	tool_begin(&probe, "probe", "--limit", CASE_LIMIT, "--listen", ep, "--mechanism", mech, \
-	           "--type", "PUSH", __VA_ARGS__, NULL)
+/* Starts `zring probe --listen LISTEN_ANY --mechanism M --type PUSH
+ * ARGS...` and puts the endpoint it listens on into ep (a char array). */
+#define BEGIN_LISTEN(ep, mech, ...)                                                                \
+	(tool_begin(&probe, "probe", "--limit", CASE_LIMIT, "--listen", LISTEN_ANY, "--mechanism", \
+	            mech, "--type", "PUSH", __VA_ARGS__, NULL),                                    \
+	 probe_listening(ep, sizeof(ep)))
 #define CURVE_KEY_TAG "zring probe: CURVE server public key "
 
 /* After BEGIN_LISTEN with CURVE: a planted CURVE client in mode connects to
@@ -618,9 +609,8 @@ planted_curve_wait(const char *ep, const char *mode)
 
 /* The probe as the CURVE server with the options ARGS... against a planted
  * CURVE client in mode; the probe's exit status. ep: a char array. */
-#define PLANTED_CURVE_RUN(ep, mode, ...)                                                  \
-	(tool_reset(&probe), BEGIN_LISTEN(free_ep(ep, sizeof(ep)), "curve", __VA_ARGS__), \
-	 planted_curve_wait(ep, mode))
+#define PLANTED_CURVE_RUN(ep, mode, ...) \
+	(tool_reset(&probe), BEGIN_LISTEN(ep, "curve", __VA_ARGS__), planted_curve_wait(ep, mode))
 
 /* A refused libzmq or zring client gives up (no reconnection after a failed
  * handshake), so every case gets its own client process. */
@@ -630,7 +620,7 @@ Test(probe, listen_curve_server_libzmq_client)
 		const struct server_case *sc = &curve_client_cases[i];
 		char ep[64], key[64];
 		tool_reset(&probe);
-		BEGIN_LISTEN(free_ep(ep, sizeof(ep)), "curve", "--case", sc->name);
+		BEGIN_LISTEN(ep, "curve", "--case", sc->name);
 		tool_stderr_after(&probe, CURVE_KEY_TAG, key, sizeof(key), WAIT_MS);
 		peer_begin(PROBE_PEER, "PUSH", ep, "--connect", "--curve-client", key, NULL);
 		int rc = tool_wait(&probe, PROBE_WAIT_MS);
@@ -657,7 +647,7 @@ Test(probe, listen_curve_server_zring_cat_client)
 		char ep[64], key[64];
 		tool_reset(&probe);
 		tool_reset(&cat);
-		BEGIN_LISTEN(free_ep(ep, sizeof(ep)), "curve", "--case", name);
+		BEGIN_LISTEN(ep, "curve", "--case", name);
 		tool_stderr_after(&probe, CURVE_KEY_TAG, key, sizeof(key), WAIT_MS);
 		snprintf(o_srv, sizeof(o_srv), "CURVE_SERVERKEY=%s", key);
 		tool_begin(&cat, "cat", "-w", "-c", "PUSH", ep, "-o", o_srv, "-o", o_pub, "-o",
@@ -703,8 +693,8 @@ Test(probe, listen_plain_server_abuses_libzmq_client)
 		const struct server_case *sc = &plain_client_cases[i];
 		char ep[64];
 		tool_reset(&probe);
-		BEGIN_LISTEN(free_ep(ep, sizeof(ep)), "plain", "--username", "probe", "--password",
-		             "secret", "--case", sc->name);
+		BEGIN_LISTEN(ep, "plain", "--username", "probe", "--password", "secret", "--case",
+		             sc->name);
 		peer_begin(PROBE_PEER, "PUSH", ep, "--connect", "--plain-client", "probe:secret",
 		           NULL);
 		int rc = tool_wait(&probe, PROBE_WAIT_MS);
@@ -723,8 +713,8 @@ Test(probe, listen_plain_server_abuses_zring_cat)
 		char ep[64];
 		tool_reset(&probe);
 		tool_reset(&cat);
-		BEGIN_LISTEN(free_ep(ep, sizeof(ep)), "plain", "--username", "probe", "--password",
-		             "secret", "--case", name);
+		BEGIN_LISTEN(ep, "plain", "--username", "probe", "--password", "secret", "--case",
+		             name);
 		tool_begin(&cat, "cat", "-w", "-c", "PUSH", ep, "-o", "PLAIN_USERNAME=probe", "-o",
 		           "PLAIN_PASSWORD=secret", NULL);
 		int rc = wait_draining_cat();
