@@ -1248,10 +1248,9 @@ scenario_selected(const struct bench_opts *o, size_t s)
 	return false;
 }
 
-/* A summary CSV row: the figures (median, min, max) of each side, or blanks. */
 /* The machine's CPU time so far, in clock ticks, from /proc/stat's first
  * line: all of it, and what the hypervisor gave to others while this guest
- * had work (steal). On a shared VM that is what moves a run's ratios. */
+ * had work (steal). On a shared VM it is one of what moves a run's ratios. */
 struct bench_cpu {
 	unsigned long long total, steal;
 	bool ok;
@@ -1303,6 +1302,7 @@ steal_text(char *buf, size_t cap, double pct)
 		snprintf(buf, cap, ", steal %.0f%%", pct);
 }
 
+/* A summary CSV row: the figures (median, min, max) of each side, or blanks. */
 static void
 sum_row(FILE *sum, const char *scenario, const char *metric, const char *better,
         const struct bench_stat *z, const struct bench_stat *q, const double *ratio)
