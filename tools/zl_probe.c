@@ -178,8 +178,6 @@ compatible_type(int peer)
 	return ZR_DEALER;
 }
 
-/* Learns the peer's type (NULL: from its READY), ZMTP version and whether it
- * answers PING. Returns 0 or a negative code (unreachable). */
 /*
  * With --listen: the endpoint the probe really listens on, on stderr
  * ("zring probe: listening on tcp://127.0.0.1:41234"), so that a script can
@@ -211,6 +209,8 @@ say_listening(const struct pr_ctx *c, const char *endpoint)
 	}
 }
 
+/* Learns the peer's type (NULL: from its READY), ZMTP version and whether it
+ * answers PING. Returns 0 or a negative code (unreachable). */
 static int
 learn_peer(struct pr_ctx *c, char *why, size_t cap)
 {
