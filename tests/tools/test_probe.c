@@ -492,6 +492,13 @@ probe_listening(char *ep, size_t cap)
 	return tool_stderr_after(&probe, "zring probe: listening on ", ep, cap, WAIT_MS);
 }
 
+/* Starts `zring probe --listen LISTEN_ANY --mechanism M --type PUSH
+ * ARGS...` and puts the endpoint it listens on into ep (a char array). */
+#define BEGIN_LISTEN(ep, mech, ...)                                                                \
+	(tool_begin(&probe, "probe", "--limit", CASE_LIMIT, "--listen", LISTEN_ANY, "--mechanism", \
+	            mech, "--type", "PUSH", __VA_ARGS__, NULL),                                    \
+	 probe_listening(ep, sizeof(ep)))
+
 Test(probe, listen_for_a_connecting_peer)
 {
 	char ep[64];
@@ -531,10 +538,8 @@ Test(probe, listen_plain_server_refuses_libzmq_client)
 		char ep[64];
 		const char *name = plain_server_cases[i];
 		tool_reset(&probe);
-		tool_begin(&probe, "probe", "--limit", CASE_LIMIT, "--listen", LISTEN_ANY,
-		           "--mechanism", "plain", "--type", "PUSH", "--username", "probe",
-		           "--password", "secret", "--case", name, NULL);
-		probe_listening(ep, sizeof(ep));
+		BEGIN_LISTEN(ep, "plain", "--username", "probe", "--password", "secret", "--case",
+		             name);
 		peer_begin(PROBE_PEER, "PUSH", ep, "--connect", "--plain-client", "probe:secret",
 		           NULL);
 		expect_plain_server_case(name, tool_wait(&probe, PROBE_WAIT_MS));
@@ -550,10 +555,8 @@ Test(probe, listen_plain_server_refuses_zring_cat)
 		const char *name = plain_server_cases[i];
 		tool_reset(&probe);
 		tool_reset(&cat);
-		tool_begin(&probe, "probe", "--limit", CASE_LIMIT, "--listen", LISTEN_ANY,
-		           "--mechanism", "plain", "--type", "PUSH", "--username", "probe",
-		           "--password", "secret", "--case", name, NULL);
-		probe_listening(ep, sizeof(ep));
+		BEGIN_LISTEN(ep, "plain", "--username", "probe", "--password", "secret", "--case",
+		             name);
 		tool_begin(&cat, "cat", "-w", "-c", "PUSH", ep, "-o", "PLAIN_USERNAME=probe", "-o",
 		           "PLAIN_PASSWORD=secret", NULL);
 		expect_plain_server_case(name, wait_draining_cat());
@@ -587,12 +590,6 @@ static const struct server_case curve_client_cases[] = {
 	{"curve-server.nonce-of-ready", "pass"},    {"curve-server.message-bad-box", "pass"},
 };
 
-/* Starts `zring probe --listen LISTEN_ANY --mechanism M --type PUSH
- * ARGS...` and puts the endpoint it listens on into ep (a char array). */
-#define BEGIN_LISTEN(ep, mech, ...)                                                                \
-	(tool_begin(&probe, "probe", "--limit", CASE_LIMIT, "--listen", LISTEN_ANY, "--mechanism", \
-	            mech, "--type", "PUSH", __VA_ARGS__, NULL),                                    \
-	 probe_listening(ep, sizeof(ep)))
 #define CURVE_KEY_TAG "zring probe: CURVE server public key "
 
 /* After BEGIN_LISTEN with CURVE: a planted CURVE client in mode connects to
