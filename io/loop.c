@@ -5,6 +5,8 @@
  */
 #define _GNU_SOURCE /* liburing.h needs sigset_t; eventfd */
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,6 +53,30 @@ static char loop_tsan_rings; /* never read or written: its address is the token 
 #else
 #define LOOP_TSAN_MAPPED() ((void)0)
 #define LOOP_TSAN_UNMAPPED() ((void)0)
+#endif
+
+/*
+ * Under valgrind. Valgrind runs one thread at a time, and a thread gives
+ * the others their turn only in a system call valgrind knows may block;
+ * valgrind 3.19 (Debian 12's) does not count io_uring_enter among them, so
+ * an io thread asleep in it stops the whole process (the app thread that
+ * would wake it never runs). Under valgrind the loop sleeps in poll(2) on
+ * the ring's fd instead, on a ring without DEFER_TASKRUN (whose completions
+ * would wait for the enter that poll replaces), and enters the kernel only
+ * without waiting. And memcheck cannot see the kernel fill a receive
+ * buffer behind an io_uring op: each is marked defined when it is handed
+ * to the kernel. With valgrind's headers absent at build time, none of
+ * this (RUNNING_ON_VALGRIND is 0).
+ */
+#if defined(__has_include)
+#if __has_include(<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+#define LOOP_VALGRIND 1
+#endif
+#endif
+#ifndef LOOP_VALGRIND
+#define RUNNING_ON_VALGRIND 0
+#define VALGRIND_MAKE_MEM_DEFINED(addr, len) ((void)(addr), (void)(len))
 #endif
 
 #define LOOP_CQE_BATCH 64
@@ -170,7 +196,8 @@ loop_ring_init(struct zr__loop *l, unsigned sq_entries, unsigned flags)
 	/* Newest first; each step drops what an older kernel rejects (-EINVAL).
 	 * A shared loop (ZR__LOOP_SHARED) starts at COOP_TASKRUN: SINGLE_ISSUER
 	 * (and DEFER_TASKRUN, which needs it) would refuse any thread but the
-	 * first with -EEXIST. */
+	 * first with -EEXIST. So does a polled one: DEFER_TASKRUN completions
+	 * wait for an io_uring_enter, and poll(2) would not see them. */
 	static const unsigned flag_sets[] = {
 		/* TASKRUN_FLAG: the kernel flags completions waiting for us to
 		 * enter it, which the busy-poll watches (loop_spin). */
@@ -181,7 +208,7 @@ loop_ring_init(struct zr__loop *l, unsigned sq_entries, unsigned flags)
 		0,
 	};
 	unsigned cq = sq_entries * 4 < LOOP_CQ_MIN ? LOOP_CQ_MIN : sq_entries * 4;
-	size_t i = (flags & ZR__LOOP_SHARED) ? 2 : 0;
+	size_t i = (flags & ZR__LOOP_SHARED) || l->polled_wait ? 2 : 0;
 	int rc = -EINVAL;
 
 	for (; i < sizeof flag_sets / sizeof flag_sets[0]; i++) {
@@ -217,6 +244,7 @@ zr__loop_init(struct zr__loop *l, unsigned sq_entries, unsigned flags, zr__wake_
 	l->wake_cb = wake_cb;
 	l->wake_arg = wake_arg;
 	l->wake_op.cb = loop_wake_done;
+	l->polled_wait = (flags & ZR__LOOP_POLLED) != 0 || RUNNING_ON_VALGRIND != 0;
 
 	l->ring = malloc(sizeof *l->ring);
 	if (l->ring == NULL)
@@ -422,6 +450,31 @@ loop_spin(struct zr__loop *l, unsigned us, uint64_t deadline_ms)
 	}
 }
 
+/*
+ * zr__loop_run's wait in a polled loop (ZR__LOOP_POLLED, and every loop
+ * under valgrind): submits without waiting, then sleeps in poll(2) until a
+ * completion is posted or wait_ns passes (UINT64_MAX: no limit). A
+ * completion that needs this thread's task work wakes the poll too
+ * (COOP_TASKRUN's notification), and leaving it runs that work. 0, or what
+ * io_uring_submit failed with.
+ */
+static int
+loop_wait_polled(struct zr__loop *l, uint64_t wait_ns)
+{
+	struct io_uring *r = &l->ring->uring;
+	struct pollfd p = {.fd = r->ring_fd, .events = POLLIN};
+	uint64_t ms = wait_ns / 1000000u + (wait_ns % 1000000u != 0);
+	int rc = io_uring_submit(r);
+
+	if (rc < 0)
+		return rc;
+	if (wait_ns == 0 || io_uring_cq_ready(r) > 0)
+		return 0;
+	if (poll(&p, 1, wait_ns == UINT64_MAX ? -1 : ms > INT_MAX ? INT_MAX : (int)ms) < 0)
+		return -errno;
+	return 0;
+}
+
 /* Runs wake_cb once if a wake is pending: 1 if it did, else 0. */
 static int
 loop_take_wake(struct zr__loop *l)
@@ -474,7 +527,9 @@ zr__loop_run(struct zr__loop *l, uint64_t deadline_ms)
 		atomic_store(&l->sleeping, 1);
 	if (n > 0 || atomic_load(&l->woken) || io_uring_cq_ready(&l->ring->uring) > 0)
 		wait_ns = 0;
-	if (wait_ns == UINT64_MAX) {
+	if (l->polled_wait) {
+		rc = loop_wait_polled(l, wait_ns);
+	} else if (wait_ns == UINT64_MAX) {
 		rc = io_uring_submit_and_wait_timeout(&l->ring->uring, &cqe, 1, NULL, NULL);
 	} else {
 		ts.tv_sec = (long long)(wait_ns / 1000000000u);
@@ -532,7 +587,10 @@ zr__loop_fini(struct zr__loop *l)
 		struct io_uring_cqe *cqe;
 		struct __kernel_timespec ts = {.tv_sec = 0, .tv_nsec = 100L * 1000000};
 
-		io_uring_submit_and_wait_timeout(&l->ring->uring, &cqe, 1, &ts, NULL);
+		if (l->polled_wait)
+			(void)loop_wait_polled(l, (uint64_t)ts.tv_nsec);
+		else
+			io_uring_submit_and_wait_timeout(&l->ring->uring, &cqe, 1, &ts, NULL);
 		loop_reap(l);
 	}
 	if (fd >= 0)
@@ -555,6 +613,7 @@ zr__op_recv(struct zr__loop *l, struct zr__op *op, int fd, void *buf, size_t len
 
 	if (sqe == NULL)
 		return -EBUSY;
+	(void)VALGRIND_MAKE_MEM_DEFINED(buf, len);
 	io_uring_prep_recv(sqe, fd, buf, len, flags);
 	loop_track(l, op, sqe);
 	return 0;
@@ -567,6 +626,12 @@ zr__op_recvmsg(struct zr__loop *l, struct zr__op *op, int fd, struct msghdr *msg
 
 	if (sqe == NULL)
 		return -EBUSY;
+	for (size_t i = 0; RUNNING_ON_VALGRIND && i < msg->msg_iovlen; i++)
+		(void)VALGRIND_MAKE_MEM_DEFINED(msg->msg_iov[i].iov_base, msg->msg_iov[i].iov_len);
+	if (msg->msg_name != NULL)
+		(void)VALGRIND_MAKE_MEM_DEFINED(msg->msg_name, msg->msg_namelen);
+	if (msg->msg_control != NULL)
+		(void)VALGRIND_MAKE_MEM_DEFINED(msg->msg_control, msg->msg_controllen);
 	io_uring_prep_recvmsg(sqe, fd, msg, (unsigned)flags);
 	loop_track(l, op, sqe);
 	return 0;

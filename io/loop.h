@@ -75,16 +75,25 @@ struct zr__loop {
 	/* The loop's thread: until then (zr__now_ns; 0: none) it does not sleep
 	 * announced (zr__loop_moderate). */
 	uint64_t moderate_end_ns;
+	/* Sleeps in poll(2) on the ring's fd, not in io_uring_enter (under
+	 * valgrind: see io/loop.c). */
+	bool polled_wait;
 };
 
 /* zr__loop_init flags: the loop is run by more than one thread, one at a
  * time, each handing it to the next with a release/acquire pair (the
  * owner's lock or baton): no SINGLE_ISSUER, no registered ring fd. */
 #define ZR__LOOP_SHARED 1u
+/* zr__loop_init flags: the loop sleeps in poll(2) on the ring's fd rather
+ * than in io_uring_enter, on a ring without DEFER_TASKRUN. What a loop gets
+ * under valgrind whatever the flags (see io/loop.c); this flag asks for it
+ * outside valgrind, so its tests run in every build. */
+#define ZR__LOOP_POLLED 2u
 
 /*
  * Creates the ring on the calling thread (SINGLE_ISSUER | DEFER_TASKRUN when
- * the kernel has them and flags has no ZR__LOOP_SHARED, else COOP_TASKRUN,
+ * the kernel has them and flags has neither ZR__LOOP_SHARED nor
+ * ZR__LOOP_POLLED, else COOP_TASKRUN,
  * else plain) with sq_entries SQEs and a CQ four times as large, and the
  * wakeup eventfd. wake_cb (may be NULL) runs on the loop's thread after any
  * zr__loop_wake(). Returns 0 or -errno.

@@ -507,7 +507,7 @@ child_serve(int ctl, int res, rlim_t nofile)
 	struct rlimit rl;
 	zr_ctx *ctx;
 	zr_socket *pull;
-	char ep[128], buf[64];
+	char ep[128] = {0}, buf[64]; /* ep goes whole down the pipe */
 	size_t len = sizeof ep;
 	int t = 20, zero = 0;
 

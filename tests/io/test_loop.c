@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -15,6 +16,15 @@
 
 #include "io/endpoint.h"
 #include "io/loop.h"
+
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#endif
+#endif
+#ifndef RUNNING_ON_VALGRIND
+#define RUNNING_ON_VALGRIND 0
+#endif
 
 #define RUN_LIMIT_MS 10000
 
@@ -157,7 +167,8 @@ waker_main(void *arg)
 	return NULL;
 }
 
-Test(io_loop, wakes_a_sleeping_loop_from_another_thread_and_coalesces_wakes)
+static void
+wake_and_coalesce(unsigned flags)
 {
 	struct zr__loop l;
 	struct wake_count w;
@@ -168,7 +179,8 @@ Test(io_loop, wakes_a_sleeping_loop_from_another_thread_and_coalesces_wakes)
 
 	atomic_init(&w.calls, 0);
 	w.seen = 0;
-	cr_assert_eq(zr__loop_init(&l, 64, 0, wake_count_cb, &w), 0);
+	cr_assert_eq(zr__loop_init(&l, 64, flags, wake_count_cb, &w), 0);
+	cr_assert_eq(l.polled_wait, (flags & ZR__LOOP_POLLED) != 0 || RUNNING_ON_VALGRIND);
 	wk = (struct waker){.l = &l, .n = 1000};
 	t0 = zr__now_ms();
 	cr_assert_eq(pthread_create(&th, NULL, waker_main, &wk), 0);
@@ -186,6 +198,17 @@ Test(io_loop, wakes_a_sleeping_loop_from_another_thread_and_coalesces_wakes)
 	zr__loop_run(&l, zr__now_ms() + 50);
 	cr_assert_eq(atomic_load(&w.calls), calls);
 	zr__loop_fini(&l);
+}
+
+Test(io_loop, wakes_a_sleeping_loop_from_another_thread_and_coalesces_wakes)
+{
+	wake_and_coalesce(0);
+}
+
+/* ZR__LOOP_POLLED (what valgrind gets): the sleep is poll(2) on the ring. */
+Test(io_loop, a_polled_loop_wakes_from_another_thread_and_coalesces_wakes)
+{
+	wake_and_coalesce(ZR__LOOP_POLLED);
 }
 
 /* A moderated window (zr__loop_moderate): the loop does not announce that it
@@ -308,7 +331,7 @@ connect_pair(struct zr__loop *l, const char *text, int *client, int *server, int
 }
 
 static void
-round_trip(const char *text)
+round_trip(const char *text, unsigned flags)
 {
 	struct zr__loop l;
 	int c, s, lfd;
@@ -318,7 +341,7 @@ round_trip(const char *text)
 	struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
 	struct conn_side tx = {.op = {.cb = side_cb}}, rx = {.op = {.cb = side_cb}};
 
-	cr_assert_eq(zr__loop_init(&l, 64, 0, NULL, NULL), 0);
+	cr_assert_eq(zr__loop_init(&l, 64, flags, NULL, NULL), 0);
 	connect_pair(&l, text, &c, &s, &lfd);
 	cr_assert_eq(zr__op_sendmsg(&l, &tx.op, c, &msg, MSG_NOSIGNAL | MSG_WAITALL), 0);
 	cr_assert_eq(zr__op_recv(&l, &rx.op, s, in, sizeof in, MSG_WAITALL & 0), 0);
@@ -353,7 +376,7 @@ round_trip(const char *text)
 
 Test(io_loop, moves_bytes_over_tcp_loopback)
 {
-	round_trip("tcp://127.0.0.1:0");
+	round_trip("tcp://127.0.0.1:0", 0);
 }
 
 Test(io_loop, moves_bytes_over_tcp_ipv6_loopback)
@@ -363,7 +386,7 @@ Test(io_loop, moves_bytes_over_tcp_ipv6_loopback)
 	if (zr__endpoint_parse("tcp://[::1]:0", true, true, &ep) != 0 ||
 	    zr__endpoint_listen(&ep, 1) < 0)
 		cr_skip_test("no IPv6 loopback on this machine");
-	round_trip("tcp://[::1]:0");
+	round_trip("tcp://[::1]:0", 0);
 }
 
 Test(io_loop, moves_bytes_over_ipc_path)
@@ -371,7 +394,7 @@ Test(io_loop, moves_bytes_over_ipc_path)
 	char text[96];
 
 	snprintf(text, sizeof text, "ipc:///tmp/zring-test-%d.sock", (int)getpid());
-	round_trip(text);
+	round_trip(text, 0);
 	unlink(text + 6);
 }
 
@@ -380,7 +403,73 @@ Test(io_loop, moves_bytes_over_ipc_abstract_name)
 	char text[96];
 
 	snprintf(text, sizeof text, "ipc://@zring-test-%d", (int)getpid());
-	round_trip(text);
+	round_trip(text, 0);
+}
+
+Test(io_loop, a_polled_loop_moves_bytes_over_tcp_loopback)
+{
+	round_trip("tcp://127.0.0.1:0", ZR__LOOP_POLLED);
+}
+
+/* A polled loop asleep: the completion of a receive (the peer writes from
+ * another thread) must end its poll(2), as it ends io_uring_enter's wait.
+ * Else only the writer's rescue wake, RUN_LIMIT_MS later, ends it, and the
+ * test fails on that. */
+struct late_writer {
+	int fd;
+	struct zr__loop *l;
+	atomic_int finished; /* the loop saw the receive */
+	atomic_int rescued;  /* the writer had to wake the loop */
+};
+
+static void *
+late_writer_main(void *arg)
+{
+	struct late_writer *w = arg;
+
+	usleep(20000); /* the loop is asleep by now, most likely */
+	cr_assert_eq(write(w->fd, "x", 1), 1);
+	for (int i = 0; i < RUN_LIMIT_MS / 10 && !atomic_load(&w->finished); i++)
+		usleep(10000);
+	if (!atomic_load(&w->finished)) {
+		atomic_store(&w->rescued, 1);
+		zr__loop_wake(w->l);
+	}
+	return NULL;
+}
+
+Test(io_loop, a_polled_loop_asleep_wakes_for_a_completion)
+{
+	struct zr__loop l;
+	struct late_writer w;
+	struct conn_side rx = {.op = {.cb = side_cb}};
+	pthread_t th;
+	char in[4];
+	int c, s, lfd;
+
+	cr_assert_eq(zr__loop_init(&l, 64, ZR__LOOP_POLLED, NULL, NULL), 0);
+	connect_pair(&l, "tcp://127.0.0.1:0", &c, &s, &lfd);
+	cr_assert_eq(zr__op_recv(&l, &rx.op, s, in, sizeof in, 0), 0);
+	w = (struct late_writer){.fd = c, .l = &l};
+	atomic_init(&w.finished, 0);
+	atomic_init(&w.rescued, 0);
+	cr_assert_eq(pthread_create(&th, NULL, late_writer_main, &w), 0);
+	/* Each wait could last twice the rescue's delay; the first one should
+	 * end some 20 ms in. */
+	for (uint64_t give_up = zr__now_ms() + 4 * RUN_LIMIT_MS; !rx.done;) {
+		cr_assert_lt(zr__now_ms(), give_up,
+		             "neither the completion nor the rescue woke it");
+		cr_assert_geq(zr__loop_run(&l, zr__now_ms() + 2 * RUN_LIMIT_MS), 0);
+	}
+	atomic_store(&w.finished, 1);
+	pthread_join(th, NULL);
+	cr_assert_eq(atomic_load(&w.rescued), 0, "only the rescue wake ended the poll");
+	cr_assert_eq(rx.res, 1);
+	cr_assert_eq(in[0], 'x');
+	close(c);
+	close(s);
+	close(lfd);
+	zr__loop_fini(&l);
 }
 
 Test(io_loop, teardown_cancels_a_pending_receive_and_runs_its_callback)
