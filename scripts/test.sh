@@ -13,6 +13,8 @@
 #      find_package(zring), shared and static, must run
 #   9. clang build with -DZR_TLS=OFF (no OpenSSL), -Werror; its build tests
 #      (tls:// refused, libssl not mapped) and the TLS tests' skip  -> build/notls
+#  10. valgrind's memcheck over build/gcc (scripts/valgrind.sh): a native
+#      pair and the zmq.h drop-in over tcp://, and a set of the suites
 # Every step runs even when an earlier one failed; the last line says what
 # failed, and the exit status is non-zero if anything did.
 #
@@ -172,6 +174,7 @@ step tsan tsan_build
 step fuzz fuzz_run
 step install scripts/check-install.sh build/gcc
 step notls notls_build
+step valgrind scripts/valgrind.sh build/gcc
 
 printf '\n==== summary\n'
 printf '%s\n' "${results[@]}"
