@@ -1,7 +1,8 @@
 /*
  * io/loop: timers, cross-thread wakeups, and real sockets on loopback driven
  * from the ring: accept, connect, send, receive, cancellation, and the
- * kernel's flow control when nobody arms a receive.
+ * kernel's flow control when nobody arms a receive. The wakeups and a round
+ * trip again on a polled loop (ZR__LOOP_POLLED: the wait valgrind gets).
  */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
@@ -428,7 +429,8 @@ late_writer_main(void *arg)
 	struct late_writer *w = arg;
 
 	usleep(20000); /* the loop is asleep by now, most likely */
-	cr_assert_eq(write(w->fd, "x", 1), 1);
+	/* Not an assert off the test's thread: the test checks what came. */
+	(void)!write(w->fd, "x", 1);
 	for (int i = 0; i < RUN_LIMIT_MS / 10 && !atomic_load(&w->finished); i++)
 		usleep(10000);
 	if (!atomic_load(&w->finished)) {
