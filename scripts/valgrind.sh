@@ -2,7 +2,8 @@
 # Memcheck over zring (test.sh's step "valgrind"; needs the build's tests and
 # benchmarks, so a build with ZR_BENCH=ON such as test.sh's build/gcc):
 #   - a native PUSH/PULL pair over tcp:// (bench_zr), both processes under
-#     valgrind: the io thread, the handoff rings, the ZMTP codec;
+#     valgrind: the io thread, the handoff rings, the ZMTP codec; and the
+#     same pair on CURVE (handshake, and a box per message);
 #   - the libzmq drop-in: bench_zmqapi, a program built against zmq.h and
 #     the system's libzmq, run on compat/'s libzmq.so.5 (LD_LIBRARY_PATH), as
 #     a libzmq user would run their own program under valgrind;
@@ -58,15 +59,17 @@ vgrun() {
 
 # pair NAME LIBDIR BINARY PATTERN: a receiver and a sender of 20,000
 # messages of 64 B over tcp://, both under valgrind; LIBDIR ("" for none)
-# goes first on the library path.
+# goes first on the library path. A CURVE receiver says its public key after
+# its endpoint ("READY <endpoint> <key>"), and the sender takes it last.
 pair() {
-	local name=$1 lib=$2 bin=$3 pat=$4 ep="" rc=0 pid
+	local name=$1 lib=$2 bin=$3 pat=$4 ep="" key="" rc=0 pid
 	local env=(env ${lib:+"LD_LIBRARY_PATH=$lib"})
 	"${env[@]}" "${vg[@]}" "--log-file=$logs/$name-recv.%p.vg" \
 		"$bin" thr-recv "$pat" tcp://127.0.0.1:0 20000 64 >"$logs/$name-recv.out" 2>&1 &
 	pid=$!
 	for _ in $(seq 600); do
 		ep=$(sed -n 's/^READY \([^ ]*\).*/\1/p' "$logs/$name-recv.out")
+		key=$(sed -n 's/^READY [^ ]* \(.*\)/\1/p' "$logs/$name-recv.out")
 		[[ -n $ep ]] && break
 		sleep 0.1
 	done
@@ -76,7 +79,7 @@ pair() {
 		return 1
 	fi
 	timeout -s KILL "$limit" "${env[@]}" "${vg[@]}" "--log-file=$logs/$name-send.%p.vg" \
-		"$bin" thr-send "$pat" "$ep" 20000 64 >"$logs/$name-send.out" 2>&1 || rc=1
+		"$bin" thr-send "$pat" "$ep" 20000 64 ${key:+"$key"} >"$logs/$name-send.out" 2>&1 || rc=1
 	wait "$pid" || rc=1
 	grep -h '^RESULT' "$logs/$name"-*.out | cut -c1-110
 	return $rc
@@ -95,6 +98,7 @@ check() {
 }
 
 check native-pair pair native "" "$dir/bench/bench_zr" pushpull
+check curve-pair pair curve "" "$dir/bench/bench_zr" pushpull-curve
 check drop-in-pair pair dropin "$dir/compat" "$dir/bench/bench_zmqapi" pushpull
 if ! grep -q 'zring=1' "$logs/dropin-recv.out" || ! grep -q 'zring=1' "$logs/dropin-send.out"; then
 	echo "FAIL  drop-in-pair: did not run on zring's libzmq.so.5"
