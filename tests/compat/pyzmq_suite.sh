@@ -182,7 +182,7 @@ fi
 mapfile -t again <"$work/unexpected"
 set +e
 "${env_run[@]}" "$python" -m pytest -q -p no:cacheprovider --timeout=60 \
-	-o junit_logging=all --junitxml="$work/rerun.xml" "${again[@]}" >"$work/rerun.log" 2>&1
+	"${again[@]}" >"$work/rerun.log" 2>&1
 rerun=$?
 set -e
 if ((rerun == 0)); then
