@@ -21,9 +21,11 @@
 #
 # Usage: pyzmq_suite.sh [--lib DIR | --system] [--python PY] [--known FILE]
 #                       [--preload LIB] [--deselect FILE] [--keep]
-#                       [-- PYTEST-ARGS...]
+#                       [--tests DIR] [-- PYTEST-ARGS...]
 # --known FILE (may repeat): known failures, the files read together.
 # --deselect FILE: node ids (one a line, '#' comments) not to run.
+# --tests DIR: run DIR's tests instead of pyzmq's (the harness's own test,
+#   tests/compat/pyzmq_harness_test.sh).
 # Exit: 0 as expected, 1 unexpected failures, 77 pyzmq's tests not installed.
 set -euo pipefail
 
@@ -34,6 +36,7 @@ known=()
 preload=
 deselect=()
 keep=0
+tests=
 while (($#)); do
 	case $1 in
 	--lib) lib=$(realpath "$2"); shift 2 ;;
@@ -49,6 +52,7 @@ while (($#)); do
 		done <"$2"
 		shift 2 ;;
 	--keep) keep=1; shift ;;
+	--tests) tests=$(realpath "$2"); shift 2 ;;
 	--) shift; break ;;
 	*) echo "pyzmq_suite.sh: unknown argument $1" >&2; exit 2 ;;
 	esac
@@ -57,8 +61,9 @@ done
 
 pkg=$("$python" -c 'import os, zmq; print(os.path.dirname(zmq.__file__))') ||
 	{ echo "pyzmq_suite.sh: $python cannot import zmq (install python3-zmq)" >&2; exit 1; }
-if [[ ! -d $pkg/tests ]]; then
-	echo "pyzmq_suite.sh: $pkg/tests not there: this pyzmq ships no tests" >&2
+tests=${tests:-$pkg/tests}
+if [[ ! -d $tests ]]; then
+	echo "pyzmq_suite.sh: $tests not there: this pyzmq ships no tests" >&2
 	exit 77
 fi
 "$python" -c 'import pytest, pytest_timeout, tornado' 2>/dev/null ||
@@ -70,7 +75,7 @@ if ((keep)); then
 else
 	trap 'rm -rf "$work"' EXIT
 fi
-cp -r "$pkg/tests" "$work/tests"
+cp -r "$tests" "$work/tests"
 
 env_run=(env -u LD_PRELOAD)
 if ((system)); then
