@@ -727,6 +727,10 @@ struct zc_socket {
 	int wake_fd;            /* eventfd: the first peer came, POLLOUT may be on */
 	int ep_fd;              /* ZMQ_FD, made on first use; -1 before */
 	unsigned ops;           /* sends and receives, see zc_ops */
+	/* No REQ/REP turn to keep (not REQ, REP): sends and receives, where
+	 * the type has them, take the one-pass paths (zc_send_fast,
+	 * zc_fast_frame). */
+	bool fast_tx, fast_rx;
 };
 
 /* A connection zring reported: its fd, its endpoint (hashed), handshaken. */
@@ -834,6 +838,8 @@ zmq_socket(void *ctx, int type)
 	pthread_mutex_init(&s->mon_mu, NULL);
 	s->ep_fd = -1;
 	s->type = type;
+	s->fast_tx = type != ZMQ_REQ && type != ZMQ_REP && zc_can_send(type);
+	s->fast_rx = type != ZMQ_REQ && type != ZMQ_REP && zc_can_recv(type);
 	s->ctx = c;
 	s->sndtimeo = -1;
 	s->rcvtimeo = -1;
@@ -1378,6 +1384,21 @@ zc_wait_frame(struct zc_socket *s, int flags)
 	}
 }
 
+/*
+ * A frame in hand at once in one pass, on a socket with no REQ/REP turn
+ * (zc_socket's fast_rx): true. false: nothing happened that zc_wait_frame does
+ * not do again, and it then waits for one, or reports, as ever. Per 64 B
+ * zmq_msg_recv this is about 40 instructions fewer (callgrind).
+ */
+static bool
+zc_fast_frame(struct zc_socket *s)
+{
+	if (!s->fast_rx || zc_terminating(s->ctx))
+		return false;
+	zc_ops(s);
+	return zc_have_frame(s) || zc_fetch(s) == 0;
+}
+
 /* The frame at in_next is consumed: the next one, RCVMORE, and past a whole
  * message the REQ/REP turn. */
 static void
@@ -1437,9 +1458,11 @@ zmq_msg_recv(zmq_msg_t *msg, void *sock, int flags)
 	else
 		zmq_msg_close(msg);
 	zc_msg_set_empty(m);
-	err = zc_wait_frame(s, flags);
-	if (err != 0)
-		return zc_fail(err);
+	if (!zc_fast_frame(s)) {
+		err = zc_wait_frame(s, flags);
+		if (err != 0)
+			return zc_fail(err);
+	}
 	zc_take_frame(s, m);
 	return m->size > INT_MAX ? INT_MAX : (int)m->size;
 }
@@ -1462,9 +1485,11 @@ zmq_recv(void *sock, void *buf, size_t len, int flags)
 		return zc_fail(ENOTSOCK);
 	if (buf == NULL && len > 0)
 		return zc_fail(EFAULT);
-	err = zc_wait_frame(s, flags);
-	if (err != 0)
-		return zc_fail(err);
+	if (!zc_fast_frame(s)) {
+		err = zc_wait_frame(s, flags);
+		if (err != 0)
+			return zc_fail(err);
+	}
 	f = zr_msg_frame(s->in->rx, s->in_next, &flen);
 	if (buf != NULL && len > 0 && flen > 0)
 		memcpy(buf, f, flen < len ? flen : len);
@@ -1711,6 +1736,27 @@ zc_send_frame(struct zc_socket *s, const void *data, size_t len, int flags, stru
 	return 0;
 }
 
+/*
+ * The throughput idiom's send in one pass: a whole message of one frame,
+ * on a socket with no REQ/REP turn (zc_socket's fast_tx) and no message being
+ * gathered, goes by zring's one-frame send if it can at once. true: it
+ * went. false: nothing happened that the general path (zc_send_frame) does
+ * not do again, and it then waits, or reports, as ever. Per 64 B
+ * zmq_msg_send this is about 90 instructions fewer than zc_send_frame and
+ * zc_send_out (callgrind).
+ */
+static bool
+zc_send_fast(struct zc_socket *s, const void *data, size_t len, int flags)
+{
+	if (!s->fast_tx || s->out != NULL || (flags & ZMQ_SNDMORE) || zc_terminating(s->ctx))
+		return false;
+	zc_ops(s);
+	if (zr_send_bytes(s->zr, data, len, ZR_DONTWAIT) != 0)
+		return false;
+	atomic_store_explicit(&s->fresh_peer, false, memory_order_relaxed);
+	return true;
+}
+
 ZC_API int
 zmq_send(void *sock, const void *buf, size_t len, int flags)
 {
@@ -1721,6 +1767,8 @@ zmq_send(void *sock, const void *buf, size_t len, int flags)
 		return zc_fail(ENOTSOCK);
 	if (buf == NULL && len > 0)
 		return zc_fail(EFAULT);
+	if (zc_send_fast(s, buf, len, flags))
+		return len > INT_MAX ? INT_MAX : (int)len;
 	err = zc_send_frame(s, buf, len, flags, NULL);
 	if (err != 0)
 		return zc_fail(err);
@@ -1738,6 +1786,7 @@ zmq_msg_send(zmq_msg_t *msg, void *sock, int flags)
 {
 	struct zc_socket *s = zc_sock_of(sock);
 	struct zc_msg *m = zc_msg(msg);
+	struct zc_content *keep;
 	size_t len;
 	int err;
 
@@ -1746,9 +1795,15 @@ zmq_msg_send(zmq_msg_t *msg, void *sock, int flags)
 	if (!zc_msg_valid(m))
 		return zc_fail(EFAULT);
 	len = m->size;
-	err = zc_send_frame(s, zc_msg_bytes(m), len, flags,
-	                    m->kind == ZC_MSG_SHARED && m->content->kind == ZC_EXT ? m->content
-	                                                                           : NULL);
+	keep = m->kind == ZC_MSG_SHARED && m->content->kind == ZC_EXT ? m->content : NULL;
+	/* Copied (not an init_data frame's content kept), it may go at once. */
+	if (keep == NULL && zc_send_fast(s, zc_msg_bytes(m), len, flags)) {
+		if (m->kind == ZC_MSG_SHARED)
+			zc_content_release(m->content);
+		zc_msg_set_empty(m);
+		return len > INT_MAX ? INT_MAX : (int)len;
+	}
+	err = zc_send_frame(s, zc_msg_bytes(m), len, flags, keep);
 	if (err != 0)
 		return zc_fail(err);
 	/* Copied, or held by zring (zc_send_frame): this reference goes. */

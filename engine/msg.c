@@ -323,8 +323,11 @@ zr__msg_move_small(zr_msg *dst, zr_msg *src)
 		return false;
 	if (src->len > 0)
 		memcpy(dst->data, src->data, src->len);
-	for (uint32_t i = 0; i < src->nframes; i++)
-		dst->inl[i] = src->inl[i];
+	/* One frame, the common case, without the call the loop became. */
+	if (src->nframes == 1)
+		dst->inl[0] = src->inl[0];
+	else
+		memcpy(dst->inl, src->inl, src->nframes * sizeof src->inl[0]);
 	dst->nframes = src->nframes;
 	dst->len = src->len;
 	dst->meta = src->meta;

@@ -92,10 +92,10 @@ sock_queues(struct zr_socket *s)
 {
 	int rc;
 
-	size_t tx_cap = s->opt.sndhwm > 0 ? (size_t)s->opt.sndhwm : 1024;
-
 	if (s->queues_ready)
 		return 0;
+
+	size_t tx_cap = s->opt.sndhwm > 0 ? (size_t)s->opt.sndhwm : 1024;
 	/* The app -> io handoff. Types that wait for room (PUSH, DEALER, ...)
 	 * get SNDHWM slots, so what waits there stays near libzmq's bound.
 	 * Types that never wait (PUB, XPUB, ROUTER: tx_burst) have each peer's

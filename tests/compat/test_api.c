@@ -131,6 +131,103 @@ Test(compat, msg_recv_reuses_and_empties)
 	cr_assert_eq(zmq_ctx_term(ctx), 0);
 }
 
+/*
+ * The one-pass paths of zmq_send / zmq_msg_send and zmq_recv / zmq_msg_recv
+ * (a one-frame message on a socket with no REQ/REP turn) hand over to the
+ * general ones at every edge: a full pipe (EAGAIN, the zmq_msg_t still the
+ * caller's, as in libzmq), a message being gathered (SNDMORE), frames of a
+ * message in hand, a type that cannot send or receive, and a terminated
+ * context. Order and bytes hold across both paths.
+ */
+Test(compat, one_pass_paths_hand_over_at_every_edge)
+{
+	void *ctx = zmq_ctx_new();
+	void *push = sock_new(ctx, ZMQ_PUSH);
+	void *pull = sock_new(ctx, ZMQ_PULL);
+	int hwm = 2, sent = 0, n;
+	char body[64], buf[128];
+	zmq_msg_t m;
+
+	cr_assert_eq(zmq_setsockopt(push, ZMQ_SNDHWM, &hwm, sizeof hwm), 0);
+	cr_assert_eq(zmq_setsockopt(pull, ZMQ_RCVHWM, &hwm, sizeof hwm), 0);
+	cr_assert_eq(zmq_bind(pull, "inproc://one-pass"), 0);
+	cr_assert_eq(zmq_connect(push, "inproc://one-pass"), 0);
+
+	/* Until the pipe is full: EAGAIN, and the message stays the caller's. */
+	for (;;) {
+		snprintf(body, sizeof body, "%063d", sent);
+		cr_assert_eq(zmq_msg_init_size(&m, 64), 0);
+		memcpy(zmq_msg_data(&m), body, 64);
+		n = zmq_msg_send(&m, push, ZMQ_DONTWAIT);
+		if (n < 0)
+			break;
+		cr_assert_eq(n, 64);
+		cr_assert_eq(zmq_msg_size(&m), 0, "a sent message is emptied");
+		sent++;
+		cr_assert_lt(sent, 10000, "the pipe never filled");
+	}
+	cr_assert_eq(zmq_errno(), EAGAIN);
+	cr_assert_geq(sent, hwm);
+	cr_assert_eq(zmq_msg_size(&m), 64);
+	cr_assert(memcmp(zmq_msg_data(&m), body, 64) == 0);
+	cr_assert_eq(zmq_send(push, "x", 1, ZMQ_DONTWAIT), -1);
+	cr_assert_eq(zmq_errno(), EAGAIN);
+
+	/* Drained in order, through both receive calls. */
+	for (int i = 0; i < sent; i++) {
+		char want[64];
+
+		snprintf(want, sizeof want, "%063d", i);
+		if (i % 2 == 0) {
+			n = zmq_recv(pull, buf, sizeof buf, 0);
+			cr_assert_eq(n, 64);
+			cr_assert(memcmp(buf, want, 64) == 0, "message %d", i);
+		} else {
+			zmq_msg_t r;
+
+			cr_assert_eq(zmq_msg_init(&r), 0);
+			cr_assert_eq(zmq_msg_recv(&r, pull, 0), 64);
+			cr_assert(memcmp(zmq_msg_data(&r), want, 64) == 0, "message %d", i);
+			cr_assert_eq(zmq_msg_close(&r), 0);
+		}
+	}
+	/* The one refused goes now; then a gathered message between two
+	 * single ones, its frames one at a time. */
+	cr_assert_eq(zmq_msg_send(&m, push, 0), 64);
+	send_str(push, "a", ZMQ_SNDMORE);
+	send_str(push, "b", 0);
+	send_str(push, "c", 0);
+	n = zmq_recv(pull, buf, sizeof buf, 0);
+	cr_assert_eq(n, 64);
+	cr_assert(memcmp(buf, body, 64) == 0);
+	recv_str(pull, "a", 1);
+	recv_str(pull, "b", 0);
+	recv_str(pull, "c", 0);
+	cr_assert_eq(zmq_recv(pull, buf, sizeof buf, ZMQ_DONTWAIT), -1);
+	cr_assert_eq(zmq_errno(), EAGAIN);
+
+	/* A type without the direction. */
+	cr_assert_eq(zmq_send(pull, "x", 1, 0), -1);
+	cr_assert_eq(zmq_errno(), ENOTSUP);
+	cr_assert_eq(zmq_recv(push, buf, sizeof buf, 0), -1);
+	cr_assert_eq(zmq_errno(), ENOTSUP);
+
+	/* A terminated context: ETERM, with the pipe free and a message there. */
+	send_str(push, "late", 0);
+	cr_assert_eq(zmq_ctx_shutdown(ctx), 0);
+	cr_assert_eq(zmq_send(push, "x", 1, ZMQ_DONTWAIT), -1);
+	cr_assert_eq(zmq_errno(), ETERM);
+	cr_assert_eq(zmq_msg_init_size(&m, 64), 0);
+	cr_assert_eq(zmq_msg_send(&m, push, ZMQ_DONTWAIT), -1);
+	cr_assert_eq(zmq_errno(), ETERM);
+	cr_assert_eq(zmq_msg_close(&m), 0);
+	cr_assert_eq(zmq_recv(pull, buf, sizeof buf, ZMQ_DONTWAIT), -1);
+	cr_assert_eq(zmq_errno(), ETERM);
+	zmq_close(push);
+	zmq_close(pull);
+	cr_assert_eq(zmq_ctx_term(ctx), 0);
+}
+
 Test(compat, req_rep_and_efsm)
 {
 	void *ctx = zmq_ctx_new();
