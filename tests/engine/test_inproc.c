@@ -545,6 +545,57 @@ Test(inproc, a_full_receiver_holds_the_sender_at_exactly_the_hwms)
 	recv_str(pull, "after");
 }
 
+/*
+ * zr_send_bytes that must wait keeps the message it had filled for the next
+ * try (engine/socket.c): whatever that try's size, smaller, larger than the
+ * kept buffer or over what a spare keeps, it carries its own bytes and
+ * nothing of the refused one's; and a socket closed with one kept frees it
+ * (AddressSanitizer and valgrind runs of this suite).
+ */
+Test(inproc, a_refused_send_keeps_its_message_for_the_next_of_any_size)
+{
+	zr_socket *push = ctx_open(ZR_PUSH), *pull = ctx_open(ZR_PULL);
+	static const size_t sizes[] = {64, 1, 10000, 0, 3000, 64, 5000};
+	const size_t n = sizeof sizes / sizeof sizes[0];
+	static char body[10000], got[10000];
+
+	sopt_int(push, ZR_SNDHWM, 2);
+	sopt_int(pull, ZR_RCVHWM, 2);
+	cr_assert_eq(zr_bind(pull, "inproc://held"), 0);
+	cr_assert_eq(zr_connect(push, "inproc://held"), 0);
+	for (size_t i = 0; i + 1 < n; i++) {
+		int queued = 0;
+
+		/* The pipe full (the first time, once it is up)... */
+		for (;;) {
+			int rc = zr_send_bytes(push, "q", 1, ZR_DONTWAIT);
+
+			if (rc == -EAGAIN && queued > 0)
+				break;
+			cr_assert(rc == 0 || rc == -EAGAIN, "%s", zr_strerror(rc));
+			queued += rc == 0;
+			cr_assert_lt(queued, 10000, "the sender was never held back");
+		}
+		/* ... a message of one size refused ... */
+		memset(body, 'a' + (int)i, sizes[i]);
+		cr_assert_eq(zr_send_bytes(push, body, sizes[i], ZR_DONTWAIT), -EAGAIN);
+		for (int k = 0; k < queued; k++)
+			recv_str(pull, "q");
+		/* ... and the next, of another, carries its own bytes only. */
+		memset(body, 'A' + (int)i, sizes[i + 1]);
+		cr_assert_eq(zr_send_bytes(push, body, sizes[i + 1], 0), 0);
+		cr_assert_eq(zr_recv_bytes(pull, got, sizeof got, 0), (int)sizes[i + 1],
+		             "after %zu octets refused", sizes[i]);
+		cr_assert(memcmp(got, body, sizes[i + 1]) == 0, "%zu octets after %zu refused",
+		          sizes[i + 1], sizes[i]);
+		no_message(pull, 20);
+	}
+	/* One kept at close: freed with the socket. */
+	while (zr_send_bytes(push, "q", 1, ZR_DONTWAIT) == 0)
+		;
+	cr_assert_eq(zr_send_bytes(push, body, 5000, ZR_DONTWAIT), -EAGAIN);
+}
+
 /* The same with the byte budgets binding first (HWMs far away): a message
  * of 1000 octets costs 1016 (its span). */
 Test(inproc, a_full_receiver_holds_the_sender_at_the_byte_budgets)
