@@ -627,9 +627,6 @@ struct zr_socket {
 
 	/* app thread only */
 	struct zr__eplist *bound, *connected; /* for zr_unbind / zr_disconnect */
-	/* The message a zr_send_bytes that could not go had filled: the next
-	 * one takes it (freed with the socket). */
-	zr_msg *tx_held;
 
 	/* io thread only */
 	bool listed;                   /* on the ctx's list */

@@ -1071,29 +1071,17 @@ zr_send_bytes(zr_socket *s, const void *data, size_t len, int flags)
 	/* Counted from its first touch of the socket (the spare ring), not
 	 * only around the send: a context freed meanwhile must wait for it. */
 	sock_call_enter(s, SOCK_CALL_TX);
-	m = s->tx_held;
-	s->tx_held = NULL;
-	if (m == NULL && s->queues_ready) {
-		m = zr__spsc_pop(&s->tx_spare);
-		if (m != NULL)
-			sock_spare_prefetch(&s->tx_spare);
-	}
-	if (m != NULL)
+	m = s->queues_ready ? zr__spsc_pop(&s->tx_spare) : NULL;
+	if (m != NULL) {
+		sock_spare_prefetch(&s->tx_spare);
 		zr__msg_fit(m, len);
+	}
 	rc = m != NULL ? 0 : zr_msg_new(&m);
 	if (rc == 0)
 		rc = zr_msg_add(m, data, len);
 	if (rc == 0)
 		rc = sock_send(s, &m, sock_deadline(flags, s->opt.sndtimeo_ms), -1);
-	/* A send that must wait is tried again (a ZR_DONTWAIT loop, the
-	 * drop-in's first try before it waits): its message stays for that
-	 * try, rather than a free here of what the io thread allocated and a
-	 * malloc there of the next spare. */
-	if (rc == -EAGAIN && m != NULL && zr__msg_recycle_keep(m, SOCK_SPARE_BUF_MAX)) {
-		s->tx_held = m;
-		m = NULL;
-	}
-	zr_msg_free(m); /* NULL once sent or held */
+	zr_msg_free(m); /* NULL once sent */
 	return sock_call_leave(s, SOCK_CALL_TX, rc);
 }
 
@@ -1928,7 +1916,6 @@ zr__sock_io_free(struct zr_socket *s)
 	free(ls);
 	zr__inproc_unbind(s, NULL);
 	zr_msg_free(s->pending);
-	zr_msg_free(s->tx_held); /* the app is done with the socket */
 	zr__meta_unref_n(s->rx_meta_owed, s->rx_meta_owed_n);
 	if (s->queues_ready) {
 		while ((m = zr__spsc_pop(&s->tx)) != NULL)

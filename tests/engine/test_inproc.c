@@ -546,10 +546,10 @@ Test(inproc, a_full_receiver_holds_the_sender_at_exactly_the_hwms)
 }
 
 /*
- * zr_send_bytes that must wait keeps the message it had filled for the next
- * try (engine/socket.c): whatever that try's size, smaller, larger than the
- * kept buffer or over what a spare keeps, it carries its own bytes and
- * nothing of the refused one's; and a socket closed with one kept frees it
+ * A zr_send_bytes refused for want of room leaves nothing behind: the next
+ * send, whatever its size against the refused one's (smaller, larger, over
+ * a spare's 4 KiB, empty), carries its own bytes and nothing of the
+ * refused one's; and a socket closed right after a refusal leaks nothing
  * (AddressSanitizer and valgrind runs of this suite).
  */
 Test(inproc, a_refused_send_keeps_its_message_for_the_next_of_any_size)
@@ -590,7 +590,7 @@ Test(inproc, a_refused_send_keeps_its_message_for_the_next_of_any_size)
 		          sizes[i + 1], sizes[i]);
 		no_message(pull, 20);
 	}
-	/* One kept at close: freed with the socket. */
+	/* Closed right after a refusal. */
 	while (zr_send_bytes(push, "q", 1, ZR_DONTWAIT) == 0)
 		;
 	cr_assert_eq(zr_send_bytes(push, body, 5000, ZR_DONTWAIT), -EAGAIN);
