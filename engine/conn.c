@@ -556,6 +556,47 @@ conn_frame(struct zr__conn *c, const struct zr_zmtp_event *ev)
 	return 0;
 }
 
+/* Whole one-frame messages taken per zr_zmtp_feed_msgs call. */
+#define CONN_RX_BATCH 64
+
+/*
+ * The codec's fast path: the one-frame messages at c->in + *off that are
+ * all there, taken with one codec call instead of an event apiece (a 1 B
+ * receiver's io thread spent ~250 of its ~525 instructions per message on
+ * the codec call, the event and its frame's assembly: callgrind). *off
+ * moves past the messages taken. Returns 0 (every one the codec gave, if
+ * any, taken), 1 (the socket is full: the last one taken waits in
+ * rx_ready, the rest go back to the codec to be fed again) or <0.
+ */
+static int
+conn_decode_msgs(struct zr__conn *c, size_t *off, uint64_t now)
+{
+	struct zr_zmtp_msg batch[CONN_RX_BATCH];
+	const uint8_t *in = c->in + *off;
+	size_t used, n;
+
+	n = zr_zmtp_feed_msgs(&c->z, in, c->in_len - *off, &used, batch, CONN_RX_BATCH, now);
+	for (size_t i = 0; i < n; i++) {
+		/* No message is open (the codec is between messages), and the
+		 * frame is small: conn_frame's way, in fewer steps. */
+		int rc = conn_rx_msg_start(c, batch[i].len);
+
+		if (rc == 0)
+			rc = zr_msg_add(c->rx_msg, batch[i].data, batch[i].len);
+		if (rc == 0)
+			rc = conn_rx_msg_end(c);
+		if (rc != 0) {
+			size_t taken = (size_t)(batch[i].data + batch[i].len - in);
+
+			zr_zmtp_unfeed_msgs(&c->z, used - taken);
+			*off += taken;
+			return rc;
+		}
+	}
+	*off += used;
+	return 0;
+}
+
 /*
  * CURVE: a large MESSAGE box is read whole into c->in and opened there.
  * When it is all c->in holds (conn_rx_arm reads a large box's rest and no
@@ -735,6 +776,11 @@ conn_decode(struct zr__conn *c)
 	while (off < c->in_len) {
 		struct zr_zmtp_event ev;
 
+		if (c->state == ZR__CONN_ACTIVE && c->rx_msg == NULL) {
+			rc = conn_decode_msgs(c, &off, now);
+			if (rc != 0 || off == c->in_len)
+				break;
+		}
 		rc = zr_zmtp_feed(&c->z, c->in + off, c->in_len - off, &used, &ev, now);
 		off += used;
 		if (rc < 0 || rc == ZR_NEED_MORE)

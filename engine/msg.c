@@ -409,7 +409,9 @@ msg_frames_grow(zr_msg *m)
 		return 0;
 	if (m->frame_cap > UINT32_MAX / 2)
 		return -ENOMEM;
-	cap = m->frame_cap * 2;
+	/* Never below the inline table's size (what every message starts
+	 * with), which the static analyzer cannot know. */
+	cap = m->frame_cap < ZR__MSG_INLINE_FRAMES ? 2 * ZR__MSG_INLINE_FRAMES : m->frame_cap * 2;
 	if (m->frames == m->inl) {
 		f = malloc(cap * sizeof *f);
 		if (f != NULL)
@@ -466,7 +468,21 @@ zr__msg_frame_placed(zr_msg *m, size_t len)
 int
 zr_msg_add(zr_msg *m, const void *data, size_t len)
 {
-	int rc = zr__msg_frame_begin(m, len);
+	int rc;
+
+	/* The usual case in one step: the first frame of an empty message whose
+	 * own buffer holds it (a spare's, kept from its last message). The
+	 * general way's three calls were ~85 instructions of a 1 B message's
+	 * send and again of its receive (callgrind). */
+	if (m->nframes == 0 && m->len == 0 && !m->hooked && len <= m->cap) {
+		if (len > 0)
+			memcpy(m->data, data, len);
+		m->frames[0] = (struct zr__span){.off = 0, .len = len};
+		m->nframes = 1;
+		m->len = len;
+		return 0;
+	}
+	rc = zr__msg_frame_begin(m, len);
 
 	if (rc < 0)
 		return rc;

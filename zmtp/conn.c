@@ -1042,6 +1042,53 @@ zr_zmtp_feed(struct zr_zmtp *z, uint8_t *buf, size_t len, size_t *consumed,
 	return rc;
 }
 
+/* see zmtp.h. Each message taken is what dec_feed and conn_on_frame make of
+ * a short final data frame in traffic without CURVE: ZR_OK, an
+ * ZR_ZMTP_EV_FRAME of the whole body, and the decoder back at a header with
+ * no message open (its counters zero, as they were). So nothing of the
+ * codec changes but the heartbeat's view of the input. */
+size_t
+zr_zmtp_feed_msgs(struct zr_zmtp *z, const uint8_t *buf, size_t len, size_t *consumed,
+                  struct zr_zmtp_msg *out, size_t max, uint64_t now_ms)
+{
+	const struct zr_zmtp_dec *d = &z->dec;
+	size_t off = 0, n = 0;
+
+	*consumed = 0;
+	if (z->err || z->state != ZR_ZMTP_TRAFFIC || z->auth_wait ||
+	    z->cfg.mechanism == ZR_MECH_CURVE || d->err || d->state != ZR__ZMTP_DEC_HEADER ||
+	    d->max_msg_frames == 0)
+		return 0;
+	while (n < max && len - off >= 2) {
+		size_t size = buf[off + 1];
+
+		if (buf[off] != 0 || size > len - off - 2 || size > d->max_msg_size)
+			break;
+		out[n].data = buf + off + 2;
+		out[n].len = size;
+		n++;
+		off += 2 + size;
+	}
+	if (n == 0)
+		return 0;
+	/* zr_zmtp_feed's rule: new bytes, not only the leftover of the last
+	 * call, are the peer alive. */
+	if (len > z->unconsumed) {
+		z->last_rx = now_ms;
+		z->ping_deadline = CONN_NEVER;
+	}
+	z->unconsumed = len - off;
+	*consumed = off;
+	return n;
+}
+
+/* see zmtp.h */
+void
+zr_zmtp_unfeed_msgs(struct zr_zmtp *z, size_t n)
+{
+	z->unconsumed += n;
+}
+
 /* see zmtp.h */
 uint64_t
 zr_zmtp_body_left(const struct zr_zmtp *z)

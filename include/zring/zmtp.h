@@ -626,6 +626,39 @@ ZR_API uint64_t zr_zmtp_body_left(const struct zr_zmtp *z);
 ZR_API int zr_zmtp_feed_placed(struct zr_zmtp *z, size_t n, struct zr_zmtp_event *ev,
                                uint64_t now_ms);
 
+/* A whole one-frame message, as zr_zmtp_feed_msgs hands it out: its body,
+ * in the buf of that call. */
+struct zr_zmtp_msg {
+	const uint8_t *data;
+	size_t len;
+};
+
+/*
+ * The traffic fast path: the whole one-frame messages at the start of buf in
+ * one call, where zr_zmtp_feed would hand them out one ZR_ZMTP_EV_FRAME each.
+ * Up to max of them, each a short frame (two-octet header, flags 0: no MORE,
+ * no COMMAND, no LONG) whose body is all in buf and within the limits. It
+ * stops, consuming nothing of it, at anything else (a command, a frame of a
+ * multi-frame message, a long header, a body not all there, a frame the
+ * limits refuse), which zr_zmtp_feed then takes as usual; and it takes
+ * nothing before traffic, under CURVE, while an authenticator's answer is
+ * awaited, in the middle of a message, or after an error. Same input
+ * contract as zr_zmtp_feed. Returns how many messages it wrote to out
+ * (0 .. max); *consumed is the octets they span (0 with none), which count
+ * as traffic for the heartbeat. Never fails: what would be an error is left
+ * for zr_zmtp_feed to find and report.
+ */
+ZR_API size_t zr_zmtp_feed_msgs(struct zr_zmtp *z, const uint8_t *buf, size_t len, size_t *consumed,
+                                struct zr_zmtp_msg *out, size_t max, uint64_t now_ms);
+
+/*
+ * Gives back the last n octets the latest zr_zmtp_feed_msgs call consumed
+ * (messages its caller could not take): the caller presents them again at
+ * the start of its next buf, and they are fed as if never consumed. n must
+ * not exceed that call's *consumed.
+ */
+ZR_API void zr_zmtp_unfeed_msgs(struct zr_zmtp *z, size_t n);
+
 /*
  * Outgoing frames in traffic. Under NULL and PLAIN a frame goes on the wire
  * as it is (zr_zmtp_frame_header, then the body by reference); under CURVE
