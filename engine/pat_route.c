@@ -115,7 +115,8 @@ route_route(struct zr_socket *s, zr_msg *m)
 		return true;
 	}
 	zr__msg_drop_front(m, 1);
-	zr__conn_send(c, m, false);
+	if (!zr__conn_send(c, m, true))
+		zr__msg_unref(m); /* no memory to queue it: dropped as if full */
 	return true;
 }
 
