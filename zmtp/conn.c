@@ -1020,6 +1020,15 @@ conn_feed(struct zr_zmtp *z, uint8_t *buf, size_t len, size_t *consumed, struct 
 	}
 }
 
+/* A feed of len octets: more than the leftover of the last call (the
+ * caller presents that again) means new bytes, and the peer is alive. */
+static void
+conn_heard(struct zr_zmtp *z, size_t len, uint64_t now_ms)
+{
+	if (len > z->unconsumed)
+		zr_zmtp_touch(z, now_ms);
+}
+
 /* see zmtp.h */
 int
 zr_zmtp_feed(struct zr_zmtp *z, uint8_t *buf, size_t len, size_t *consumed,
@@ -1032,11 +1041,7 @@ zr_zmtp_feed(struct zr_zmtp *z, uint8_t *buf, size_t len, size_t *consumed,
 		return z->err;
 	if (len == 0)
 		return ZR_NEED_MORE;
-	/* New bytes, not only the leftover of the last call: the peer is alive. */
-	if (len > z->unconsumed) {
-		z->last_rx = now_ms;
-		z->ping_deadline = CONN_NEVER;
-	}
+	conn_heard(z, len, now_ms);
 	rc = conn_feed(z, buf, len, consumed, ev, now_ms);
 	z->unconsumed = len - *consumed;
 	return rc;
@@ -1056,27 +1061,22 @@ zr_zmtp_feed_msgs(struct zr_zmtp *z, const uint8_t *buf, size_t len, size_t *con
 
 	*consumed = 0;
 	if (z->err || z->state != ZR_ZMTP_TRAFFIC || z->auth_wait ||
-	    z->cfg.mechanism == ZR_MECH_CURVE || d->err || d->state != ZR__ZMTP_DEC_HEADER ||
-	    d->max_msg_frames == 0)
+	    z->cfg.mechanism == ZR_MECH_CURVE || d->err || d->state != ZR__ZMTP_DEC_HEADER)
 		return 0;
-	while (n < max && len - off >= 2) {
-		size_t size = buf[off + 1];
+	/* The decoder's own header check decides what the limits allow. */
+	while (n < max && len - off >= 2 && buf[off] == 0) {
+		uint64_t size = 0;
 
-		if (buf[off] != 0 || size > len - off - 2 || size > d->max_msg_size)
+		if (dec_header_check(d, buf + off, len - off, &size) != 2 || size > len - off - 2)
 			break;
 		out[n].data = buf + off + 2;
-		out[n].len = size;
+		out[n].len = (size_t)size;
 		n++;
-		off += 2 + size;
+		off += 2 + (size_t)size;
 	}
 	if (n == 0)
 		return 0;
-	/* zr_zmtp_feed's rule: new bytes, not only the leftover of the last
-	 * call, are the peer alive. */
-	if (len > z->unconsumed) {
-		z->last_rx = now_ms;
-		z->ping_deadline = CONN_NEVER;
-	}
+	conn_heard(z, len, now_ms);
 	z->unconsumed = len - off;
 	*consumed = off;
 	return n;
@@ -1113,8 +1113,7 @@ zr_zmtp_feed_placed(struct zr_zmtp *z, size_t n, struct zr_zmtp_event *ev, uint6
 	rc = zr_zmtp_dec_placed(&z->dec, n, &f);
 	if (rc < 0)
 		return codec_fail(z, rc);
-	z->last_rx = now_ms;
-	z->ping_deadline = CONN_NEVER;
+	zr_zmtp_touch(z, now_ms);
 	memset(ev, 0, sizeof *ev);
 	ev->type = ZR_ZMTP_EV_FRAME;
 	ev->len = f.len;
