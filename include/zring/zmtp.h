@@ -162,6 +162,22 @@ ZR_API int zr_zmtp_greeting_parse(const uint8_t *buf, size_t len, struct zr_zmtp
  */
 ZR_API int zr_zmtp_frame_header(uint8_t out[ZR_ZMTP_HEADER_MAX], uint64_t size, unsigned flags);
 
+/* The largest frame body a 2-octet header carries. */
+#define ZR_ZMTP_SHORT_MAX 255u
+
+/*
+ * zr_zmtp_frame_header's usual case, inline for an encoder's loop over many
+ * small messages: a message frame (not a command) of size octets, at most
+ * ZR_ZMTP_SHORT_MAX, with more ZR_ZMTP_MORE or 0. Writes the 2 octets
+ * zr_zmtp_frame_header would.
+ */
+static inline void
+zr_zmtp_short_header(uint8_t out[2], uint8_t size, unsigned more)
+{
+	out[0] = (uint8_t)(more & ZR_ZMTP_MORE);
+	out[1] = size;
+}
+
 /* One frame, or a piece of one, as the decoder hands it out. */
 struct zr_zmtp_frame {
 	const uint8_t *data; /* this piece's bytes, in the caller's buffer */

@@ -450,6 +450,24 @@ Test(zmtp_frame, encodes_long_headers_from_256)
 	check_header((uint64_t)INT64_MAX, 0, ZT_LIT("\x02" "\x7f\xff\xff\xff\xff\xff\xff\xff"), __LINE__);
 }
 
+/* The inline short form writes exactly what the general encoder writes, for
+ * every size it takes, with MORE and without. */
+Test(zmtp_frame, short_header_matches_the_encoder_at_every_size)
+{
+	for (unsigned size = 0; size <= ZR_ZMTP_SHORT_MAX; size++) {
+		for (unsigned more = 0; more <= ZR_ZMTP_MORE; more += ZR_ZMTP_MORE) {
+			uint8_t want[ZR_ZMTP_HEADER_MAX], got[ZR_ZMTP_HEADER_MAX];
+
+			memset(got, ZT_JUNK, sizeof got);
+			cr_assert_eq(zr_zmtp_frame_header(want, size, more), 2);
+			zr_zmtp_short_header(got, (uint8_t)size, more);
+			cr_assert(memcmp(got, want, 2) == 0, "size %u more %u: %02x %02x, want %02x %02x",
+			          size, more, got[0], got[1], want[0], want[1]);
+			cr_assert_eq(got[2], ZT_JUNK, "size %u: wrote past the 2 octets", size);
+		}
+	}
+}
+
 Test(zmtp_frame, refuses_to_encode_bad_flags_or_sizes)
 {
 	uint8_t out[ZR_ZMTP_HEADER_MAX];
