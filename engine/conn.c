@@ -581,7 +581,7 @@ conn_decode_msgs(struct zr__conn *c, size_t *off, uint64_t now)
 		 * frame is small: conn_frame's way, in fewer steps. */
 		int rc = conn_rx_msg_start(c, batch[i].len);
 
-		if (rc == 0)
+		if (rc == 0 && !zr__msg_put_first(c->rx_msg, batch[i].data, batch[i].len))
 			rc = zr_msg_add(c->rx_msg, batch[i].data, batch[i].len);
 		if (rc == 0)
 			rc = conn_rx_msg_end(c);
@@ -843,6 +843,15 @@ conn_decode(struct zr__conn *c)
 		if (rc == 1)
 			rc = 0;
 		return rc == 0 ? zr_zmtp_error(&c->z) : rc;
+	}
+	if (rc == 1 && c->rx_paused) {
+		/* Paused on a full socket: the rest stays where it is, and the
+		 * next decode starts at in_skip (nothing arms a receive while
+		 * paused). Moved at each pause, a buffer of small messages was
+		 * copied once per half a queue's worth (~30 instructions a 1 B
+		 * message, callgrind); it moves once the socket takes it all. */
+		c->in_skip = off;
+		return zr_zmtp_error(&c->z);
 	}
 	memmove(c->in, c->in + off, c->in_len - off);
 	c->in_len -= off;
@@ -1188,16 +1197,6 @@ zr__conn_resume(struct zr__conn *c)
 /* ---- send --------------------------------------------------------------- */
 
 bool
-zr__conn_has_room(const struct zr__conn *c)
-{
-	const struct zr__options *o = &c->sock->opt;
-
-	return c->state == ZR__CONN_ACTIVE && (!c->inproc || c->twin != NULL) &&
-	       (o->sndhwm <= 0 || c->out_n < (size_t)o->sndhwm) &&
-	       (c->out_n == 0 || o->sndbytes <= 0 || c->out_bytes < (uint64_t)o->sndbytes);
-}
-
-bool
 zr__conn_room(const struct zr__conn *c, size_t *slots, uint64_t *bytes)
 {
 	const struct zr__options *o = &c->sock->opt;
@@ -1406,6 +1405,36 @@ conn_tx_encrypt(struct zr__conn *c, uint32_t *f, size_t *nmsg, size_t *used)
 	return 0;
 }
 
+/*
+ * The usual run of a batch: whole one-frame messages from outq slot *nmsg on,
+ * each of at most ZR_ZMTP_SHORT_MAX octets, copied with their headers into
+ * out while they fit in room and the batch stays under budget. Returns the
+ * octets written; *nmsg is past the last message taken. One tight loop: the
+ * general one below spent ~85 instructions a 1 B message (callgrind).
+ */
+static size_t
+conn_tx_pack_run(const struct zr__conn *c, size_t *nmsg, uint8_t *out, size_t room, size_t budget)
+{
+	size_t used = 0, i = *nmsg;
+
+	for (; i < c->out_n && used < budget; i++) {
+		const zr_msg *m = conn_outq_at(c, i);
+		size_t len;
+
+		if (m->nframes != 1 || m->raw)
+			break;
+		len = m->frames[0].len;
+		if (len > ZR_ZMTP_SHORT_MAX || len + 2 > room - used)
+			break;
+		zr_zmtp_short_header(out + used, (uint8_t)len, 0);
+		if (len > 0)
+			memcpy(out + used + 2, m->data + m->frames[0].off, len);
+		used += len + 2;
+	}
+	*nmsg = i;
+	return used;
+}
+
 static void
 conn_tx_kick(struct zr__conn *c)
 {
@@ -1457,8 +1486,32 @@ conn_tx_kick(struct zr__conn *c)
 		size_t pack_iov = SIZE_MAX;
 
 		while (nmsg < c->out_n && bytes < ZR__CONN_TX_REF_BATCH) {
-			zr_msg *m = conn_outq_at(c, nmsg);
+			zr_msg *m;
 
+			if (f == 0 && pack != NULL) {
+				bool extend = niov > 0 && pack_iov == niov - 1;
+				size_t run = 0;
+
+				if (extend || niov < c->tx_iov_cap)
+					run = conn_tx_pack_run(c, &nmsg, pack + packed,
+					                       pack_max - packed,
+					                       ZR__CONN_TX_REF_BATCH - bytes);
+
+				if (run > 0) {
+					if (extend) {
+						c->tx_iov[pack_iov].iov_len += run;
+					} else {
+						pack_iov = niov;
+						c->tx_iov[niov].iov_base = pack + packed;
+						c->tx_iov[niov].iov_len = run;
+						niov++;
+					}
+					packed += run;
+					bytes += run;
+					continue;
+				}
+			}
+			m = conn_outq_at(c, nmsg);
 			if (m->raw) {
 				if (niov == c->tx_iov_cap) {
 					c->tx_iov_short = true;

@@ -470,18 +470,11 @@ zr_msg_add(zr_msg *m, const void *data, size_t len)
 {
 	int rc;
 
-	/* The usual case in one step: the first frame of an empty message whose
-	 * own buffer holds it (a spare's, kept from its last message). The
-	 * general way's three calls were ~85 instructions of a 1 B message's
-	 * send and again of its receive (callgrind). */
-	if (m->nframes == 0 && m->len == 0 && !m->hooked && len <= m->cap) {
-		if (len > 0)
-			memcpy(m->data, data, len);
-		m->frames[0] = (struct zr__span){.off = 0, .len = len};
-		m->nframes = 1;
-		m->len = len;
+	/* The usual case in one step. The general way's three calls were ~85
+	 * instructions of a 1 B message's send and again of its receive
+	 * (callgrind). */
+	if (zr__msg_put_first(m, data, len))
 		return 0;
-	}
 	rc = zr__msg_frame_begin(m, len);
 
 	if (rc < 0)

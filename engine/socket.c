@@ -695,7 +695,7 @@ sock_rx_any(zr_socket *s)
 #define SOCK_SPARE_BYTES ((size_t)1024 * 1024)
 
 void
-zr__sock_spare_give(struct zr__spsc *ring, zr_msg *m)
+zr__sock_spare_give_slow(struct zr__spsc *ring, zr_msg *m)
 {
 	size_t keep = 0;
 
@@ -1077,7 +1077,7 @@ zr_send_bytes(zr_socket *s, const void *data, size_t len, int flags)
 		zr__msg_fit(m, len);
 	}
 	rc = m != NULL ? 0 : zr_msg_new(&m);
-	if (rc == 0)
+	if (rc == 0 && !zr__msg_put_first(m, data, len))
 		rc = zr_msg_add(m, data, len);
 	if (rc == 0)
 		rc = sock_send(s, &m, sock_deadline(flags, s->opt.sndtimeo_ms), -1);
@@ -1435,15 +1435,6 @@ zr__sock_msg_new(struct zr_socket *s, zr_msg **m, size_t want)
 		return zr_msg_new(m);
 	zr__msg_fit(*m, want);
 	return 0;
-}
-
-void
-zr__sock_msg_sent(struct zr_socket *s, zr_msg *m)
-{
-	if (m == NULL || --m->refs > 0)
-		return;
-	m->refs = 1;
-	zr__sock_spare_give(&s->tx_spare, m);
 }
 
 int

@@ -92,6 +92,90 @@ Test(engine_pack, mixed_small_and_large_frames_arrive_byte_exact_through_a_slow_
 	sock_pair_free(ctx, push, pull);
 }
 
+/* One-frame messages around the 2-octet header's limit (255), which the
+ * sender packs in one tight run (conn_tx_pack_run), broken every seventh
+ * message by one of two frames, which ends a run. */
+static const size_t run_sizes[] = {0, 1, 2, 254, 255, 256, 257, 600, 1024, 1025, 3, 64};
+#define RUN_NSIZES (sizeof run_sizes / sizeof run_sizes[0])
+#define RUN_MESSAGES 5000
+
+static size_t
+run_frames(unsigned k)
+{
+	return k % 7 == 6 ? 2 : 1;
+}
+
+static size_t
+run_size(unsigned k, size_t f)
+{
+	return run_sizes[(k + f * 5) % RUN_NSIZES];
+}
+
+static void *
+run_sender(void *arg)
+{
+	zr_socket *push = arg;
+	uint8_t buf[1100];
+
+	for (unsigned k = 0; k < RUN_MESSAGES; k++) {
+		zr_msg *m;
+
+		if (zr_msg_new(&m) < 0)
+			return (void *)1;
+		for (size_t f = 0; f < run_frames(k); f++) {
+			size_t len = run_size(k, f);
+
+			for (size_t i = 0; i < len; i++)
+				buf[i] = pack_byte(k, f, i);
+			if (zr_msg_add(m, buf, len) < 0)
+				return (void *)1;
+		}
+		if (zr_send(push, &m, 0) < 0)
+			return (void *)1;
+	}
+	return NULL;
+}
+
+/* Through a receiver whose queue holds 16: it pauses its connection again
+ * and again with a buffer of messages still to decode. */
+Test(engine_pack, runs_of_one_frame_messages_around_the_short_header_limit_arrive_byte_exact)
+{
+	zr_ctx *ctx;
+	zr_socket *push, *pull;
+	pthread_t th;
+	void *failed;
+	char ep[128];
+
+	cr_assert_eq(zr_ctx_new(&ctx), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
+	sopt_int(pull, ZR_RCVHWM, 16);
+	sock_bind_connect(pull, "tcp://127.0.0.1:*", push, ep, sizeof ep);
+	cr_assert_eq(pthread_create(&th, NULL, run_sender, push), 0);
+
+	for (unsigned k = 0; k < RUN_MESSAGES; k++) {
+		zr_msg *m;
+
+		if (k % 1000 == 0)
+			sleep_ms(20); /* the sender fills everything meanwhile */
+		cr_assert_eq(zr_recv(pull, &m, 0), 0, "message %u", k);
+		cr_assert_eq(zr_msg_frames(m), run_frames(k), "message %u frames", k);
+		for (size_t f = 0; f < zr_msg_frames(m); f++) {
+			size_t len;
+			const uint8_t *p = zr_msg_frame(m, f, &len);
+
+			cr_assert_eq(len, run_size(k, f), "message %u frame %zu length", k, f);
+			for (size_t i = 0; i < len; i++)
+				cr_assert_eq(p[i], pack_byte(k, f, i),
+				             "message %u frame %zu octet %zu", k, f, i);
+		}
+		zr_msg_free(m);
+	}
+	cr_assert_eq(pthread_join(th, &failed), 0);
+	cr_assert_null(failed, "the sender failed");
+	sock_pair_free(ctx, push, pull);
+}
+
 Test(engine_pack, a_burst_of_one_byte_messages_arrives_in_order)
 {
 	zr_ctx *ctx;

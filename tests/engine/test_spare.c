@@ -97,6 +97,57 @@ give_and_count_kept(size_t n, size_t cap)
 	return kept;
 }
 
+/* What the ring hands out is as empty as a new message, whichever way it
+ * was emptied: the inline one (a plain small message), or the general one
+ * (a grown frame table, properties, wire bytes). Its next message is
+ * counted from zero: the queues' budgets read m->len. */
+static void
+check_given_back_empty(zr_msg *m, const char *what)
+{
+	struct zr__spsc ring;
+	zr_msg *got;
+
+	cr_assert_eq(zr__spsc_init(&ring, 16), 0);
+	m->refs = 3; /* a fan-out's count, spent */
+	zr__sock_spare_give(&ring, m);
+	got = zr__spsc_pop(&ring);
+	cr_assert_eq(got, m, "%s: kept", what);
+	cr_assert_eq(m->nframes, 0, "%s: frames", what);
+	cr_assert_eq(m->len, 0, "%s: length", what);
+	cr_assert_eq(m->refs, 1, "%s: references", what);
+	cr_assert(!m->raw, "%s: raw", what);
+	cr_assert_null(m->meta, "%s: properties", what);
+	cr_assert_eq(m->frames, m->inl, "%s: frame table", what);
+	cr_assert_eq(zr_msg_add(m, "abc", 3), 0);
+	cr_assert_eq(zr__msg_cost(m), 3 + sizeof(struct zr__span), "%s: the next one's cost", what);
+	cr_assert_eq(memcmp(zr_msg_frame(m, 0, NULL), "abc", 3), 0, "%s: the next one's bytes",
+	             what);
+	zr_msg_free(m);
+	zr__spsc_fini(&ring);
+}
+
+Test(spare, a_spare_given_back_is_empty_whichever_way_it_was_emptied)
+{
+	zr_msg *m = msg_with(100, ZR__MSG_SPARE_SMALL);
+
+	check_given_back_empty(m, "plain");
+
+	m = msg_with(10, ZR__MSG_SPARE_SMALL);
+	for (int i = 0; i < 2 * ZR__MSG_INLINE_FRAMES; i++)
+		cr_assert_eq(zr_msg_add(m, "x", 1), 0);
+	cr_assert_neq(m->frames, m->inl, "the table grew");
+	check_given_back_empty(m, "grown table");
+
+	m = msg_with(10, ZR__MSG_SPARE_SMALL);
+	m->meta = zr__meta_new((const uint8_t *)"", 0, "127.0.0.1", NULL);
+	cr_assert_not_null(m->meta);
+	check_given_back_empty(m, "properties");
+
+	m = msg_with(10, ZR__MSG_SPARE_SMALL);
+	m->raw = true;
+	check_given_back_empty(m, "wire bytes");
+}
+
 Test(spare, a_ring_keeps_larger_buffers_up_to_its_byte_limit_only)
 {
 	cr_assert_eq(give_and_count_kept(400, 4096), 256);
