@@ -620,6 +620,7 @@ struct zr_socket {
 	size_t rx_given;                     /* bytes the io thread has put into rx, ever */
 	size_t rx_taken_seen;                /* the io thread's copy of rx_taken */
 	bool rx_unsignalled;                 /* rx got messages the app was not told of yet */
+	size_t rx_run_depth;                 /* rx's depth as zr__sock_rx_room counted it, and on */
 	/* either side, now and then */
 	_Alignas(64) atomic_int rx_armed, tx_armed; /* the app waits: signal its eventfd */
 	atomic_int tx_fd_armed;     /* zr_socket_poll_events found no room to send: signal
@@ -802,6 +803,18 @@ void zr__sock_tx_retry(struct zr_socket *s, const struct zr__conn *c);
  * full: c keeps it) or <0 if c must be closed (a subscription limit, with
  * c->drop_why set). */
 int zr__sock_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m);
+/*
+ * A connection's run of one-frame messages (conn.c), without a call into
+ * the pattern and the full checks per message. zr__sock_rx_room: how many
+ * of n more rx takes now, judged once as zr__sock_deliver judges one
+ * (RCVHWM, a held queue), or 0 when each must go the usual way (a pattern
+ * that looks at each one beyond rx_accept's filter, CONFLATE). Then
+ * zr__sock_rx_put queues each, within RCVBYTES; false (m not taken) when
+ * it must go the usual way after all (the budget, a ring that could not
+ * grow). Both on the io thread, between the codec's run and the next.
+ */
+size_t zr__sock_rx_room(struct zr_socket *s, size_t n);
+bool zr__sock_rx_put(struct zr_socket *s, zr_msg *m);
 /* io thread: a new message for received bytes, want octets or more (a
  * spare one when the app returned some), and the last reference to a sent
  * one. */

@@ -88,6 +88,12 @@ sub_conn_active(struct zr_socket *s, struct zr__conn *c)
 	return 0;
 }
 
+static bool
+sub_accept(struct zr_socket *s, const uint8_t *f0, size_t len)
+{
+	return zr__subs_match(&s->ps.subs, f0, len) != s->opt.invert_matching;
+}
+
 static int
 sub_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m)
 {
@@ -95,7 +101,7 @@ sub_deliver(struct zr_socket *s, struct zr__conn *c, zr_msg *m)
 	const uint8_t *f0 = zr_msg_frame(m, 0, &len);
 
 	(void)c;
-	if (zr__subs_match(&s->ps.subs, f0, len) == s->opt.invert_matching) {
+	if (!sub_accept(s, f0, len)) {
 		zr_msg_free(m);
 		return 1;
 	}
@@ -713,6 +719,7 @@ const struct zr__sock_ops zr__pat_sub = {
 	.app_subscribes = true,
 	.route = zr__pat_route_drop,
 	.deliver = sub_deliver,
+	.rx_accept = sub_accept,
 	.subscribe = sub_subscribe,
 	.conn_active = sub_conn_active,
 	.init = pubsub_init,

@@ -77,6 +77,12 @@ struct zr__sock_ops {
 	 * app's queue), or zr__sock_deliver's own answer with m taken care of.
 	 * NULL: ZR__PAT_RX. */
 	int (*deliver)(struct zr_socket *s, struct zr__conn *c, zr_msg *m);
+	/* deliver's whole work when it only filters on frame 0 (SUB): true to
+	 * take a message whose first frame is f0. A connection's run of
+	 * one-frame messages asks it before making each one, and drops what it
+	 * refuses unmade (zr__sock_rx_room). NULL: a type with a deliver hook
+	 * takes no such run. */
+	bool (*rx_accept)(struct zr_socket *s, const uint8_t *f0, size_t len);
 	/* A peer's SUBSCRIBE / CANCEL (zr__sock_subscription's contract). NULL:
 	 * ignored (1). */
 	int (*peer_subscription)(struct zr_socket *s, struct zr__conn *c, bool subscribe,

@@ -1387,6 +1387,42 @@ sock_rx_push(struct zr_socket *s, zr_msg *m)
 	return true;
 }
 
+size_t
+zr__sock_rx_room(struct zr_socket *s, size_t n)
+{
+	const struct zr__sock_ops *ops = s->ops;
+	size_t limit = s->opt.rcvhwm > 0 ? (size_t)s->opt.rcvhwm : SIZE_MAX;
+	size_t queued;
+
+	if ((ops->deliver != NULL && ops->rx_accept == NULL) || ops->rx_begin != NULL ||
+	    s->conflate_rx || atomic_load_explicit(&s->rx_hold, memory_order_relaxed))
+		return 0;
+	/* The cached view, refreshed only at the limit: a count that is high
+	 * gives a shorter run, and the usual way takes the rest. */
+	queued = zr__spsc_count_upto(&s->rx, limit);
+	if (queued >= limit)
+		return 0;
+	s->rx_run_depth = queued;
+	return limit - queued < n ? limit - queued : n;
+}
+
+bool
+zr__sock_rx_put(struct zr_socket *s, zr_msg *m)
+{
+	size_t len = zr__msg_cost(m); /* once pushed, m is the app's (it may be gone) */
+
+	if (!sock_budget_room(s->opt.rcvbytes, s->rx_given, &s->rx_taken_seen, &s->rx_taken, len) ||
+	    !zr__spsc_push_quiet(&s->rx, m))
+		return false;
+	if ((s->rx.ptail & (SOCK_RX_PUBLISH_EVERY - 1)) == 0)
+		zr__spsc_publish(&s->rx);
+	s->rx_given += len;
+	if (++s->rx_run_depth > atomic_load_explicit(&s->rx_peak, memory_order_relaxed))
+		atomic_store_explicit(&s->rx_peak, s->rx_run_depth, memory_order_relaxed);
+	s->rx_unsignalled = true; /* the wake waits for zr__sock_rx_flush */
+	return true;
+}
+
 /* io thread, CONFLATE: m replaces the unread message, if any (freed here,
  * where it was made). Always taken, so a peer is never held back. */
 static int

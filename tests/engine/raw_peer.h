@@ -111,20 +111,21 @@ rp_read_frame(int fd, uint8_t *flags, uint8_t *buf, size_t cap, int timeout_ms)
 	return rc < 0 ? rc : (long)size;
 }
 
-/* Connects to tcp://127.0.0.1:PORT as a SUB speaking ZMTP 3.minor with
- * NULL security, and finishes the handshake. Returns the fd. */
+/* Connects to tcp://127.0.0.1:PORT as a type ("SUB", "PUB": three letters)
+ * speaking ZMTP 3.minor with NULL security, and finishes the handshake.
+ * Returns the fd. */
 static inline int
-rp_connect(const char *ep, int minor)
+rp_connect_as(const char *ep, int minor, const char type[3])
 {
 	const char *colon = strrchr(ep, ':');
 	struct sockaddr_in sa = {.sin_family = AF_INET};
 	uint8_t g[64] = {0xFF, 0, 0, 0, 0, 0, 0, 0, 1, 0x7F, 3, (uint8_t)minor, 'N', 'U', 'L', 'L'};
-	static const uint8_t ready[] = {0x04, 25,  5,   'R', 'E', 'A', 'D', 'Y', 11,
-	                                'S',  'o', 'c', 'k', 'e', 't', '-', 'T', 'y',
-	                                'p',  'e', 0,   0,   0,   3,   'S', 'U', 'B'};
+	uint8_t ready[27] = {0x04, 25,  5,   'R', 'E', 'A', 'D', 'Y', 11, 'S', 'o', 'c',
+	                     'k',  'e', 't', '-', 'T', 'y', 'p', 'e', 0,  0,   0,   3};
 	uint8_t peer[64], flags, body[512];
 	int fd, one = 1;
 
+	memcpy(ready + 24, type, 3);
 	cr_assert(colon != NULL, "endpoint %s", ep);
 	sa.sin_port = htons((uint16_t)atoi(colon + 1));
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -142,6 +143,13 @@ rp_connect(const char *ep, int minor)
 	cr_assert(n >= 6 && (flags & 0x04) && memcmp(body, "\5READY", 6) == 0, "no READY from %s",
 	          ep);
 	return fd;
+}
+
+/* The same as a SUB. */
+static inline int
+rp_connect(const char *ep, int minor)
+{
+	return rp_connect_as(ep, minor, "SUB");
 }
 
 /* Appends one (un)subscription to buf in the form for minor: a SUBSCRIBE /
