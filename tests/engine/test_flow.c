@@ -17,6 +17,15 @@
 
 #define WAIT_MS 10000
 
+/* A new context with a PUSH and a PULL in it. */
+static void
+push_pull_open(zr_ctx **ctx, zr_socket **push, zr_socket **pull)
+{
+	cr_assert_eq(zr_ctx_new(ctx), 0);
+	cr_assert_eq(zr_socket_open(*ctx, ZR_PUSH, push), 0);
+	cr_assert_eq(zr_socket_open(*ctx, ZR_PULL, pull), 0);
+}
+
 Test(engine_flow, a_stalled_receiver_holds_no_more_than_its_byte_budget)
 {
 	enum {
@@ -30,9 +39,7 @@ Test(engine_flow, a_stalled_receiver_holds_no_more_than_its_byte_budget)
 	int sent = 0, got = 0;
 	size_t queued;
 
-	cr_assert_eq(zr_ctx_new(&ctx), 0);
-	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
-	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
+	push_pull_open(&ctx, &push, &pull);
 	sopt_i64(pull, ZR_RCVBYTES, 256 * 1024); /* four 64 KiB messages */
 	sopt_int(pull, ZR_RCVTIMEO, WAIT_MS);
 	sopt_int(push, ZR_SNDTIMEO, WAIT_MS);
@@ -340,9 +347,7 @@ Test(engine_flow, a_stalled_receiver_takes_exactly_rcvhwm_messages)
 	zr_socket *push, *pull;
 	char ep[128];
 
-	cr_assert_eq(zr_ctx_new(&ctx), 0);
-	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
-	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
+	push_pull_open(&ctx, &push, &pull);
 	sopt_int(pull, ZR_RCVHWM, 5); /* the ring underneath has 8 slots */
 	sock_bind_connect(pull, "ipc://@zring-flow-exact-hwm", push, ep, sizeof ep);
 	for (int i = 0; i < 50; i++)
@@ -363,9 +368,7 @@ Test(engine_flow, a_stalled_receiver_of_small_messages_holds_exactly_its_byte_bu
 	zr_socket *push, *pull;
 	char ep[128];
 
-	cr_assert_eq(zr_ctx_new(&ctx), 0);
-	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
-	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
+	push_pull_open(&ctx, &push, &pull);
 	sopt_i64(pull, ZR_RCVBYTES, (int64_t)(10 * cost));
 	sock_bind_connect(pull, "ipc://@zring-flow-small-budget", push, ep, sizeof ep);
 	for (int i = 0; i < 100; i++) {
@@ -440,9 +443,7 @@ Test(engine_flow, a_paused_receiver_resumes_at_half_its_hwm)
 	char ep[128];
 	int next = 0;
 
-	cr_assert_eq(zr_ctx_new(&ctx), 0);
-	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
-	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
+	push_pull_open(&ctx, &push, &pull);
 	sopt_int(pull, ZR_RCVHWM, 8);
 	sock_bind_connect(pull, "ipc://@zring-flow-resume-half", push, ep, sizeof ep);
 	for (int i = 0; i < 60; i++) {
@@ -496,9 +497,7 @@ Test(engine_flow, messages_over_rcvbytes_pass_one_at_a_time_after_a_burst, .time
 	char ep[128];
 	static char big[8192], in[8192];
 
-	cr_assert_eq(zr_ctx_new(&ctx), 0);
-	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
-	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
+	push_pull_open(&ctx, &push, &pull);
 	sopt_i64(pull, ZR_RCVBYTES, 4096);
 	sopt_int(pull, ZR_RCVTIMEO, WAIT_MS);
 	sock_bind_connect(pull, "ipc://@zring-flow-over-budget", push, ep, sizeof ep);
