@@ -495,9 +495,6 @@ conn_subscription(struct zr__conn *c, bool subscribe, const uint8_t *topic, size
 	return rc < 0 ? rc : rc == 0 ? 1 : 0;
 }
 
-/* The message a first frame of want octets starts (c->rx_msg), with the
- * connection's properties and the pattern's own first frames. Returns 0 or
- * <0. */
 /* m, a message received on c, takes a reference to c's properties. */
 static void
 conn_meta_give(struct zr__conn *c, zr_msg *m)
@@ -514,6 +511,9 @@ conn_meta_give(struct zr__conn *c, zr_msg *m)
 		c->meta_credit--;
 }
 
+/* The message a first frame of want octets starts (c->rx_msg), with the
+ * connection's properties and the pattern's own first frames. Returns 0 or
+ * <0. */
 static int
 conn_rx_msg_start(struct zr__conn *c, size_t want)
 {
@@ -567,17 +567,8 @@ conn_frame(struct zr__conn *c, const struct zr_zmtp_event *ev)
 #define CONN_RX_BATCH 64
 
 /*
- * The codec's fast path: the one-frame messages at c->in + *off that are
- * all there, taken with one codec call instead of an event apiece (a 1 B
- * receiver's io thread spent ~250 of its ~525 instructions per message on
- * the codec call, the event and its frame's assembly: callgrind). *off
- * moves past the messages taken. Returns 0 (every one the codec gave, if
- * any, taken), 1 (the socket is full: the last one taken waits in
- * rx_ready, the rest go back to the codec to be fed again) or <0.
- */
-/*
- * The first of a run of n one-frame messages, as many as the socket takes
- * now (zr__sock_rx_room), each made and queued without a call into the
+ * Of a run of n one-frame messages, the first ones, as many as the socket
+ * takes now (zr__sock_rx_room), each made and queued without a call into the
  * pattern, the pause handling or the full checks of zr__sock_deliver (~95
  * instructions of a 1 B message on a receiver's io thread, callgrind).
  * What the pattern's filter refuses (SUB) is dropped before it is made.
@@ -614,6 +605,15 @@ conn_rx_run(struct zr__conn *c, const struct zr_zmtp_msg *batch, size_t n)
 	return i;
 }
 
+/*
+ * The codec's fast path: the one-frame messages at c->in + *off that are
+ * all there, taken with one codec call instead of an event apiece (a 1 B
+ * receiver's io thread spent ~250 of its ~525 instructions per message on
+ * the codec call, the event and its frame's assembly: callgrind). *off
+ * moves past the messages taken. Returns 0 (every one the codec gave, if
+ * any, taken), 1 (the socket is full: the last one taken waits in
+ * rx_ready, the rest go back to the codec to be fed again) or <0.
+ */
 static int
 conn_decode_msgs(struct zr__conn *c, size_t *off, uint64_t now)
 {
