@@ -1352,12 +1352,41 @@ zr__sock_io_dirty(struct zr_socket *s)
  * per message; every 32 keeps the app busy within a long batch. */
 #define SOCK_RX_PUBLISH_EVERY 32
 
+/* io thread: the receive queue's RCVHWM in messages (SIZE_MAX: none). */
+static size_t
+sock_rx_limit(const struct zr_socket *s)
+{
+	return s->opt.rcvhwm > 0 ? (size_t)s->opt.rcvhwm : SIZE_MAX;
+}
+
+/* io thread: m into the app's queue, which then holds depth messages, if
+ * RCVBYTES lets it in (the count was judged by the caller). */
+static bool
+sock_rx_queue(struct zr_socket *s, zr_msg *m, size_t depth)
+{
+	/* Judged on the bytes, never on the cached count, which may still say
+	 * "not empty" when the app has taken everything: a message over the
+	 * budget would then wait for a wake nobody sends. */
+	size_t len = zr__msg_cost(m); /* once pushed, m is the app's (it may be gone) */
+
+	if (!sock_budget_room(s->opt.rcvbytes, s->rx_given, &s->rx_taken_seen, &s->rx_taken, len) ||
+	    !zr__spsc_push_quiet(&s->rx, m))
+		return false;
+	if ((s->rx.ptail & (SOCK_RX_PUBLISH_EVERY - 1)) == 0)
+		zr__spsc_publish(&s->rx);
+	s->rx_given += len;
+	if (depth > atomic_load_explicit(&s->rx_peak, memory_order_relaxed))
+		atomic_store_explicit(&s->rx_peak, depth, memory_order_relaxed);
+	s->rx_unsignalled = true; /* the wake waits for zr__sock_rx_flush */
+	return true;
+}
+
 /* io thread: into the app's queue, within RCVHWM and RCVBYTES. */
 static bool
 sock_rx_push(struct zr_socket *s, zr_msg *m)
 {
 	size_t peak = atomic_load_explicit(&s->rx_peak, memory_order_relaxed);
-	size_t limit = s->opt.rcvhwm > 0 ? (size_t)s->opt.rcvhwm : SIZE_MAX;
+	size_t limit = sock_rx_limit(s);
 	/* From our cached view of the app's progress, exact at the limits that
 	 * matter (HWM, a new peak): the line the app writes per message is read
 	 * only then. */
@@ -1368,30 +1397,14 @@ sock_rx_push(struct zr_socket *s, zr_msg *m)
 	/* Exactly RCVHWM (the ring itself rounds up to a power of two). */
 	if (queued >= limit)
 		return false;
-	/* Within RCVBYTES, judged on the bytes, never on the cached count,
-	 * which may still say "not empty" when the app has taken everything:
-	 * a message over the budget would then wait for a wake nobody sends. */
-	size_t len = zr__msg_cost(m); /* once pushed, m is the app's (it may be gone) */
-
-	if (!sock_budget_room(s->opt.rcvbytes, s->rx_given, &s->rx_taken_seen, &s->rx_taken, len))
-		return false;
-
-	if (!zr__spsc_push_quiet(&s->rx, m))
-		return false;
-	if ((s->rx.ptail & (SOCK_RX_PUBLISH_EVERY - 1)) == 0)
-		zr__spsc_publish(&s->rx);
-	s->rx_given += len;
-	if (queued + 1 > peak)
-		atomic_store_explicit(&s->rx_peak, queued + 1, memory_order_relaxed);
-	s->rx_unsignalled = true; /* the wake waits for zr__sock_rx_flush */
-	return true;
+	return sock_rx_queue(s, m, queued + 1);
 }
 
 size_t
 zr__sock_rx_room(struct zr_socket *s, size_t n)
 {
 	const struct zr__sock_ops *ops = s->ops;
-	size_t limit = s->opt.rcvhwm > 0 ? (size_t)s->opt.rcvhwm : SIZE_MAX;
+	size_t limit = sock_rx_limit(s);
 	size_t queued;
 
 	if ((ops->deliver != NULL && ops->rx_accept == NULL) || ops->rx_begin != NULL ||
@@ -1409,17 +1422,9 @@ zr__sock_rx_room(struct zr_socket *s, size_t n)
 bool
 zr__sock_rx_put(struct zr_socket *s, zr_msg *m)
 {
-	size_t len = zr__msg_cost(m); /* once pushed, m is the app's (it may be gone) */
-
-	if (!sock_budget_room(s->opt.rcvbytes, s->rx_given, &s->rx_taken_seen, &s->rx_taken, len) ||
-	    !zr__spsc_push_quiet(&s->rx, m))
+	if (!sock_rx_queue(s, m, s->rx_run_depth + 1))
 		return false;
-	if ((s->rx.ptail & (SOCK_RX_PUBLISH_EVERY - 1)) == 0)
-		zr__spsc_publish(&s->rx);
-	s->rx_given += len;
-	if (++s->rx_run_depth > atomic_load_explicit(&s->rx_peak, memory_order_relaxed))
-		atomic_store_explicit(&s->rx_peak, s->rx_run_depth, memory_order_relaxed);
-	s->rx_unsignalled = true; /* the wake waits for zr__sock_rx_flush */
+	s->rx_run_depth++;
 	return true;
 }
 
