@@ -1295,30 +1295,32 @@ zr__conn_kick_out(struct zr__conn *c)
 	conn_timer_set(c, 0);
 }
 
-bool
-zr__conn_send(struct zr__conn *c, zr_msg *m, bool force)
+/* outq's ring is full: twice the slots. False without the memory. */
+static bool
+conn_outq_grow(struct zr__conn *c)
 {
-	if (!force && !zr__conn_has_room(c))
-		return false;
-	if (c->out_n == c->out_cap) {
-		size_t cap = c->out_cap * 2; /* starts at 16 (conn_new) */
-		zr_msg **q;
+	size_t cap = c->out_cap * 2; /* starts at 16 (conn_new) */
+	zr_msg **q;
 
-		if (!ZR_INVARIANT(cap > 0))
-			return false;
-		q = malloc(cap * sizeof *q);
-		if (q == NULL)
-			return false;
-		for (size_t i = 0; i < c->out_n; i++)
-			q[i] = *zr__conn_outq(c, i);
-		free(c->outq);
-		c->outq = q;
-		c->out_head = 0;
-		c->out_cap = cap;
-	}
-	*zr__conn_outq(c, c->out_n) = m;
-	c->out_n++;
-	c->out_bytes += zr__msg_cost(m);
+	if (!ZR_INVARIANT(cap > 0))
+		return false;
+	q = malloc(cap * sizeof *q);
+	if (q == NULL)
+		return false;
+	for (size_t i = 0; i < c->out_n; i++)
+		q[i] = *zr__conn_outq(c, i);
+	free(c->outq);
+	c->outq = q;
+	c->out_head = 0;
+	c->out_cap = cap;
+	return true;
+}
+
+/* Messages were queued on c: an inproc pipe hands them over, a routing
+ * pass lists c for its end, anything else starts the send now. */
+static void
+conn_queued(struct zr__conn *c)
+{
 	if (c->inproc) {
 		zr__inproc_flush(c, false);
 	} else if (c->sock->tx_routing) {
@@ -1330,7 +1332,73 @@ zr__conn_send(struct zr__conn *c, zr_msg *m, bool force)
 	} else {
 		conn_tx_kick(c);
 	}
+}
+
+bool
+zr__conn_send(struct zr__conn *c, zr_msg *m, bool force)
+{
+	if (!force && !zr__conn_has_room(c))
+		return false;
+	if (c->out_n == c->out_cap && !conn_outq_grow(c))
+		return false;
+	*zr__conn_outq(c, c->out_n) = m;
+	c->out_n++;
+	c->out_bytes += zr__msg_cost(m);
+	conn_queued(c);
 	return true;
+}
+
+/*
+ * see engine.h. What the socket's pass would do per message (pop, the
+ * pattern's route, its room check and zr__conn_send: ~120 instructions of
+ * a 1 B sender's io thread, callgrind) is one loop over what the handoff
+ * shows, with one store of its head per look.
+ */
+size_t
+zr__conn_send_run(struct zr__conn *c)
+{
+	struct zr_socket *s = c->sock;
+	const struct zr__options *o = &s->opt;
+	/* As zr__conn_has_room, message by message: SNDHWM, and SNDBYTES (an
+	 * empty queue is under any budget, so it takes one of any size). */
+	size_t hwm = o->sndhwm > 0 ? (size_t)o->sndhwm : SIZE_MAX;
+	uint64_t budget = o->sndbytes > 0 ? (uint64_t)o->sndbytes : UINT64_MAX;
+	size_t n = c->out_n, total = 0, k;
+	uint64_t bytes = c->out_bytes, taken = 0;
+
+	if (c->inproc)
+		return 0;
+	do {
+		zr_msg *m;
+
+		/* Refreshes the consumer's view (and follows a new ring). */
+		if (!zr__conn_has_room(c) || zr__spsc_peek(&s->tx) == NULL)
+			break;
+		for (k = 0; n < hwm && bytes < budget &&
+		            (m = zr__spsc_peek_cached(&s->tx, k)) != NULL;
+		     k++) {
+			size_t cost = zr__msg_cost(m);
+
+			if (n == c->out_cap) {
+				c->out_n = n; /* what the new ring takes */
+				if (!conn_outq_grow(c))
+					break;
+			}
+			*zr__conn_outq(c, n) = m;
+			n++;
+			bytes += cost;
+			taken += cost;
+		}
+		zr__spsc_drop(&s->tx, k);
+		c->out_n = n;
+		c->out_bytes = bytes;
+		total += k;
+	} while (k > 0);
+	s->tx_pass_taken += taken;
+	s->tx_pass_msgs += (uint32_t)total;
+	if (total > 0)
+		conn_queued(c);
+	return total;
 }
 
 void
@@ -1360,16 +1428,20 @@ conn_outq_at(const struct zr__conn *c, size_t i)
 	return *zr__conn_outq(c, i);
 }
 
-/* Drops the message at the head of outq (written, or lost with the link). */
+/* Drops the n messages at the head of outq (written, or lost with the
+ * link). Their spares reach the app in one publish. */
 static void
-conn_outq_pop(struct zr__conn *c)
+conn_outq_pop(struct zr__conn *c, size_t n)
 {
-	zr_msg *m = c->outq[c->out_head];
+	for (size_t i = 0; i < n; i++) {
+		zr_msg *m = c->outq[c->out_head];
 
-	c->out_bytes -= zr__msg_cost(m);
-	zr__sock_msg_sent(c->sock, m);
-	c->out_head = (c->out_head + 1) & (c->out_cap - 1);
-	c->out_n--;
+		c->out_bytes -= zr__msg_cost(m);
+		zr__sock_msg_put(c->sock, m);
+		c->out_head = (c->out_head + 1) & (c->out_cap - 1);
+	}
+	c->out_n -= n;
+	zr__spsc_publish(&c->sock->tx_spare);
 }
 
 /*
@@ -1672,8 +1744,7 @@ conn_tx_batch_done(struct zr__conn *c)
 	c->tx_busy = false;
 	zr_zmtp_out_ack(&c->z, c->tx_ctl);
 	was_full = !zr__conn_has_room(c);
-	for (size_t i = 0; i < c->tx_msgs; i++)
-		conn_outq_pop(c);
+	conn_outq_pop(c, c->tx_msgs);
 	/*
 	 * CURVE: one huge message must not pin its ciphertext buffer. Nor may
 	 * an idle connection (a PUB with a thousand subscribers) keep a batch's
@@ -1951,8 +2022,7 @@ conn_reset_buffers(struct zr__conn *c)
 	                      ? c->tx_msgs + (c->tx_end_frame > 0 ? 1u : 0u)
 	                      : (c->tx_frame > 0 ? 1u : 0u);
 
-	for (size_t i = 0; i < lost && c->out_n > 0; i++)
-		conn_outq_pop(c);
+	conn_outq_pop(c, lost < c->out_n ? lost : c->out_n);
 	c->kick_out = false;
 	c->drop_why[0] = '\0';
 	c->tx_msgs = 0;
@@ -1982,8 +2052,7 @@ conn_free(struct zr__conn *c)
 {
 	struct zr_socket *s = c->sock;
 
-	while (c->out_n > 0)
-		conn_outq_pop(c);
+	conn_outq_pop(c, c->out_n);
 	if (c->prev != NULL)
 		c->prev->next = c->next;
 	else

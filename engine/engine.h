@@ -293,17 +293,30 @@ zr__spsc_pop(struct zr__spsc *q)
 }
 
 /* Consumer: the entry k places after the oldest (0: the oldest), left in
- * place, when the consumer's cached view shows it (no line the producer
- * writes is read), else NULL. For prefetches of what the next pops will
- * hand out. */
+ * place, when the consumer's cached view shows it in the ring it reads (no
+ * line the producer writes is read), else NULL. For prefetches of what the
+ * next pops will hand out, and runs taken with one zr__spsc_drop. A ring
+ * the consumer knows was outgrown has its end set, and it holds the
+ * entries before that end. */
 static inline void *
 zr__spsc_peek_cached(struct zr__spsc *q, size_t k)
 {
 	size_t h = atomic_load_explicit(&q->head, memory_order_relaxed);
 
-	if (q->tail_cache - h > k && q->clinks == q->links_seen)
+	if (q->tail_cache - h > k && (q->clinks == q->links_seen || h + k < q->cseg->end))
 		return q->cslots[(h + k) & q->cmask];
 	return NULL;
+}
+
+/* Consumer: the n oldest entries, which zr__spsc_peek_cached showed, are
+ * taken, with one store for all of them. */
+static inline void
+zr__spsc_drop(struct zr__spsc *q, size_t n)
+{
+	if (n > 0)
+		atomic_store_explicit(&q->head,
+		                      atomic_load_explicit(&q->head, memory_order_relaxed) + n,
+		                      memory_order_release);
 }
 
 size_t zr__spsc_count(struct zr__spsc *q); /* approximate from either side */
@@ -819,39 +832,60 @@ bool zr__sock_rx_put(struct zr_socket *s, zr_msg *m);
  * spare one when the app returned some), and the last reference to a sent
  * one. */
 int zr__sock_msg_new(struct zr_socket *s, zr_msg **m, size_t want);
-/* The producer of a spare ring (rx_spare, tx_spare) gives it m, emptied,
- * with its buffer while the ring holds little (socket.c), or frees m. */
-void zr__sock_spare_give_slow(struct zr__spsc *ring, zr_msg *m);
+/* The producer of a spare ring (rx_spare, tx_spare) puts m in it, emptied,
+ * with its buffer while the ring holds little (socket.c), or frees m. Quiet,
+ * as zr__spsc_push_quiet: the consumer sees it at the next publish. */
+void zr__sock_spare_put_slow(struct zr__spsc *ring, zr_msg *m);
 /*
  * Inline: every message passes here once, on a sender's io thread and a
  * receiver's app thread. The usual one (a plain small buffer, its frames
  * inline, no properties left) needs no more than its counts cleared, as
  * zr__msg_recycle_keep would; the call and that function's checks were
  * ~60 instructions a message on each of those threads (callgrind, 1 B).
+ * Quiet: the caller publishes the ring (zr__spsc_publish) once it has put
+ * a batch's worth.
  */
 static inline void
-zr__sock_spare_give(struct zr__spsc *ring, zr_msg *m)
+zr__sock_spare_put(struct zr__spsc *ring, zr_msg *m)
 {
 	if (m->hooked || m->cap > ZR__MSG_SPARE_SMALL || m->frames != m->inl || m->meta != NULL) {
-		zr__sock_spare_give_slow(ring, m);
+		zr__sock_spare_put_slow(ring, m);
 		return;
 	}
 	m->nframes = 0;
 	m->len = 0;
 	m->refs = 1;
 	m->raw = false;
-	if (!zr__spsc_push(ring, m))
+	if (!zr__spsc_push_quiet(ring, m))
 		zr_msg_free(m);
 }
 
-/* io thread: a written (or dropped) message's last reference goes back to
- * the sending app thread as a spare. Inline, as above. */
+/* The same, seen by the consumer at once. */
 static inline void
-zr__sock_msg_sent(struct zr_socket *s, zr_msg *m)
+zr__sock_spare_give(struct zr__spsc *ring, zr_msg *m)
+{
+	zr__sock_spare_put(ring, m);
+	zr__spsc_publish(ring);
+}
+
+/* io thread: a written (or dropped) message's last reference goes back to
+ * the sending app thread as a spare, quietly (zr__sock_spare_put): the
+ * caller publishes tx_spare after its batch. A store the app thread, taking
+ * spares right behind, pulled over per message otherwise. */
+static inline void
+zr__sock_msg_put(struct zr_socket *s, zr_msg *m)
 {
 	if (m == NULL || --m->refs > 0)
 		return;
-	zr__sock_spare_give(&s->tx_spare, m);
+	zr__sock_spare_put(&s->tx_spare, m);
+}
+
+/* The same for one message, published at once. */
+static inline void
+zr__sock_msg_sent(struct zr_socket *s, zr_msg *m)
+{
+	zr__sock_msg_put(s, m);
+	zr__spsc_publish(&s->tx_spare);
 }
 /* Wakes a waiting reader once for everything delivered since the last call
  * (a connection calls it after each decoded batch, not per message). */
@@ -879,6 +913,12 @@ void zr__conn_start_accepted(struct zr__conn *c, int fd);
 void zr__conn_start_connect(struct zr__conn *c);
 /* Queues a message (takes a reference). Returns false when full (HWM). */
 bool zr__conn_send(struct zr__conn *c, zr_msg *m, bool force);
+/* A routing pass whose pattern sends each of the next messages to c (its
+ * only peer): the messages that follow in the socket's handoff are queued
+ * on c while it has room, as zr__conn_send would one at a time. Returns
+ * how many (0 for an inproc pipe: each of its messages is handed over as it
+ * is queued). */
+size_t zr__conn_send_run(struct zr__conn *c);
 /* The end of a routing pass: each connection it queued to starts sending. */
 void zr__conn_kick_queued(struct zr_socket *s);
 /* c is up and takes one more message (SNDHWM, SNDBYTES; an empty queue

@@ -295,7 +295,8 @@ pub_route(struct zr_socket *s, zr_msg *m)
 	 * this one (half the 10,000-topic publisher's messages match no one:
 	 * its app thread malloc'd and the io thread freed each, ~12% of it). */
 	for (size_t i = 0; i < n; i++)
-		zr__sock_msg_sent(s, run[i]);
+		zr__sock_msg_put(s, run[i]);
+	zr__spsc_publish(&s->tx_spare);
 	return true;
 }
 

@@ -35,8 +35,9 @@ rr_next(struct zr_socket *s, bool (*ok)(const struct zr__conn *))
 	return NULL;
 }
 
+/* m to the next peer with room (REQ's one request: req_route). */
 static bool
-rr_route(struct zr_socket *s, zr_msg *m)
+rr_send(struct zr_socket *s, zr_msg *m)
 {
 	struct zr__conn *c;
 
@@ -57,6 +58,18 @@ rr_route(struct zr_socket *s, zr_msg *m)
 	 * message, callgrind). Refused only for want of memory to grow the
 	 * queue: the message then waits in the handoff for the next pass. */
 	return zr__conn_send(c, m, true);
+}
+
+/* m, and with one peer the messages behind it too, in one run: the round
+ * robin would give each of them to that peer anyway. */
+static bool
+rr_route(struct zr_socket *s, zr_msg *m)
+{
+	if (!rr_send(s, m))
+		return false;
+	if (!s->conflate_tx && s->conns->next == NULL)
+		(void)zr__conn_send_run(s->conns);
+	return true;
 }
 
 static void
@@ -176,7 +189,7 @@ req_recv_finish(struct zr_socket *s, zr_msg *m)
 static bool
 req_route(struct zr_socket *s, zr_msg *m)
 {
-	if (!rr_route(s, m))
+	if (!rr_send(s, m))
 		return false;
 	s->rr.req_peer = s->rr.cursor;
 	return true;

@@ -695,7 +695,7 @@ sock_rx_any(zr_socket *s)
 #define SOCK_SPARE_BYTES ((size_t)1024 * 1024)
 
 void
-zr__sock_spare_give_slow(struct zr__spsc *ring, zr_msg *m)
+zr__sock_spare_put_slow(struct zr__spsc *ring, zr_msg *m)
 {
 	size_t keep = 0;
 
@@ -706,7 +706,7 @@ zr__sock_spare_give_slow(struct zr__spsc *ring, zr_msg *m)
 		    zr__spsc_count_upto(ring, SOCK_SPARE_BYTES / cap) < SOCK_SPARE_BYTES / cap)
 			keep = cap;
 	}
-	if (!zr__msg_recycle_keep(m, keep) || !zr__spsc_push(ring, m))
+	if (!zr__msg_recycle_keep(m, keep) || !zr__spsc_push_quiet(ring, m))
 		zr_msg_free(m);
 }
 

@@ -272,3 +272,34 @@ Test(spare, every_size_arrives_byte_exact_through_every_receive_call_over_inproc
 {
 	stream_run("inproc://spare-stream");
 }
+
+/* A message the connection has written comes back to the sending app as a
+ * spare, visible to it: the io thread puts the spares of a written batch
+ * quietly and publishes the ring once for the batch. Sent one at a time,
+ * each received before the next goes, so every batch is one message. */
+Test(spare, each_written_batch_comes_back_to_the_sender_as_spares, .timeout = 60)
+{
+	zr_ctx *ctx;
+	zr_socket *push, *pull;
+	char ep[128], buf[8];
+
+	cr_assert_eq(zr_ctx_new(&ctx), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
+	sopt_int(pull, ZR_RCVTIMEO, 10000);
+	sock_bind_connect(pull, "tcp://127.0.0.1:*", push, ep, sizeof ep);
+	for (int i = 0; i < 20; i++) {
+		int waited = 0;
+
+		cr_assert_eq(zr_send_bytes(push, "spare", 5, 0), 0);
+		cr_assert_eq(zr_recv_bytes(pull, buf, sizeof buf, 0), 5, "message %d", i);
+		/* The app's next send would take it: it must see it without one. */
+		while (zr__spsc_count(&push->tx_spare) == 0 && waited < 10000) {
+			sleep_ms(1);
+			waited++;
+		}
+		cr_assert_gt(zr__spsc_count(&push->tx_spare), 0,
+		             "message %d written, and no spare came back", i);
+	}
+	sock_pair_free(ctx, push, pull);
+}
