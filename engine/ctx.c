@@ -73,9 +73,22 @@ ctx_wake(void *arg)
 	s = atomic_exchange(&ctx->dirty, NULL);
 	for (; s != NULL; s = next) {
 		next = zr__sock_dirty_pop(s);
-		if (zr__sock_io_dirty(s) >= 2 && zr__sock_wake_coalesce(s) > window)
-			window = zr__sock_wake_coalesce(s);
+		if (zr__sock_io_dirty(s) >= 2 && zr__sock_wake_coalesce(s) > 0) {
+			if (zr__sock_wake_coalesce(s) > window)
+				window = zr__sock_wake_coalesce(s);
+			/* The loop runs at every turn of the window (it wakes
+			 * us whether or not anyone did), and a caller-io
+			 * context's loop may have no one running it. */
+			if (ctx->membarrier && !ctx->caller_io)
+				zr__sock_watch(&ctx->watched, s);
+		}
 	}
+	/* The window's last look (the loop ended it) keeps the streams that
+	 * still send. */
+	int more = zr__sock_watch_turn(&ctx->watched, !zr__loop_moderated(&ctx->loop));
+
+	if (more > window)
+		window = more;
 	if (window > 0)
 		zr__loop_moderate(&ctx->loop, (unsigned)window);
 }
@@ -91,6 +104,7 @@ ctx_reap_sockets(struct zr_ctx *ctx)
 		if (!zr__sock_io_done(s))
 			continue;
 		recount |= zr__sock_busy_poll(s) > 0;
+		zr__sock_unwatch(&ctx->watched, s);
 		zr__sock_list_remove(&ctx->sockets, s);
 		zr__sock_io_free(s);
 	}

@@ -639,6 +639,8 @@ struct zr_socket {
 	atomic_int tx_fd_armed;     /* zr_socket_poll_events found no room to send: signal
 	                           efd_rx (zr_socket_fd) when the handoff drains */
 	atomic_int dirty;           /* queued on the ctx's dirty stack */
+	atomic_int watched;         /* drained at every turn: no fence, no mark
+	                                  (zr__ctx_dirty, zr__sock_watch) */
 	atomic_int rx_paused;       /* some connection waits for room in rx */
 	atomic_int closed;          /* the app closed it (io frees it later) */
 	atomic_int npipes;          /* peers a send could go to, counted as libzmq
@@ -649,6 +651,8 @@ struct zr_socket {
 	atomic_int rx_hold;         /* the owner stopped reading: rx takes nothing */
 	_Atomic uint64_t unmatched; /* PUB/XPUB: messages no subscriber matched */
 	struct zr_socket *dirty_next;
+	struct zr_socket *watch_next; /* io thread: the context's watched list */
+	uint64_t watch_took;          /* io thread: messages routed since the window's last look */
 
 	struct zr__monitor mon;
 
@@ -746,6 +750,7 @@ struct zr_ctx {
 	atomic_uint eventfd_waiters; /* app threads waiting on an eventfd meanwhile */
 	/* io thread only (in a caller-io context: the baton's holder) */
 	struct zr_socket *sockets;
+	struct zr_socket *watched; /* streaming senders drained at every turn (zr__sock_watch) */
 	bool term;
 	/* inproc: while a socket routes its handoff (ip_routing > 0), receivers
 	 * that got messages wait on ip_wake for one wake at the end, as a tcp

@@ -49,6 +49,21 @@ void zr__sock_dirty_link(zr_socket *s, zr_socket *below);
 /* io thread: takes s off the dirty stack; returns the one below it. A
  * push from now on puts s back. */
 zr_socket *zr__sock_dirty_pop(zr_socket *s);
+/*
+ * io thread: a socket whose look took two messages or more opens the loop's
+ * coalescing window (ctx.c). With membarrier, it is also watched: drained
+ * at every turn of the loop, so its senders neither mark it nor fence
+ * (zr__ctx_dirty). zr__sock_watch puts s on *list (once). zr__sock_watch_turn
+ * drains each one on *list; over (the window has ended), those that routed
+ * nothing in it leave: their flags are cleared, one membarrier makes every
+ * sender's earlier stores visible (none if each waits for room: it fenced),
+ * and each is drained once more. Returns
+ * the window the rest ask for (0: none left). zr__sock_unwatch takes s off
+ * *list (it is freed).
+ */
+void zr__sock_watch(zr_socket **list, zr_socket *s);
+int zr__sock_watch_turn(zr_socket **list, bool over);
+void zr__sock_unwatch(zr_socket **list, zr_socket *s);
 /* io thread: the context's list of its sockets (a socket joins once, on
  * its first command, and leaves when it is freed). */
 void zr__sock_list_add(zr_socket **head, zr_socket *s);

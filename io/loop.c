@@ -475,15 +475,19 @@ loop_wait_polled(struct zr__loop *l, uint64_t wait_ns)
 	return 0;
 }
 
-/* Runs wake_cb once if a wake is pending: 1 if it did, else 0. */
+/* Runs wake_cb once if a wake is pending: 1 if it did, else 0. In a
+ * moderated window it runs at every turn, woken or not: 0 then if no wake
+ * was pending. */
 static int
 loop_take_wake(struct zr__loop *l)
 {
-	if (!atomic_exchange(&l->woken, 0))
+	bool woken = atomic_exchange(&l->woken, 0);
+
+	if (!woken && l->moderate_end_ns == 0)
 		return 0;
 	if (l->wake_cb != NULL)
 		l->wake_cb(l->wake_arg);
-	return 1;
+	return woken ? 1 : 0;
 }
 
 int
@@ -517,11 +521,24 @@ zr__loop_run(struct zr__loop *l, uint64_t deadline_ms)
 	if (l->moderate_end_ns != 0) {
 		uint64_t t = zr__now_ns();
 
-		moderated = t < l->moderate_end_ns;
-		if (!moderated)
-			l->moderate_end_ns = 0; /* over: sleep as usual */
-		else if (l->moderate_end_ns - t < wait_ns)
-			wait_ns = l->moderate_end_ns - t;
+		if (t >= l->moderate_end_ns) {
+			/* Over: wake_cb's last look of the window, then sleep
+			 * as usual. Only that look ends a window: if it opens
+			 * another, that one stands even when the look took
+			 * longer than it (the wait is then 0, and the next
+			 * turn looks last again). */
+			l->moderate_end_ns = 0;
+			if (l->wake_cb != NULL)
+				l->wake_cb(l->wake_arg);
+			t = zr__now_ns();
+		}
+		moderated = l->moderate_end_ns != 0;
+		if (moderated) {
+			uint64_t left = l->moderate_end_ns > t ? l->moderate_end_ns - t : 0;
+
+			if (left < wait_ns)
+				wait_ns = left;
+		}
 	}
 	if (!moderated)
 		atomic_store(&l->sleeping, 1);
@@ -568,6 +585,12 @@ void
 zr__loop_moderate(struct zr__loop *l, unsigned us)
 {
 	l->moderate_end_ns = zr__now_ns() + (uint64_t)us * 1000u;
+}
+
+bool
+zr__loop_moderated(const struct zr__loop *l)
+{
+	return l->moderate_end_ns != 0;
 }
 
 void

@@ -132,8 +132,14 @@ int zr__loop_poll(struct zr__loop *l);
  * For a producer that wakes the loop again and again: the loop looks once
  * per window instead of the producer making a system call per wake. A new
  * call moves the window's end; once it passes, the loop sleeps as before.
+ * Within the window wake_cb runs at every turn of zr__loop_run, woken or
+ * not, and once more when the window ends (zr__loop_moderated false by
+ * then), before the loop sleeps: the owner may look at producers that did
+ * not wake it, and open another window.
  */
 void zr__loop_moderate(struct zr__loop *l, unsigned us);
+/* Whether a window is open (the loop's thread). */
+bool zr__loop_moderated(const struct zr__loop *l);
 
 /* Wakes the loop from any thread: wake_cb runs once on the loop's thread
  * (several wakes before it runs coalesce). Costs no syscall when the loop is

@@ -261,14 +261,64 @@ Test(io_loop, a_moderated_window_takes_wakes_without_the_eventfd_and_sees_them_a
 	              "the wake ended the window early (%.1f ms): the eventfd was written",
 	              (double)(t1 - t0) / 1e6);
 
-	/* Past the window: announced sleeps again, and a wake ends one. */
+	/* Past the window: the next run first gives the owner the window's
+	 * last look (wake_cb, with zr__loop_moderated false), then sleeps
+	 * announced again, and a wake ends that sleep. */
 	lw.delay_us = 20000;
 	cr_assert_eq(pthread_create(&th, NULL, late_waker_main, &lw), 0);
-	while (atomic_load(&w.calls) == 1)
+	while (atomic_load(&w.calls) < 3)
 		cr_assert_geq(zr__loop_run(&l, UINT64_MAX), 0);
 	pthread_join(th, NULL);
-	cr_assert_eq(atomic_load(&w.calls), 2);
-	cr_assert_eq(l.moderate_end_ns, 0u, "the window is over");
+	cr_assert_eq(atomic_load(&w.calls), 3, "the last look, then the wake");
+	cr_assert_not(zr__loop_moderated(&l), "the window is over");
+	zr__loop_fini(&l);
+}
+
+/* Within a window the owner looks at every turn, woken or not (producers
+ * that skip the wake: a watched socket's senders), and the window's end
+ * gives it a last look, in which it may open another. */
+struct reopen {
+	struct zr__loop *l;
+	int turns, last_looks;
+};
+
+static void
+reopen_cb(void *arg)
+{
+	struct reopen *r = arg;
+
+	r->turns++;
+	if (!zr__loop_moderated(r->l) && ++r->last_looks == 1) {
+		/* One more window, once, which has passed before this look
+		 * returns: it stands all the same, and it ends with a last
+		 * look of its own (a watched socket stays drained). */
+		zr__loop_moderate(r->l, 1);
+		usleep(2000);
+	}
+}
+
+Test(io_loop, a_window_runs_the_wake_callback_at_every_turn_and_at_its_end)
+{
+	struct zr__loop l;
+	struct reopen r = {&l, 0, 0};
+
+	cr_assert_eq(zr__loop_init(&l, 64, 0, reopen_cb, &r), 0);
+	/* Nobody wakes the loop: no turn runs the callback outside a window. */
+	cr_assert_geq(zr__loop_run(&l, 0), 0);
+	cr_assert_eq(r.turns, 0);
+	zr__loop_moderate(&l, 20000);
+	cr_assert_geq(zr__loop_run(&l, 0), 0);
+	cr_assert_eq(r.turns, 1, "a turn in the window looks without a wake");
+	/* The window ends: its last look opens a second one; the second's
+	 * last look does not, and the loop then sleeps until the deadline. */
+	for (int i = 0; i < 5 && r.last_looks < 2; i++)
+		cr_assert_geq(zr__loop_run(&l, zr__now_ms() + 100), 0);
+	cr_assert_eq(r.last_looks, 2, "the second window ended without a last look");
+	cr_assert_not(zr__loop_moderated(&l));
+	int turns = r.turns;
+
+	cr_assert_geq(zr__loop_run(&l, zr__now_ms() + 20), 0);
+	cr_assert_eq(r.turns, turns, "out of the window: no look without a wake");
 	zr__loop_fini(&l);
 }
 
