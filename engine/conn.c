@@ -1374,8 +1374,8 @@ zr__conn_send_run(struct zr__conn *c)
 		/* Refreshes the consumer's view (and follows a new ring). */
 		if (!zr__conn_has_room(c) || zr__spsc_peek(&s->tx) == NULL)
 			break;
-		for (k = 0; n < hwm && bytes < budget &&
-		            (m = zr__spsc_peek_cached(&s->tx, k)) != NULL;
+		for (k = 0;
+		     n < hwm && bytes < budget && (m = zr__spsc_peek_cached(&s->tx, k)) != NULL;
 		     k++) {
 			size_t cost = zr__msg_cost(m);
 

@@ -126,33 +126,34 @@ Test(engine_send_run, it_stops_at_sndhwm_and_leaves_the_rest_in_the_handoff)
 	run_fixture_free(f);
 }
 
+/* queued messages of len octets in the handoff; the run takes want of
+ * them, in order, and leaves the rest. */
+static void
+run_takes(int sndhwm, int64_t sndbytes, uint32_t queued, size_t len, uint32_t want)
+{
+	struct run_fixture *f = run_fixture(sndhwm, sndbytes, 16, 16);
+
+	handoff(f, 0, queued, len);
+	cr_assert_eq(zr__conn_send_run(&f->c), (size_t)want);
+	queue_holds(f, 0, want, len + sizeof(struct zr__span));
+	cr_assert_eq(zr__spsc_count(&f->s.tx), (size_t)(queued - want));
+	run_fixture_free(f);
+}
+
 Test(engine_send_run, it_takes_while_the_queue_is_under_sndbytes)
 {
 	/* 100 octets cost 116: under a budget of 5 * 116 + 1, five queued
 	 * leave it under by one octet, so a sixth goes in and the queue
 	 * ends one message over, as zr__conn_has_room lets it. */
 	const size_t cost = 100 + sizeof(struct zr__span);
-	struct run_fixture *f = run_fixture(0, (int64_t)(5 * cost + 1), 16, 16);
 
-	handoff(f, 0, 16, 100);
-	cr_assert_eq(zr__conn_send_run(&f->c), 6u);
-	queue_holds(f, 0, 6, cost);
-	cr_assert_eq(zr__spsc_count(&f->s.tx), 10u);
-	run_fixture_free(f);
-
+	run_takes(0, (int64_t)(5 * cost + 1), 16, 100, 6);
 	/* A budget of exactly five: five. */
-	f = run_fixture(0, (int64_t)(5 * cost), 16, 16);
-	handoff(f, 0, 16, 100);
-	cr_assert_eq(zr__conn_send_run(&f->c), 5u);
-	queue_holds(f, 0, 5, cost);
-	run_fixture_free(f);
-
+	run_takes(0, (int64_t)(5 * cost), 16, 100, 5);
 	/* An empty queue takes one message whatever its cost. */
-	f = run_fixture(0, 10, 16, 16);
-	handoff(f, 0, 4, 100);
-	cr_assert_eq(zr__conn_send_run(&f->c), 1u);
-	queue_holds(f, 0, 1, cost);
-	run_fixture_free(f);
+	run_takes(0, 10, 4, 100, 1);
+	/* SNDHWM first when it is the tighter. */
+	run_takes(3, (int64_t)(5 * cost), 16, 100, 3);
 }
 
 Test(engine_send_run, order_holds_across_the_growth_of_both_queues)

@@ -62,6 +62,22 @@ gap_us(unsigned us)
 		;
 }
 
+/* The receiver gets "m0" .. "m<sent-1>", each whole and in order. */
+static void
+recv_numbered(zr_socket *pull, int sent)
+{
+	char buf[32], got[33];
+
+	for (int i = 0; i < sent; i++) {
+		int want = snprintf(buf, sizeof buf, "m%d", i);
+		int n = zr_recv_bytes(pull, got, sizeof got - 1, 0);
+
+		cr_assert_eq(n, want, "message %d of %d: %d (%s)", i, sent, n,
+		             n < 0 ? zr_strerror(n) : "wrong length");
+		cr_assert_eq(memcmp(got, buf, (size_t)want), 0, "message %d out of order", i);
+	}
+}
+
 /*
  * WC_BURSTS bursts of 1 to 8 messages, each followed by a gap drawn from
  * 0 to 3 windows (so sends land before, inside and after the window the
@@ -100,14 +116,7 @@ stream_bursts(const char *endpoint, int window_us)
 	int len = snprintf(buf, sizeof buf, "m%d", sent++);
 	cr_assert_eq(zr_send_bytes(push, buf, (size_t)len, 0), 0, "the lone message");
 
-	for (int i = 0; i < sent; i++) {
-		int want = snprintf(buf, sizeof buf, "m%d", i);
-		int n = zr_recv_bytes(pull, got, sizeof got - 1, 0);
-
-		cr_assert_eq(n, want, "message %d of %d: %d (%s)", i, sent, n,
-		             n < 0 ? zr_strerror(n) : "wrong length");
-		cr_assert_eq(memcmp(got, buf, (size_t)want), 0, "message %d out of order", i);
-	}
+	recv_numbered(pull, sent);
 	cr_assert_eq(zr_recv_bytes(pull, got, sizeof got, ZR_DONTWAIT), -EAGAIN, "nothing more");
 	sopt_int(push, ZR_LINGER, 0);
 	sock_pair_free(ctx, push, pull);
@@ -167,7 +176,8 @@ watch_let_go(zr_socket *push, int *sent)
 		sleep_ms(1);
 		waited++;
 	}
-	cr_assert_eq(atomic_load(&push->watched), 0, "still watched after %d ms without a send", waited);
+	cr_assert_eq(atomic_load(&push->watched), 0, "still watched after %d ms without a send",
+	             waited);
 	len = snprintf(buf, sizeof buf, "m%d", (*sent)++);
 	cr_assert_eq(zr_send_bytes(push, buf, (size_t)len, 0), 0, "the lone message");
 }
@@ -177,7 +187,7 @@ Test(engine_wake_coalesce, a_watched_stream_is_let_go_and_the_next_message_still
 {
 	zr_ctx *ctx;
 	zr_socket *push, *pull;
-	char ep[128], buf[32], got[33];
+	char ep[128];
 	int sent = 0;
 	bool seen = false;
 
@@ -203,14 +213,7 @@ Test(engine_wake_coalesce, a_watched_stream_is_let_go_and_the_next_message_still
 	            : seen           ? "watched"
 	                             : "never two at a look: not watched");
 
-	for (int i = 0; i < sent; i++) {
-		int want = snprintf(buf, sizeof buf, "m%d", i);
-		int n = zr_recv_bytes(pull, got, sizeof got - 1, 0);
-
-		cr_assert_eq(n, want, "message %d of %d: %d (%s)", i, sent, n,
-		             n < 0 ? zr_strerror(n) : "wrong length");
-		cr_assert_eq(memcmp(got, buf, (size_t)want), 0, "message %d out of order", i);
-	}
+	recv_numbered(pull, sent);
 	sock_pair_free(ctx, push, pull);
 }
 
