@@ -73,9 +73,11 @@ ctx_wake(void *arg)
 	s = atomic_exchange(&ctx->dirty, NULL);
 	for (; s != NULL; s = next) {
 		next = zr__sock_dirty_pop(s);
-		if (zr__sock_io_dirty(s) >= 2 && zr__sock_wake_coalesce(s) > 0) {
-			if (zr__sock_wake_coalesce(s) > window)
-				window = zr__sock_wake_coalesce(s);
+		int us = zr__sock_wake_coalesce(s);
+
+		if (zr__sock_io_dirty(s) >= 2 && us > 0) {
+			if (us > window)
+				window = us;
 			/* The loop runs at every turn of the window (it wakes
 			 * us whether or not anyone did), and a caller-io
 			 * context's loop may have no one running it. */

@@ -2078,11 +2078,13 @@ zr__sock_watch_turn(zr_socket **list, bool over)
 	if (!over)
 		return 0;
 	for (at = list; (s = *at) != NULL;) {
+		int us = zr__sock_wake_coalesce(s);
+
 		/* What stays needs a window to be drained in. */
-		if (s->watch_took > 0 && zr__sock_wake_coalesce(s) > 0) {
+		if (s->watch_took > 0 && us > 0) {
 			s->watch_took = 0;
-			if (zr__sock_wake_coalesce(s) > window)
-				window = zr__sock_wake_coalesce(s);
+			if (us > window)
+				window = us;
 			at = &s->watch_next;
 			continue;
 		}
