@@ -601,6 +601,12 @@ struct zr_socket {
 	bool conflate_rx, conflate_tx;
 	_Atomic(zr_msg *) rx_last;
 	bool rx_refill_each; /* ... at every free slot (a broker's read_ahead channel) */
+	/* Fixed at open: the pattern routes a send as it is (no send_prepare,
+	 * no send_done), so zr_send_bytes may hand a spare straight over ... */
+	bool tx_plain;
+	/* ... and hands a received message over as it is (no recv_check, no
+	 * recv_finish), so the byte and message receives may pop it straight. */
+	bool rx_plain;
 
 	/*
 	 * What one thread writes per message lives on a cache line the other

@@ -262,6 +262,8 @@ zr_socket_open(zr_ctx *ctx, int type, zr_socket **out)
 	memset(s, 0, sizeof *s);
 	s->ctx = ctx;
 	s->ops = ops;
+	s->tx_plain = ops->can_send && ops->send_prepare == NULL && ops->send_done == NULL;
+	s->rx_plain = ops->can_recv && ops->recv_check == NULL && ops->recv_finish == NULL;
 	s->type = (enum zr_socktype)type;
 	s->opt = (struct zr__options){
 		.sndhwm = 1000,
@@ -570,6 +572,21 @@ sock_tx_offer(zr_socket *s, zr_msg *m)
 	return true;
 }
 
+/*
+ * sock_send's first try, for a plain pattern's send with a peer to go to
+ * (a PUSH, PUB, DEALER or PAIR stream): its checks, its call and the
+ * deadline were ~50 of a 1 B sender's ~260 instructions per message
+ * (callgrind). False when that does not apply or there is no room; the
+ * caller then takes sock_send.
+ */
+static inline bool
+sock_tx_straight(zr_socket *s, zr_msg *m)
+{
+	if (!s->tx_plain || (s->ops->waits_for_peer && atomic_load(&s->npipes) == 0))
+		return false;
+	return sock_tx_offer(s, m);
+}
+
 static void
 sock_send_done(zr_socket *s)
 {
@@ -816,6 +833,39 @@ sock_recv_run(zr_socket *s, uint64_t deadline)
 	return zr__ctx_run_until(s->ctx, sock_rx_ready, s, deadline);
 }
 
+/* m was popped from rx: its bytes leave the RCVBYTES budget, and a paused
+ * connection goes on once half of rx is free. */
+static inline void
+sock_rx_took(zr_socket *s, const zr_msg *m)
+{
+	size_t cost = zr__msg_cost(m);
+
+	atomic_store_explicit(&s->rx_taken,
+	                      atomic_load_explicit(&s->rx_taken, memory_order_relaxed) + cost,
+	                      memory_order_release);
+	if (atomic_load_explicit(&s->rx_paused, memory_order_relaxed) &&
+	    zr__spsc_count(&s->rx) <= s->rx_resume_at)
+		zr__ctx_dirty(s->ctx, s);
+}
+
+/*
+ * sock_recv's first try, for a plain pattern (PULL, SUB, DEALER, PAIR,
+ * ROUTER, ...) whose queue holds a message: NULL when that does not apply
+ * or rx is empty, and the caller then takes sock_recv. Its checks and its
+ * call were ~80 of a 1 B receiver's ~250 app instructions per message
+ * (callgrind).
+ */
+static inline zr_msg *
+sock_rx_straight(zr_socket *s)
+{
+	zr_msg *m;
+
+	if (!s->rx_plain || !s->queues_ready || (m = sock_rx_pop(s)) == NULL)
+		return NULL;
+	sock_rx_took(s, m);
+	return m;
+}
+
 static int
 sock_recv(zr_socket *s, zr_msg **msg, int flags, bool own)
 {
@@ -877,16 +927,7 @@ sock_recv(zr_socket *s, zr_msg **msg, int flags, bool own)
 				zr__ctx_dirty(s->ctx, s);
 		}
 		if (m != NULL) {
-			size_t cost = zr__msg_cost(m);
-
-			atomic_store_explicit(
-				&s->rx_taken,
-				atomic_load_explicit(&s->rx_taken, memory_order_relaxed) + cost,
-				memory_order_release);
-			/* A paused connection goes on once half of rx is free. */
-			if (atomic_load_explicit(&s->rx_paused, memory_order_relaxed) &&
-			    zr__spsc_count(&s->rx) <= s->rx_resume_at)
-				zr__ctx_dirty(s->ctx, s);
+			sock_rx_took(s, m);
 			if (s->ops->recv_finish != NULL && !s->ops->recv_finish(s, m)) {
 				zr_msg_free(m);
 				continue;
@@ -978,7 +1019,14 @@ sock_no_calls(struct zr_socket *s)
 int
 zr_send(zr_socket *s, zr_msg **msg, int flags)
 {
+	zr_msg *m = *msg;
+
 	sock_call_enter(s, SOCK_CALL_TX);
+	if (m != NULL && m->nframes > 0 && s->queues_ready && sock_tx_straight(s, m)) {
+		*msg = NULL;
+		zr__ctx_dirty(s->ctx, s);
+		return sock_call_leave(s, SOCK_CALL_TX, 0);
+	}
 	return sock_call_leave(s, SOCK_CALL_TX,
 	                       sock_send(s, msg, sock_deadline(flags, s->opt.sndtimeo_ms), -1));
 }
@@ -1007,7 +1055,8 @@ zr_recv_into(zr_socket *s, zr_msg *msg, int flags)
 	int rc;
 
 	sock_call_enter(s, SOCK_CALL_RX);
-	rc = sock_recv(s, &m, flags, false);
+	m = sock_rx_straight(s);
+	rc = m != NULL ? 0 : sock_recv(s, &m, flags, false);
 	if (rc == 0)
 		sock_recv_into(s, msg, m);
 	return sock_call_leave(s, SOCK_CALL_RX, rc);
@@ -1075,10 +1124,19 @@ zr_send_bytes(zr_socket *s, const void *data, size_t len, int flags)
 	if (m != NULL) {
 		sock_spare_prefetch(&s->tx_spare);
 		zr__msg_fit(m, len);
+		if (!zr__msg_put_first(m, data, len)) {
+			rc = zr_msg_add(m, data, len);
+		} else if (sock_tx_straight(s, m)) {
+			zr__ctx_dirty(s->ctx, s);
+			return sock_call_leave(s, SOCK_CALL_TX, 0);
+		} else {
+			rc = 0;
+		}
+	} else {
+		rc = zr_msg_new(&m);
+		if (rc == 0)
+			rc = zr_msg_add(m, data, len);
 	}
-	rc = m != NULL ? 0 : zr_msg_new(&m);
-	if (rc == 0 && !zr__msg_put_first(m, data, len))
-		rc = zr_msg_add(m, data, len);
 	if (rc == 0)
 		rc = sock_send(s, &m, sock_deadline(flags, s->opt.sndtimeo_ms), -1);
 	zr_msg_free(m); /* NULL once sent */
@@ -1095,8 +1153,8 @@ zr_recv_bytes(zr_socket *s, void *buf, size_t cap, int flags)
 	int rc;
 
 	sock_call_enter(s, SOCK_CALL_RX);
-	rc = sock_recv(s, &m, flags, false);
-	if (rc < 0)
+	m = sock_rx_straight(s);
+	if (m == NULL && (rc = sock_recv(s, &m, flags, false)) < 0)
 		return sock_call_leave(s, SOCK_CALL_RX, rc);
 	f = zr_msg_frame(m, 0, &len);
 	memcpy(buf, f, len < cap ? len : cap);
