@@ -1124,13 +1124,10 @@ zr_send_bytes(zr_socket *s, const void *data, size_t len, int flags)
 	if (m != NULL) {
 		sock_spare_prefetch(&s->tx_spare);
 		zr__msg_fit(m, len);
-		if (!zr__msg_put_first(m, data, len)) {
-			rc = zr_msg_add(m, data, len);
-		} else if (sock_tx_straight(s, m)) {
+		rc = zr__msg_put_first(m, data, len) ? 0 : zr_msg_add(m, data, len);
+		if (rc == 0 && sock_tx_straight(s, m)) {
 			zr__ctx_dirty(s->ctx, s);
 			return sock_call_leave(s, SOCK_CALL_TX, 0);
-		} else {
-			rc = 0;
 		}
 	} else {
 		rc = zr_msg_new(&m);

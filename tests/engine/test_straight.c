@@ -63,6 +63,9 @@ Test(straight, a_bound_push_whose_peer_left_queues_nothing_even_with_spares)
 	}
 	cr_assert_not_null(zr__spsc_peek(&push->tx_spare), "still spares to fill");
 	cr_assert_eq(zr_send_bytes(push, "late", 4, ZR_DONTWAIT), -EAGAIN);
+	/* Larger than a spare's buffer: the bytes go in by zr_msg_add first. */
+	static char big[8192];
+	cr_assert_eq(zr_send_bytes(push, big, sizeof big, ZR_DONTWAIT), -EAGAIN);
 	sopt_int(push, ZR_SNDTIMEO, 20);
 	cr_assert_eq(zr_send_bytes(push, "late", 4, 0), -EAGAIN);
 	cr_assert_eq(zr_msg_new(&m), 0);
