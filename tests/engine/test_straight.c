@@ -21,6 +21,24 @@
 
 TestSuite(straight, .timeout = 40);
 
+/* A context, a socket of type bt bound to a tcp port (its RCVHWM rcvhwm,
+ * unless 0) and one of type ct connected to it; both receive with a
+ * bounded wait. */
+static void
+straight_open(int bt, int rcvhwm, int ct, zr_ctx **ctx, zr_socket **bound, zr_socket **conn)
+{
+	char ep[128];
+
+	cr_assert_eq(zr_ctx_new(ctx), 0);
+	cr_assert_eq(zr_socket_open(*ctx, bt, bound), 0);
+	cr_assert_eq(zr_socket_open(*ctx, ct, conn), 0);
+	if (rcvhwm > 0)
+		sopt_int(*bound, ZR_RCVHWM, rcvhwm);
+	sopt_int(*bound, ZR_RCVTIMEO, STRAIGHT_WAIT_MS);
+	sopt_int(*conn, ZR_RCVTIMEO, STRAIGHT_WAIT_MS);
+	sock_bind_connect(*bound, "tcp://127.0.0.1:*", *conn, ep, sizeof ep);
+}
+
 /* A few messages through a fresh pair, so the sender holds spares. */
 static void
 straight_warm(zr_socket *tx, zr_socket *rx, int n)
@@ -42,14 +60,9 @@ Test(straight, a_bound_push_whose_peer_left_queues_nothing_even_with_spares)
 {
 	zr_ctx *ctx;
 	zr_socket *push, *pull;
-	char ep[128];
 	zr_msg *m;
 
-	cr_assert_eq(zr_ctx_new(&ctx), 0);
-	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
-	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
-	sopt_int(pull, ZR_RCVTIMEO, STRAIGHT_WAIT_MS);
-	sock_bind_connect(push, "tcp://127.0.0.1:*", pull, ep, sizeof ep);
+	straight_open(ZR_PUSH, 0, ZR_PULL, &ctx, &push, &pull);
 	straight_warm(push, pull, 20);
 	cr_assert_not_null(zr__spsc_peek(&push->tx_spare), "the sender holds spares");
 
@@ -85,15 +98,10 @@ Test(straight, req_and_rep_keep_their_order_and_envelope_with_spares_and_queued_
 {
 	zr_ctx *ctx;
 	zr_socket *req, *rep;
-	char ep[128], got[16];
+	char got[16];
 	zr_msg *m;
 
-	cr_assert_eq(zr_ctx_new(&ctx), 0);
-	cr_assert_eq(zr_socket_open(ctx, ZR_REQ, &req), 0);
-	cr_assert_eq(zr_socket_open(ctx, ZR_REP, &rep), 0);
-	sopt_int(req, ZR_RCVTIMEO, STRAIGHT_WAIT_MS);
-	sopt_int(rep, ZR_RCVTIMEO, STRAIGHT_WAIT_MS);
-	sock_bind_connect(rep, "tcp://127.0.0.1:*", req, ep, sizeof ep);
+	straight_open(ZR_REP, 0, ZR_REQ, &ctx, &rep, &req);
 	for (int i = 0; i < 20; i++) {
 		char q[3] = {'q', (char)('0' + i / 10), (char)('0' + i % 10)};
 		char a[3] = {'a', q[1], q[2]};
@@ -139,15 +147,10 @@ Test(straight, a_receive_that_frees_half_of_rx_lets_the_paused_connection_go_on)
 	const int hwm = 100, total = 2000;
 	zr_ctx *ctx;
 	zr_socket *push, *pull;
-	char ep[128], got[16];
+	char got[16];
 	int next = 0;
 
-	cr_assert_eq(zr_ctx_new(&ctx), 0);
-	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
-	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
-	sopt_int(pull, ZR_RCVHWM, hwm);
-	sopt_int(pull, ZR_RCVTIMEO, STRAIGHT_WAIT_MS);
-	sock_bind_connect(pull, "tcp://127.0.0.1:*", push, ep, sizeof ep);
+	straight_open(ZR_PULL, hwm, ZR_PUSH, &ctx, &pull, &push);
 	for (int i = 0; i < total; i++) {
 		char m[4] = {(char)(i >> 8), (char)i, 'p', 0};
 
