@@ -574,17 +574,20 @@ sock_tx_offer(zr_socket *s, zr_msg *m)
 
 /*
  * sock_send's first try, for a plain pattern's send with a peer to go to
- * (a PUSH, PUB, DEALER or PAIR stream): its checks, its call and the
- * deadline were ~60 of a 1 B sender's ~260 app instructions per message
- * (callgrind). False when that does not apply or there is no room; the
+ * (a PUSH, PUB, DEALER or PAIR stream): m is pushed and the socket marked,
+ * as sock_send would. Its checks, its call and the deadline were ~60 of a
+ * 1 B sender's ~260 app instructions per message (callgrind). False, m
+ * still the caller's, when that does not apply or there is no room; the
  * caller then takes sock_send.
  */
 static inline bool
 sock_tx_straight(zr_socket *s, zr_msg *m)
 {
-	if (!s->tx_plain || (s->ops->waits_for_peer && atomic_load(&s->npipes) == 0))
+	if (!s->tx_plain || (s->ops->waits_for_peer && atomic_load(&s->npipes) == 0) ||
+	    !sock_tx_offer(s, m))
 		return false;
-	return sock_tx_offer(s, m);
+	zr__ctx_dirty(s->ctx, s);
+	return true;
 }
 
 static void
@@ -1024,7 +1027,6 @@ zr_send(zr_socket *s, zr_msg **msg, int flags)
 	sock_call_enter(s, SOCK_CALL_TX);
 	if (m != NULL && m->nframes > 0 && s->queues_ready && sock_tx_straight(s, m)) {
 		*msg = NULL;
-		zr__ctx_dirty(s->ctx, s);
 		return sock_call_leave(s, SOCK_CALL_TX, 0);
 	}
 	return sock_call_leave(s, SOCK_CALL_TX,
@@ -1125,10 +1127,8 @@ zr_send_bytes(zr_socket *s, const void *data, size_t len, int flags)
 		sock_spare_prefetch(&s->tx_spare);
 		zr__msg_fit(m, len);
 		rc = zr__msg_put_first(m, data, len) ? 0 : zr_msg_add(m, data, len);
-		if (rc == 0 && sock_tx_straight(s, m)) {
-			zr__ctx_dirty(s->ctx, s);
+		if (rc == 0 && sock_tx_straight(s, m))
 			return sock_call_leave(s, SOCK_CALL_TX, 0);
-		}
 	} else {
 		rc = zr_msg_new(&m);
 		if (rc == 0)
