@@ -3,6 +3,10 @@
  * (offset, length) spans, inline for up to four frames. A received message is
  * assembled straight into its buffer (the frame size is known from the header
  * and bounded by MAXMSGSIZE, so the buffer is sized once per frame).
+ *
+ * The buffer starts as the ZR__MSG_OWN_BYTES that follow the struct in its
+ * own allocation (msg_own), and moves to the heap only for more: a small
+ * message is one malloc, not two, and one block of memory.
  */
 #define _POSIX_C_SOURCE 200809L /* strnlen */
 #include <errno.h>
@@ -16,15 +20,42 @@
 int
 zr_msg_new(zr_msg **msg)
 {
-	zr_msg *m = calloc(1, sizeof *m);
+	zr_msg *m = malloc(sizeof *m + ZR__MSG_OWN_BYTES);
 
 	if (m == NULL)
 		return -ENOMEM;
-	m->frames = m->inl;
-	m->frame_cap = ZR__MSG_INLINE_FRAMES;
-	m->refs = 1;
+	*m = (zr_msg){.frames = m->inl,
+	              .frame_cap = ZR__MSG_INLINE_FRAMES,
+	              .data = zr__msg_own(m),
+	              .cap = ZR__MSG_OWN_BYTES,
+	              .refs = 1};
 	*msg = m;
 	return 0;
+}
+
+/* The buffer back to m's own bytes (what was in a heap one is not kept). */
+static void
+msg_own_again(zr_msg *m)
+{
+	if (m->data != zr__msg_own(m))
+		free(m->data);
+	m->data = zr__msg_own(m);
+	m->cap = ZR__MSG_OWN_BYTES;
+}
+
+/* A buffer of cap octets holding m's len: the heap's, grown in place once
+ * it is there. NULL (m unchanged) when there is no memory. */
+static uint8_t *
+msg_grow(zr_msg *m, size_t cap)
+{
+	uint8_t *d;
+
+	if (m->data != zr__msg_own(m))
+		return realloc(m->data, cap);
+	d = malloc(cap);
+	if (d != NULL && m->len > 0)
+		memcpy(d, m->data, m->len);
+	return d;
 }
 
 /*
@@ -59,8 +90,8 @@ msg_unhook(zr_msg *m)
 	if (h->own) {
 		m->cap = h->cap;
 	} else {
-		m->data = NULL;
-		m->cap = 0;
+		m->data = zr__msg_own(m);
+		m->cap = ZR__MSG_OWN_BYTES;
 	}
 	if (h->ffn != NULL)
 		h->ffn(h->data, h->hint);
@@ -126,7 +157,8 @@ zr_msg_free(zr_msg *m)
 	if (m->frames != m->inl)
 		free(m->frames);
 	zr__meta_unref(m->meta);
-	free(m->data);
+	if (m->data != zr__msg_own(m))
+		free(m->data);
 	free(m);
 }
 
@@ -258,9 +290,7 @@ zr__msg_drop_data(zr_msg *m)
 {
 	if (m->hooked)
 		return;
-	free(m->data);
-	m->data = NULL;
-	m->cap = 0;
+	msg_own_again(m);
 }
 
 bool
@@ -294,7 +324,7 @@ zr__msg_take_small(zr_msg *dst, zr_msg *src)
 {
 	if (dst->cap < src->len) {
 		/* A whole spare's size: the next small message fits as well. */
-		uint8_t *d = realloc(dst->data, ZR__MSG_SPARE_SMALL);
+		uint8_t *d = msg_grow(dst, ZR__MSG_SPARE_SMALL);
 
 		if (d == NULL)
 			return -ENOMEM;
@@ -352,6 +382,18 @@ zr__msg_swap(zr_msg *a, zr_msg *b)
 		a->frames = a->inl;
 	if (b->frames == a->inl)
 		b->frames = b->inl;
+	/* So do own bytes: they trade places, and each points at its own. */
+	if (a->data == zr__msg_own(b) || b->data == zr__msg_own(a)) {
+		uint8_t own[ZR__MSG_OWN_BYTES];
+
+		memcpy(own, zr__msg_own(a), sizeof own);
+		memcpy(zr__msg_own(a), zr__msg_own(b), sizeof own);
+		memcpy(zr__msg_own(b), own, sizeof own);
+		if (a->data == zr__msg_own(b))
+			a->data = zr__msg_own(a);
+		if (b->data == zr__msg_own(a))
+			b->data = zr__msg_own(b);
+	}
 }
 
 void
@@ -377,7 +419,13 @@ zr__msg_reserve(zr_msg *m, size_t extra)
 		cap *= 2;
 	if (m->hooked && !m->hook->own) {
 		/* The caller's bytes cannot grow: a copy of them can (their
-		 * callback runs now). */
+		 * callback runs now), in the message's own bytes if they fit. */
+		if (want <= ZR__MSG_OWN_BYTES) {
+			if (m->len > 0)
+				memcpy(zr__msg_own(m), m->data, m->len);
+			msg_unhook(m);
+			return 0;
+		}
 		d = malloc(cap);
 		if (d == NULL)
 			return -ENOMEM;
@@ -388,7 +436,7 @@ zr__msg_reserve(zr_msg *m, size_t extra)
 		m->cap = cap;
 		return 0;
 	}
-	d = realloc(m->data, cap);
+	d = msg_grow(m, cap);
 	if (d == NULL)
 		return -ENOMEM;
 	m->data = d;
@@ -488,7 +536,8 @@ zr__msg_adopt(zr_msg *m, uint8_t *buf, size_t cap, size_t off, size_t len)
 {
 	if (m->nframes != 0 || m->hooked || off > cap || len > cap - off)
 		return false;
-	free(m->data);
+	if (m->data != zr__msg_own(m))
+		free(m->data);
 	m->data = buf;
 	m->cap = cap;
 	m->len = off + len;

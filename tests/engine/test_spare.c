@@ -32,6 +32,110 @@ msg_with(size_t len, size_t cap)
 	return m;
 }
 
+/* A message of n octets: i's octet is seed + i. */
+static void
+msg_fill(zr_msg *m, size_t n, unsigned seed)
+{
+	uint8_t b[1024];
+
+	cr_assert_leq(n, sizeof b);
+	for (size_t i = 0; i < n; i++)
+		b[i] = (uint8_t)(seed + i);
+	cr_assert_eq(zr_msg_add(m, b, n), 0);
+}
+
+static void
+msg_expect(const zr_msg *m, size_t frame, size_t n, unsigned seed)
+{
+	size_t len;
+	const uint8_t *p = zr_msg_frame(m, frame, &len);
+
+	cr_assert_eq(len, n, "frame %zu: %zu octets, not %zu", frame, len, n);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(p[i], (uint8_t)(seed + i), "frame %zu octet %zu", frame, i);
+}
+
+/* A small message lives in the bytes of its own allocation; more moves it
+ * to the heap with what it held; a swap leaves each struct with its own
+ * bytes (the two messages' contents trade places, not their memory). */
+Test(spare, a_small_message_lives_in_its_own_bytes_and_a_swap_keeps_them_its_own)
+{
+	zr_msg *a, *b;
+
+	cr_assert_eq(zr_msg_new(&a), 0);
+	cr_assert_eq(zr__msg_keep_cap(a), ZR__MSG_OWN_BYTES);
+	msg_fill(a, ZR__MSG_OWN_BYTES, 1);
+	cr_assert(a->data == zr__msg_own(a), "64 octets: still its own bytes");
+	msg_fill(a, 10, 7);
+	cr_assert(a->data != zr__msg_own(a), "more: on the heap");
+	msg_expect(a, 0, ZR__MSG_OWN_BYTES, 1);
+	msg_expect(a, 1, 10, 7);
+
+	/* heap <-> own */
+	cr_assert_eq(zr_msg_new(&b), 0);
+	msg_fill(b, 3, 40);
+	zr__msg_swap(a, b);
+	cr_assert(a->data == zr__msg_own(a), "a now holds b's few octets, in its own bytes");
+	cr_assert(b->data != zr__msg_own(b) && b->data != zr__msg_own(a));
+	msg_expect(a, 0, 3, 40);
+	msg_expect(b, 0, ZR__MSG_OWN_BYTES, 1);
+	msg_expect(b, 1, 10, 7);
+
+	/* own <-> own */
+	zr_msg_free(b);
+	cr_assert_eq(zr_msg_new(&b), 0);
+	msg_fill(b, 20, 90);
+	zr__msg_swap(a, b);
+	cr_assert(a->data == zr__msg_own(a) && b->data == zr__msg_own(b));
+	msg_expect(a, 0, 20, 90);
+	msg_expect(b, 0, 3, 40);
+
+	/* Dropped back to its own bytes, which take the next small message. */
+	zr_msg_free(b);
+	cr_assert_eq(zr_msg_new(&b), 0);
+	msg_fill(b, 500, 3);
+	cr_assert(zr__msg_recycle(b));
+	cr_assert(b->data == zr__msg_own(b) && zr__msg_keep_cap(b) == ZR__MSG_OWN_BYTES);
+	msg_fill(b, 5, 9);
+	msg_expect(b, 0, 5, 9);
+	zr_msg_free(a);
+	zr_msg_free(b);
+}
+
+static void
+count_free(void *data, void *hint)
+{
+	(void)data;
+	++*(int *)hint;
+}
+
+/* The caller's bytes (zr_msg_new_data) grow as a copy, into memory of the
+ * message's own; zring's own bytes under a callback (zr_msg_set_free) stay
+ * and are freed with it. Each callback runs once. */
+Test(spare, a_message_with_a_free_callback_keeps_its_own_bytes_right)
+{
+	static uint8_t user[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+	int freed = 0;
+	zr_msg *m;
+
+	cr_assert_eq(zr_msg_new_data(&m, user, sizeof user, count_free, &freed), 0);
+	cr_assert_eq(zr_msg_add(m, "xy", 2), 0);
+	cr_assert_eq(freed, 1, "the caller's bytes are let go once copied");
+	cr_assert(m->data == zr__msg_own(m), "ten octets: in its own bytes");
+	msg_expect(m, 0, sizeof user, 1);
+	zr_msg_free(m);
+	cr_assert_eq(freed, 1);
+
+	cr_assert_eq(zr_msg_new(&m), 0);
+	msg_fill(m, 30, 5);
+	cr_assert_eq(zr_msg_set_free(m, count_free, &freed), 0);
+	msg_fill(m, 100, 6);
+	msg_expect(m, 0, 30, 5);
+	msg_expect(m, 1, 100, 6);
+	zr_msg_free(m);
+	cr_assert_eq(freed, 2);
+}
+
 Test(spare, recycle_keeps_a_small_buffer_always_and_a_larger_one_only_when_told)
 {
 	zr_msg *m = msg_with(100, ZR__MSG_SPARE_SMALL);
@@ -46,12 +150,14 @@ Test(spare, recycle_keeps_a_small_buffer_always_and_a_larger_one_only_when_told)
 	cr_assert(zr__msg_recycle_keep(m, 4096));
 	cr_assert_eq(zr__msg_keep_cap(m), 4096, "kept when the ring has room");
 	cr_assert(zr__msg_recycle_keep(m, 4095));
-	cr_assert_eq(zr__msg_keep_cap(m), 0, "freed when it may not keep that much");
+	cr_assert_eq(zr__msg_keep_cap(m), ZR__MSG_OWN_BYTES,
+	             "freed when it may not keep that much: its own bytes stay");
 	zr_msg_free(m);
 
 	m = msg_with(4000, 4096);
 	cr_assert(zr__msg_recycle(m));
-	cr_assert_eq(zr__msg_keep_cap(m), 0, "the plain recycle keeps small buffers only");
+	cr_assert_eq(zr__msg_keep_cap(m), ZR__MSG_OWN_BYTES,
+	             "the plain recycle keeps small buffers only");
 	zr_msg_free(m);
 }
 
@@ -64,7 +170,7 @@ Test(spare, a_spare_drops_a_buffer_over_twice_what_its_next_message_needs)
 	zr__msg_fit(m, 8192);
 	cr_assert_eq(zr__msg_keep_cap(m), 16384, "half full: kept");
 	zr__msg_fit(m, 8191);
-	cr_assert_eq(zr__msg_keep_cap(m), 0, "under half: dropped");
+	cr_assert_eq(zr__msg_keep_cap(m), ZR__MSG_OWN_BYTES, "under half: dropped");
 	zr_msg_free(m);
 
 	m = msg_with(0, ZR__MSG_SPARE_SMALL);
