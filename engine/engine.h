@@ -61,11 +61,11 @@ struct zr_msg {
 	bool raw;              /* io thread only: data is wire bytes (a subscription) */
 	bool hooked;           /* a free callback to run when zring is done (msg.c) */
 	struct zr__meta *meta; /* received: its connection's properties (zr_msg_gets) */
-			       /* ZR__MSG_OWN_BYTES follow, in the same allocation (zr__msg_own). */
 };
 
 /* The bytes every message has in its own allocation, right after the
- * struct: a small message's whole buffer (msg.c). */
+ * struct (zr_msg_new): a small message's whole buffer, so that it is one
+ * block, not two (msg.c). */
 #define ZR__MSG_OWN_BYTES ((size_t)64)
 
 static inline uint8_t *

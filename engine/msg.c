@@ -5,7 +5,7 @@
  * and bounded by MAXMSGSIZE, so the buffer is sized once per frame).
  *
  * The buffer starts as the ZR__MSG_OWN_BYTES that follow the struct in its
- * own allocation (msg_own), and moves to the heap only for more: a small
+ * allocation (zr__msg_own), and moves to the heap only for more: a small
  * message is one malloc, not two, and one block of memory.
  */
 #define _POSIX_C_SOURCE 200809L /* strnlen */
