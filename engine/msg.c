@@ -33,12 +33,19 @@ zr_msg_new(zr_msg **msg)
 	return 0;
 }
 
+/* Frees m's buffer if it is a heap one (never its own bytes). */
+static void
+msg_free_data(zr_msg *m)
+{
+	if (m->data != zr__msg_own(m))
+		free(m->data);
+}
+
 /* The buffer back to m's own bytes (what was in a heap one is not kept). */
 static void
 msg_own_again(zr_msg *m)
 {
-	if (m->data != zr__msg_own(m))
-		free(m->data);
+	msg_free_data(m);
 	m->data = zr__msg_own(m);
 	m->cap = ZR__MSG_OWN_BYTES;
 }
@@ -157,8 +164,7 @@ zr_msg_free(zr_msg *m)
 	if (m->frames != m->inl)
 		free(m->frames);
 	zr__meta_unref(m->meta);
-	if (m->data != zr__msg_own(m))
-		free(m->data);
+	msg_free_data(m);
 	free(m);
 }
 
@@ -536,8 +542,7 @@ zr__msg_adopt(zr_msg *m, uint8_t *buf, size_t cap, size_t off, size_t len)
 {
 	if (m->nframes != 0 || m->hooked || off > cap || len > cap - off)
 		return false;
-	if (m->data != zr__msg_own(m))
-		free(m->data);
+	msg_free_data(m);
 	m->data = buf;
 	m->cap = cap;
 	m->len = off + len;
