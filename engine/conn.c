@@ -81,6 +81,14 @@ conn_iov_fit(struct zr__conn *c, size_t cap)
 	return 0;
 }
 
+/* s's peers send it messages, not only a handshake and maybe
+ * subscriptions (PUSH, PUB, XPUB). */
+static bool
+conn_gets_messages(const struct zr_socket *s)
+{
+	return s->ops->can_recv && s->ops->peer_subscription == NULL;
+}
+
 struct zr__conn *
 zr__conn_new(struct zr_socket *s)
 {
@@ -88,13 +96,12 @@ zr__conn_new(struct zr_socket *s)
 
 	if (c == NULL)
 		return NULL;
-	/* A socket whose peers send it messages reads them 64 KiB at a time
-	 * from the start (a 1,000-SUB receiver spent ~10% more CPU growing from
-	 * a small buffer); one whose peers send only a handshake and maybe
-	 * subscriptions (PUSH, PUB, XPUB) starts small: a publisher with 1,000
+	/* A socket whose peers send it messages reads them 64 KiB (or its
+	 * context's share: conn_rx_reader) at a time from the start (a
+	 * 1,000-SUB receiver spent ~10% more CPU growing from a small buffer);
+	 * one whose peers do not starts small: a publisher with 1,000
 	 * subscribers spent ~20% more CPU with 64 KiB each. */
-	c->in_cap = s->ops->can_recv && s->ops->peer_subscription == NULL ? ZR__CONN_RX_BUF
-	                                                                  : ZR__CONN_RX_FIRST;
+	c->in_cap = conn_gets_messages(s) ? ZR__CONN_RX_BUF : ZR__CONN_RX_FIRST;
 	c->in_norm = c->in_cap;
 	c->in = malloc(c->in_cap);
 	c->out_cap = 16;
@@ -375,6 +382,26 @@ conn_connect_done(struct zr__op *op, int res, uint32_t flags)
 
 /* ---- receive ------------------------------------------------------------ */
 
+/* Counts c in (or out of) its context's readers of messages, and sets the
+ * share of rx_read_budget each reads at most at a time. */
+static void
+conn_rx_reader(struct zr__conn *c, bool reads)
+{
+	struct zr_ctx *x = c->sock->ctx;
+	size_t most;
+
+	if (c->rx_reader == reads)
+		return;
+	c->rx_reader = reads;
+	x->rx_readers = reads ? x->rx_readers + 1 : x->rx_readers - 1;
+	most = x->rx_readers > 0 ? x->rx_read_budget / x->rx_readers : ZR__CONN_RX_BUF;
+	if (most > ZR__CONN_RX_BUF)
+		most = ZR__CONN_RX_BUF;
+	if (most < ZR__CONN_RX_READ_MIN)
+		most = ZR__CONN_RX_READ_MIN;
+	x->rx_read_max = most;
+}
+
 static void
 conn_rx_arm(struct zr__conn *c)
 {
@@ -425,6 +452,7 @@ conn_rx_arm(struct zr__conn *c)
 	if (c->in_len == c->in_cap)
 		return; /* cannot happen: commands are bounded below in_cap */
 	size_t room = c->in_cap - c->in_len;
+	bool box = false;
 
 	/* CURVE: the rest of a large box and nothing after it, so that the box
 	 * ends c->in and the buffer can become its message's (conn_adopt_box).
@@ -432,8 +460,16 @@ conn_rx_arm(struct zr__conn *c)
 	if (c->in_len > 0 && c->state == ZR__CONN_ACTIVE && zr_zmtp_encrypts(&c->z)) {
 		size_t want = zr_zmtp_want(&c->z, c->in, c->in_len);
 
-		if (want >= CONN_DIRECT_MIN && want > c->in_len && want - c->in_len < room)
+		box = want >= CONN_DIRECT_MIN && want > c->in_len && want - c->in_len < room;
+		if (box)
 			room = want - c->in_len;
+	}
+	/* Otherwise the context's share for a reader of messages (the pages
+	 * of c->in past it are never touched). */
+	if (conn_gets_messages(c->sock)) {
+		conn_rx_reader(c, true);
+		if (!box && room > c->sock->ctx->rx_read_max)
+			room = c->sock->ctx->rx_read_max;
 	}
 	if (zr__op_recv(conn_loop(c), &c->rx_op, c->fd, c->in + c->in_len, room, 0) == 0)
 		c->rx_armed = true;
@@ -2066,6 +2102,7 @@ conn_free(struct zr__conn *c)
 		s->naccepted--;
 	zr__subs_drop(&s->ps.subs, &c->subs);
 	zr__zap_cancel(c);
+	conn_rx_reader(c, false);
 	zr_zmtp_fini(&c->z);
 	conn_meta_drop(c);
 	zr__tls_free(c->tls);

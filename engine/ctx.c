@@ -393,6 +393,7 @@ zr_ctx_new_flags(zr_ctx **out, unsigned flags)
 	if (ctx == NULL)
 		return -ENOMEM;
 	ctx->caller_io = (flags & ZR_CTX_CALLER_IO) != 0;
+	ctx->rx_read_budget = ZR__CTX_RX_READ;
 	atomic_init(&ctx->baton, CTX_LOOP_IO); /* the io thread's, from its start */
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_cond_init(&ctx->cond, NULL);

@@ -6,7 +6,9 @@
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <linux/sockios.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -430,6 +432,98 @@ Test(engine_flow, a_stalled_sub_keeps_exactly_rcvhwm_of_what_it_subscribed_to)
 	close(fd);
 	sopt_int(sub, ZR_LINGER, 0);
 	zr_socket_close(sub);
+	zr_ctx_free(ctx);
+}
+
+/*
+ * A context's readers of messages share its read budget (conn.c,
+ * conn_rx_reader): here 32 KiB between two SUB sockets, so each reads 16 KiB
+ * at a time, as each of 1,024 would with the default 16 MiB. Each SUB holds
+ * one message (RCVHWM 1) and stops reading at the read that brought a
+ * second, so what it never read stays in the kernel (SIOCINQ on the fd its
+ * ACCEPTED event gave): of the 40 KiB a hand-written publisher wrote in one
+ * go, one read of 16 KiB came out, and before it at most the two messages'
+ * worth of a read that ended early. A lone reader's 32 KiB, or a read of the
+ * whole buffer (64 KiB), would have taken more.
+ */
+Test(engine_flow, readers_of_messages_read_their_share_of_the_contexts_budget, .timeout = 60)
+{
+	enum {
+		SUBS = 2,
+		MSGS = 40,
+		BODY = 1000,
+		FRAME = 9 + BODY /* a long frame's header */
+	};
+	static uint8_t wire[MSGS * FRAME];
+	const size_t share = ZR__CONN_RX_READ_MIN, left_min = sizeof wire - share - 2 * FRAME;
+	zr_ctx *ctx;
+	zr_socket *sub[SUBS];
+	int peer[SUBS], fd[SUBS];
+	char ep[128];
+
+	for (int i = 0; i < MSGS; i++) {
+		uint8_t *f = wire + (size_t)i * FRAME;
+
+		f[0] = 0x02; /* long, last frame */
+		for (int k = 0; k < 8; k++)
+			f[1 + k] = (uint8_t)((uint64_t)BODY >> (8 * (7 - k)));
+		memset(f + 9, 'a' + i % 26, BODY);
+	}
+	cr_assert_eq(zr_ctx_new(&ctx), 0);
+	ctx->rx_read_budget = SUBS * share; /* before any connection reads */
+	for (int s = 0; s < SUBS; s++) {
+		cr_assert_eq(zr_socket_open(ctx, ZR_SUB, &sub[s]), 0);
+		sopt_int(sub[s], ZR_RCVHWM, 1);
+		sopt_int(sub[s], ZR_RCVTIMEO, WAIT_MS);
+		sopt_int(sub[s], ZR_LINGER, 0);
+		cr_assert_eq(zr_setsockopt(sub[s], ZR_SUBSCRIBE, "", 0), 0);
+		cr_assert_eq(zr_socket_monitor(sub[s], ZR_EVENT_ACCEPTED), 0);
+		cr_assert_eq(zr_bind(sub[s], "tcp://127.0.0.1:*"), 0);
+		endpoint_of(sub[s], ep, sizeof ep);
+		peer[s] = rp_connect_as(ep, 1, "PUB");
+		fd[s] = -1;
+		for (int waited = 0; fd[s] < 0 && waited < WAIT_MS; waited += 100) {
+			struct zr_event ev;
+
+			if (zr_monitor_recv(sub[s], &ev, 100) == 0 && ev.type == ZR_EVENT_ACCEPTED)
+				fd[s] = ev.value;
+		}
+		cr_assert_geq(fd[s], 0, "subscriber %d: no ACCEPTED event", s);
+	}
+	/* Both connections count now; a receive armed before the second did
+	 * keeps its size, so one small message each first, then the rest. */
+	for (int s = 0; s < SUBS; s++) {
+		const uint8_t hi[] = {0, 2, 'h', 'i'};
+		char got[4];
+
+		cr_assert(rp_write_all(peer[s], hi, sizeof hi));
+		cr_assert_eq(zr_recv_bytes(sub[s], got, sizeof got, 0), 2, "subscriber %d", s);
+	}
+	for (int s = 0; s < SUBS; s++)
+		cr_assert(rp_write_all(peer[s], wire, sizeof wire));
+	for (int s = 0; s < SUBS; s++) {
+		int left = -1;
+
+		cr_assert_eq(rx_queued_settled(sub[s], 1, WAIT_MS, 300), 1u, "subscriber %d", s);
+		cr_assert_eq(ioctl(fd[s], SIOCINQ, &left), 0, "SIOCINQ: %s", strerror(errno));
+		cr_assert_geq((size_t)left, left_min,
+		              "subscriber %d read %zu of %zu octets: over a share of %zu", s,
+		              sizeof wire - (size_t)left, sizeof wire, share);
+	}
+	/* Then every message arrives, whole and in order. */
+	for (int s = 0; s < SUBS; s++) {
+		for (int i = 0; i < MSGS; i++) {
+			static char got[BODY + 1];
+
+			cr_assert_eq(zr_recv_bytes(sub[s], got, sizeof got, 0), BODY,
+			             "subscriber %d, message %d", s, i);
+			cr_assert_eq(got[0], 'a' + i % 26, "subscriber %d, message %d", s, i);
+			cr_assert_eq(got[BODY - 1], 'a' + i % 26, "subscriber %d, message %d", s,
+			             i);
+		}
+		close(peer[s]);
+		zr_socket_close(sub[s]);
+	}
 	zr_ctx_free(ctx);
 }
 
