@@ -708,7 +708,10 @@ conn_adopt_box(struct zr__conn *c, const struct zr_zmtp_event *ev, size_t *off, 
 	 * size after a box over twice that. */
 	size_t next_cap = c->in_cap <= 2 * c->in_norm ? c->in_cap : c->in_norm;
 
-	next = malloc(next_cap);
+	/* One the app read a message out of, else a new one. */
+	next = zr__sock_rx_buf(c->sock, next_cap, &next_cap);
+	if (next == NULL)
+		next = malloc(next_cap);
 	if (next == NULL)
 		return 0; /* the copy needs no memory: take it that way */
 	/* Its buffer will be the box's: a spare's goes. */

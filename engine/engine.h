@@ -109,6 +109,13 @@ void zr__msg_frame_placed(zr_msg *m, size_t len);
  * opened) in a connection's buffer becomes the message's without a copy.
  * False (buf still the caller's) if m does not qualify. */
 bool zr__msg_adopt(zr_msg *m, uint8_t *buf, size_t cap, size_t off, size_t len);
+/* Takes m's buffer when it is a heap one of its own (not hooked); m is
+ * left with its own bytes, its frames to be cleared by the caller. Returns
+ * the buffer (*cap: its size) or NULL. */
+uint8_t *zr__msg_take_buf(zr_msg *m, size_t *cap);
+/* The empty m (no frames, no free callback) takes buf, cap octets from
+ * malloc, as its buffer. */
+void zr__msg_give_buf(zr_msg *m, uint8_t *buf, size_t cap);
 /* Drops the first n frames (their bytes stay; the view moves). */
 void zr__msg_drop_front(zr_msg *m, uint32_t n);
 /* Prepends a frame (used for routing ids). */
@@ -608,6 +615,9 @@ struct zr_socket {
 	 * returns what it copied out), tx_spare io -> app (what went out, for
 	 * zr_send_bytes). Bounded; a full ring frees as before. */
 	struct zr__spsc rx_spare, tx_spare;
+	/* app -> io: large buffers the app read messages out of, for the
+	 * next ones (zr__sock_rx_buf), a few at most (socket.c). */
+	struct zr__spsc rx_bufs;
 	/* Set once, by the first bind, connect, send or receive. A first send
 	 * or receive tells the io thread nothing (no command), and the io thread
 	 * reads this when it closes the socket (zr_ctx_free) under that very
@@ -870,6 +880,9 @@ bool zr__sock_rx_put(struct zr_socket *s, zr_msg *m);
  * spare one when the app returned some), and the last reference to a sent
  * one. */
 int zr__sock_msg_new(struct zr_socket *s, zr_msg **m, size_t want);
+/* io thread: a buffer of want octets or a little more (its size in *cap)
+ * that the app gave back through rx_bufs, or NULL. */
+uint8_t *zr__sock_rx_buf(struct zr_socket *s, size_t want, size_t *cap);
 /* The producer of a spare ring (rx_spare, tx_spare) puts m in it, emptied,
  * with its buffer while the ring holds little (socket.c), or frees m. Quiet,
  * as zr__spsc_push_quiet: the consumer sees it at the next publish. */

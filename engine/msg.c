@@ -552,6 +552,29 @@ zr__msg_adopt(zr_msg *m, uint8_t *buf, size_t cap, size_t off, size_t len)
 	return true;
 }
 
+uint8_t *
+zr__msg_take_buf(zr_msg *m, size_t *cap)
+{
+	uint8_t *d = m->data;
+
+	if (m->hooked || d == zr__msg_own(m))
+		return NULL;
+	*cap = m->cap;
+	m->data = zr__msg_own(m);
+	m->cap = ZR__MSG_OWN_BYTES;
+	m->len = 0;
+	m->nframes = 0;
+	return d;
+}
+
+void
+zr__msg_give_buf(zr_msg *m, uint8_t *buf, size_t cap)
+{
+	msg_free_data(m);
+	m->data = buf;
+	m->cap = cap;
+}
+
 void
 zr__msg_drop_front(zr_msg *m, uint32_t n)
 {

@@ -430,3 +430,113 @@ Test(spare, an_unmatched_publish_comes_back_to_the_sender_as_a_spare, .timeout =
 	zr_socket_close(pub);
 	zr_ctx_free(ctx);
 }
+
+/* A z85 key option. */
+static void
+key_opt(zr_socket *s, int opt, const char *z85)
+{
+	cr_assert_eq(zr_setsockopt(s, opt, z85, strlen(z85)), 0, "option %d", opt);
+}
+
+/* 64 KiB message n: its number, then octet i = (n + i) & 0xff. */
+static void
+big_fill(uint8_t *p, size_t len, unsigned n)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)((n + i) & 0xff);
+	memcpy(p, &n, sizeof n);
+}
+
+static void
+big_check(const uint8_t *p, size_t len, unsigned n)
+{
+	unsigned got;
+
+	memcpy(&got, p, sizeof got);
+	cr_assert_eq(got, n, "message %u arrived as %u", n, got);
+	for (size_t i = sizeof n; i < len; i++)
+		if (p[i] != (uint8_t)((n + i) & 0xff))
+			cr_assert_fail("message %u: octet %zu is %u", n, i, p[i]);
+}
+
+/*
+ * A large message's buffer, once the app has read the message out, goes
+ * back to the io thread (rx_bufs) and takes the next large frame: a plain
+ * one is received into it, and under CURVE it is the connection's next
+ * receive buffer, which the next box, opened in place, then leaves to its
+ * message. No malloc on one thread and free on the other per message. Sent
+ * one at a time, each read before the next goes: after each read the ring
+ * holds the buffer just given back, and no more (the io thread took the one
+ * before for the next message). Both ways of reading out give buffers back:
+ * a copy (zr_recv_bytes) and a kept message that takes each new one's
+ * buffer (zr_recv_into). Every octet of every message arrives as sent,
+ * though each buffer is used again.
+ */
+static void
+large_buffers_come_back(bool curve)
+{
+	enum {
+		SIZE = 64 * 1024,
+		N = 12
+	};
+	static uint8_t out[SIZE], in[SIZE + 1];
+	char srv_pub[ZR_CURVE_KEY_Z85_LEN + 1], srv_sec[ZR_CURVE_KEY_Z85_LEN + 1];
+	char cli_pub[ZR_CURVE_KEY_Z85_LEN + 1], cli_sec[ZR_CURVE_KEY_Z85_LEN + 1];
+	zr_ctx *ctx;
+	zr_socket *push, *pull;
+	zr_msg *kept;
+	char ep[128];
+	int one = 1;
+
+	cr_assert_eq(zr_ctx_new(&ctx), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PUSH, &push), 0);
+	cr_assert_eq(zr_socket_open(ctx, ZR_PULL, &pull), 0);
+	if (curve) {
+		cr_assert_eq(zr_curve_keypair(srv_pub, srv_sec), 0);
+		cr_assert_eq(zr_curve_keypair(cli_pub, cli_sec), 0);
+		cr_assert_eq(zr_setsockopt(pull, ZR_CURVE_SERVER, &one, sizeof one), 0);
+		key_opt(pull, ZR_CURVE_SECRETKEY, srv_sec);
+		key_opt(push, ZR_CURVE_SERVERKEY, srv_pub);
+		key_opt(push, ZR_CURVE_PUBLICKEY, cli_pub);
+		key_opt(push, ZR_CURVE_SECRETKEY, cli_sec);
+	}
+	sopt_int(pull, ZR_RCVTIMEO, 10000);
+	sock_bind_connect(pull, "tcp://127.0.0.1:*", push, ep, sizeof ep);
+	cr_assert_eq(zr_msg_new(&kept), 0);
+	for (unsigned n = 0; n < 2 * N; n++) {
+		size_t held;
+
+		big_fill(out, SIZE, n);
+		cr_assert_eq(zr_send_bytes(push, out, SIZE, 0), 0, "message %u", n);
+		if (n < N) {
+			cr_assert_eq(zr_recv_bytes(pull, in, sizeof in, 0), SIZE, "message %u", n);
+			big_check(in, SIZE, n);
+		} else {
+			size_t len;
+			const uint8_t *f;
+
+			cr_assert_eq(zr_recv_into(pull, kept, 0), 0, "message %u", n);
+			f = zr_msg_frame(kept, 0, &len);
+			cr_assert_eq(len, SIZE, "message %u", n);
+			big_check(f, len, n);
+		}
+		held = zr__spsc_count(&pull->rx_bufs);
+		/* The first read out of a kept message gives back the copy's
+		 * own (small) buffer: from the second on, a large one. */
+		if (n > 0 && n != N)
+			cr_assert_eq(held, 1, "message %u: %zu buffers given back and not taken", n,
+			             held);
+	}
+	zr_msg_free(kept);
+	sock_pair_free(ctx, push, pull);
+}
+
+Test(spare, a_large_buffer_read_out_takes_the_next_large_frame, .timeout = 60)
+{
+	large_buffers_come_back(false);
+}
+
+Test(spare, a_large_curve_buffer_read_out_is_the_next_box_buffer, .timeout = 60)
+{
+	large_buffers_come_back(true);
+}
