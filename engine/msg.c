@@ -542,9 +542,7 @@ zr__msg_adopt(zr_msg *m, uint8_t *buf, size_t cap, size_t off, size_t len)
 {
 	if (m->nframes != 0 || m->hooked || off > cap || len > cap - off)
 		return false;
-	msg_free_data(m);
-	m->data = buf;
-	m->cap = cap;
+	zr__msg_give_buf(m, buf, cap);
 	m->len = off + len;
 	m->frames[0].off = off;
 	m->frames[0].len = len;
